@@ -1,0 +1,11 @@
+"""gplvm: Bayesian non-linear latent-variable models of the Gaussian-process family.
+
+Building blocks: :mod:`gplvm.kernels`, :mod:`gplvm.features`, :mod:`gplvm.likelihoods`,
+:mod:`gplvm.linalg`, :mod:`gplvm.data`, :mod:`gplvm.metrics`, :mod:`gplvm.baselines`.
+"""
+
+from gplvm import _config  # noqa: F401  (enables float64 once, before anything else)
+from gplvm._version import __version__
+from gplvm.models import BayesianGLM, BayesianLinearRegression
+
+__all__ = ["__version__", "BayesianGLM", "BayesianLinearRegression"]

@@ -1,0 +1,3 @@
+from gplvm.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,105 @@
+"""Input validation shared by every estimator and building block (STYLE.md 9).
+
+Every check runs on NumPy arrays *before* any JAX computation and raises ``ValueError`` whose
+message names the problem, where it is, and how to fix it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _where(mask: np.ndarray, limit: int = 5) -> str:
+    idx = np.argwhere(mask)
+    shown = ", ".join(str(tuple(int(i) for i in row)) if len(row) > 1 else str(int(row[0]))
+                      for row in idx[:limit])
+    more = f" and {len(idx) - limit} more" if len(idx) > limit else ""
+    return f"{shown}{more}"
+
+
+def as_2d_float(Y, name: str = "Y", allow_nan: bool = False, min_rows: int = 1) -> np.ndarray:
+    """Convert to a float64 (N, D) array and check finiteness.
+
+    Args:
+        Y: array-like of shape (N, D); a 1-D array is rejected with a hint to reshape.
+        name: the argument name used in error messages.
+        allow_nan: whether NaN marks missing entries (inf is never allowed).
+        min_rows: the fewest rows the caller can work with.
+    """
+    try:
+        arr = np.asarray(Y, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} could not be converted to a float array ({err}); "
+                         f"pass a numeric array of shape (n_samples, n_features)") from err
+    if arr.ndim == 1:
+        raise ValueError(f"{name} is 1-D with shape {arr.shape}; pass a 2-D array of shape "
+                         f"(n_samples, n_features), e.g. {name}.reshape(-1, 1) for one column")
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (n_samples, n_features); got shape {arr.shape}")
+    if arr.shape[0] < min_rows:
+        raise ValueError(f"{name} has {arr.shape[0]} rows; at least {min_rows} are needed")
+    if arr.shape[1] < 1:
+        raise ValueError(f"{name} has no columns; pass at least one feature")
+    inf = np.isinf(arr)
+    if inf.any():
+        raise ValueError(f"{name} contains {int(inf.sum())} infinite entries at (row, column) "
+                         f"{_where(inf)}; replace them with finite values"
+                         + (" or NaN to mark them missing" if allow_nan else ""))
+    nan = np.isnan(arr)
+    if nan.any() and not allow_nan:
+        raise ValueError(f"{name} contains {int(nan.sum())} NaN entries at (row, column) "
+                         f"{_where(nan)}; this input must be complete (impute or drop them)")
+    if allow_nan:
+        empty_rows = nan.all(axis=1)
+        if empty_rows.any():
+            raise ValueError(f"{name} has {int(empty_rows.sum())} rows with no observed entry "
+                             f"(rows {_where(empty_rows)}); drop them")
+    return arr
+
+
+def as_1d_float(y, name: str = "y", allow_nan: bool = False) -> np.ndarray:
+    """Convert a target vector to float64 and check it is finite (a column vector is accepted)."""
+    arr = np.asarray(y, dtype=float)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D of shape (n_samples,); got shape {arr.shape}")
+    as_2d_float(arr[:, None], name=name, allow_nan=allow_nan)
+    return arr
+
+
+def check_consistent_length(X, y, names=("X", "y")) -> None:
+    if len(X) != len(y):
+        raise ValueError(f"{names[0]} has {len(X)} rows but {names[1]} has {len(y)}; "
+                         f"they must describe the same samples")
+
+
+def check_no_constant_columns(Y: np.ndarray, name: str = "Y") -> None:
+    """Reject columns with zero variance over their observed entries (standardising divides by it)."""
+    with np.errstate(invalid="ignore"):
+        sd = np.nanstd(Y, axis=0)
+    const = ~(sd > 0)
+    if const.any():
+        raise ValueError(f"{name} has {int(const.sum())} constant columns (columns "
+                         f"{_where(const)}); drop them, they carry no information and cannot be "
+                         f"standardised")
+
+
+def check_counts(Y: np.ndarray, name: str = "Y", upper=None, what: str = "count") -> None:
+    """Observed entries must be non-negative integers (and at most ``upper`` if given)."""
+    obs = ~np.isnan(Y)
+    neg = obs & (Y < 0)
+    if neg.any():
+        raise ValueError(f"{name} has {int(neg.sum())} negative entries at (row, column) "
+                         f"{_where(neg)}; the {what} likelihood needs non-negative integers")
+    frac = obs & (np.abs(Y - np.round(np.where(obs, Y, 0))) > 1e-8)
+    if frac.any():
+        raise ValueError(f"{name} has {int(frac.sum())} non-integer entries at (row, column) "
+                         f"{_where(frac)}; the {what} likelihood needs integer counts "
+                         f"(round them, or use likelihood='gaussian' for continuous data)")
+    if upper is not None:
+        over = obs & (Y > np.asarray(upper))
+        if over.any():
+            raise ValueError(f"{name} has {int(over.sum())} entries above the number of trials "
+                             f"at (row, column) {_where(over)}; the {what} likelihood needs "
+                             f"0 <= y <= n_trials")

@@ -1,0 +1,18 @@
+"""Data: synthetic generators with a known truth, and loaders for the papers' real data sets.
+
+* :mod:`gplvm.data.synthetic` -- :func:`make_s_curve`, :func:`make_lorenz` (seed 000, §4).
+* :mod:`gplvm.data.loaders` -- one ``load_*`` function per data set, reading local files
+  (``path=None`` -> :func:`default_data_dir`), plus the bundled :func:`load_digits`.
+"""
+
+from gplvm.data.loaders import (DATA_DIR_ENV, Dataset, default_data_dir, load_bridges,
+                                load_cmu_mocap_walkjog, load_congress109, load_digits,
+                                load_frey_faces, load_hippocampus, load_mesc, load_newsgroups,
+                                load_oil_flow, load_usps, load_usps_twos, load_yale_faces)
+from gplvm.data.synthetic import (LIKELIHOODS, SyntheticData, lorenz_trajectory, make_lorenz,
+                                  make_s_curve)
+
+__all__ = ["DATA_DIR_ENV", "Dataset", "default_data_dir", "load_bridges", "load_cmu_mocap_walkjog",
+           "load_congress109", "load_digits", "load_frey_faces", "load_hippocampus", "load_mesc",
+           "load_newsgroups", "load_oil_flow", "load_usps", "load_usps_twos", "load_yale_faces",
+           "LIKELIHOODS", "SyntheticData", "lorenz_trajectory", "make_lorenz", "make_s_curve"]

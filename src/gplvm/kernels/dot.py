@@ -1,0 +1,57 @@
+"""Non-stationary and degenerate kernels: Linear, White, Constant."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from gplvm._pytree import pytree_dataclass
+from gplvm.kernels.base import AbstractKernel
+
+
+@pytree_dataclass
+class Linear(AbstractKernel):
+    """k(x, x') = Σ_q σ²_q x_q x'_q (``variance`` scalar, or (Q,) for ARD)."""
+
+    variance: jnp.ndarray = 1.0
+
+    def _cross(self, X1, X2):
+        return (X1 * jnp.asarray(self.variance, dtype=float)) @ X2.T
+
+    def diag(self, X):
+        X = jnp.atleast_2d(jnp.asarray(X, dtype=float))
+        return jnp.sum(X**2 * jnp.asarray(self.variance, dtype=float), axis=1)
+
+
+@pytree_dataclass
+class White(AbstractKernel):
+    """Independent noise: σ² I on ``k(X)``; a cross-covariance ``k(X1, X2)`` is 0.
+
+    As in GPflow, white noise belongs to the diagonal of a Gram matrix, not to pairs of distinct
+    input sets, even if they happen to share rows.
+    """
+
+    variance: jnp.ndarray = 1.0
+
+    def _cross(self, X1, X2):
+        return jnp.zeros((X1.shape[0], X2.shape[0]))
+
+    def _gram(self, X):
+        return jnp.asarray(self.variance, dtype=float) * jnp.eye(X.shape[0])
+
+    def diag(self, X):
+        X = jnp.atleast_2d(jnp.asarray(X, dtype=float))
+        return jnp.full(X.shape[0], jnp.asarray(self.variance, dtype=float))
+
+
+@pytree_dataclass
+class Constant(AbstractKernel):
+    """k(x, x') = σ² (a random offset shared by all points)."""
+
+    variance: jnp.ndarray = 1.0
+
+    def _cross(self, X1, X2):
+        return jnp.full((X1.shape[0], X2.shape[0]), jnp.asarray(self.variance, dtype=float))
+
+    def diag(self, X):
+        X = jnp.atleast_2d(jnp.asarray(X, dtype=float))
+        return jnp.full(X.shape[0], jnp.asarray(self.variance, dtype=float))

@@ -1,0 +1,72 @@
+"""Observation models p(y | f): Gaussian, Bernoulli, binomial, Poisson, negative binomial, multinomial.
+
+Every likelihood is an immutable pytree dataclass with the interface of
+:class:`AbstractLikelihood`: ``log_prob`` / ``log_likelihood`` (NaN = missing contributes 0),
+``inverse_link``, ``conditional_variance``, ``predictive_mean_var``, ``expected_log_prob``,
+``sample``, ``validate``, ``latent_dim``, ``polya_gamma_params`` / ``polya_gamma_offset``
+(seed 000, eq. 26) and ``unconstrained`` / ``from_unconstrained`` for trainable parameters.
+Models name them by string through :func:`get_likelihood`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from gplvm.likelihoods._common import gauss_hermite, log_sigmoid
+from gplvm.likelihoods.base import AbstractLikelihood
+from gplvm.likelihoods.binomial import Bernoulli, Binomial
+from gplvm.likelihoods.gaussian import Gaussian
+from gplvm.likelihoods.multinomial import Multinomial, logsumexp_others
+from gplvm.likelihoods.negative_binomial import NegativeBinomial
+from gplvm.likelihoods.poisson import Poisson
+
+LIKELIHOODS: dict[str, type[AbstractLikelihood]] = {
+    cls.name: cls for cls in (Gaussian, Bernoulli, Binomial, Poisson, NegativeBinomial, Multinomial)
+}
+
+_ALIASES = {"normal": "gaussian", "nb": "negative_binomial", "negbin": "negative_binomial",
+            "negative_binomial": "negative_binomial", "binary": "bernoulli",
+            "categorical": "multinomial"}
+
+
+def get_likelihood(name_or_object: str | AbstractLikelihood, **kwargs: Any) -> AbstractLikelihood:
+    """A likelihood from its name (``"poisson"``, ``"negative_binomial"``, ...) or as given.
+
+    Args:
+        name_or_object: one of ``LIKELIHOODS`` (case-insensitive; "-" or " " may replace "_";
+            aliases "normal", "nb", "binary", "categorical"), or a likelihood object, which is
+            returned unchanged.
+        **kwargs: constructor arguments when a name is given, e.g. ``dispersion=2.0``.
+
+    Raises:
+        ValueError: unknown name, unknown argument, or arguments given with an object.
+    """
+    if isinstance(name_or_object, AbstractLikelihood):
+        if kwargs:
+            raise ValueError(f"arguments {sorted(kwargs)} were given with a likelihood object; "
+                             f"set them on the object instead, e.g. "
+                             f"{type(name_or_object).__name__}({', '.join(kwargs)}=...)")
+        return name_or_object
+    if not isinstance(name_or_object, str):
+        raise ValueError(f"likelihood must be a name or a gplvm.likelihoods object; got "
+                         f"{type(name_or_object).__name__}")
+    key = name_or_object.strip().lower().replace("-", "_").replace(" ", "_")
+    key = _ALIASES.get(key, key)
+    if key not in LIKELIHOODS:
+        raise ValueError(f"unknown likelihood {name_or_object!r}; choose one of "
+                         f"{sorted(LIKELIHOODS)} or pass a gplvm.likelihoods object")
+    cls = LIKELIHOODS[key]
+    allowed = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(kwargs) - set(allowed))
+    if unknown:
+        raise ValueError(f"the {key} likelihood does not take {unknown}; its parameters are "
+                         f"{allowed or 'none'}")
+    return cls(**kwargs)
+
+
+__all__ = [
+    "AbstractLikelihood", "Gaussian", "Bernoulli", "Binomial", "Poisson", "NegativeBinomial",
+    "Multinomial", "LIKELIHOODS", "get_likelihood", "gauss_hermite", "log_sigmoid",
+    "logsumexp_others",
+]

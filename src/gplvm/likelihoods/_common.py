@@ -1,0 +1,63 @@
+"""Numerical helpers shared by the likelihoods (dtype handling, stable logistic terms, quadrature)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.typing import ArrayLike
+
+Array = jax.Array
+
+
+def as_float(x: ArrayLike, like: Array | None = None) -> Array:
+    """As a JAX float array: the dtype of ``like`` if given, else x's own float dtype, else the
+    default float (float64), so that float32 inputs stay float32 (opt-in, DESIGN.md)."""
+    ref = jnp.asarray(x) if like is None else like
+    dtype = ref.dtype if jnp.issubdtype(ref.dtype, jnp.floating) else float
+    return jnp.asarray(x, dtype=dtype)
+
+
+def softplus(F: ArrayLike) -> Array:
+    """log(1 + e^f) without overflow; y·f − n·softplus(f) is the exact logistic log-density."""
+    return jnp.logaddexp(F, 0.0)
+
+
+def log_sigmoid(F: ArrayLike) -> Array:
+    """log σ(f) = −softplus(−f), exact for |f| large on either side (no log(1 − 1))."""
+    return -softplus(-jnp.asarray(F))
+
+
+def gauss_hermite(n_points: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and weights with Σ_k w_k g(x_k) ≈ E[g(x)] for x ~ N(0, 1).
+
+    ``hermegauss`` integrates against exp(−x²/2); dividing its weights by √(2π) turns the rule
+    into an expectation.  Computed in NumPy once per (static) ``n_points``.
+    """
+    x, w = np.polynomial.hermite_e.hermegauss(n_points)
+    return x, w / np.sqrt(2.0 * np.pi)
+
+
+def quadrature_nodes(F_mean: Array, F_var: Array, n_points: int) -> tuple[Array, Array]:
+    """Points f_k = F_mean + sqrt(F_var)·x_k stacked on a *leading* axis, and their weights.
+
+    Leading, so that per-column or per-entry parameters (shape (D,) or (N, D)) still broadcast
+    against the trailing data axes.  f has shape (n_points, *F_mean.shape); the weights are
+    shaped to broadcast against it (sum over axis 0).
+    """
+    x, w = gauss_hermite(n_points)
+    expand = (-1,) + (1,) * F_mean.ndim
+    f = F_mean + jnp.sqrt(F_var) * jnp.asarray(x, F_mean.dtype).reshape(expand)
+    return f, jnp.asarray(w, F_mean.dtype).reshape(expand)
+
+
+def check_positive(value: ArrayLike, name: str, n_columns: int) -> None:
+    """A parameter given as a scalar or one value per column must be positive and finite."""
+    arr = np.asarray(value, dtype=float)
+    if arr.ndim > 1 or (arr.ndim == 1 and arr.shape[0] not in (1, n_columns)):
+        raise ValueError(f"{name} has shape {arr.shape} but Y has {n_columns} columns; pass a "
+                         f"scalar or one value per column (shape ({n_columns},))")
+    bad = ~(np.isfinite(arr) & (arr > 0))
+    if bad.any():
+        raise ValueError(f"{name} must be positive and finite; got {arr[bad][:5].tolist()}; "
+                         f"pass values > 0")

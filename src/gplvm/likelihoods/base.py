@@ -1,0 +1,273 @@
+"""The likelihood interface p(y | f) shared by every observation model (DESIGN.md, "likelihood").
+
+A likelihood maps the latent function values ``F`` (what the map prior produces, N × D) to a
+distribution over the observations ``Y`` (N × D; NaN = missing).  Concrete likelihoods are small
+immutable pytree dataclasses (STYLE.md 3, 4): :class:`AbstractLikelihood` is abstract; each
+final class defines the hooks ``_log_prob`` (on complete data), ``_inverse_link``,
+``_conditional_variance``, ``_sample`` and ``_check`` (plus optional closed forms) and inherits
+the public methods, which are compiled once per likelihood type and shape with ``jax.jit``
+(the likelihood is a pytree argument, so its parameters are traced, not baked in).
+
+* Missing data: NaN entries of ``Y`` are replaced by a harmless placeholder (0, in every
+  support) *before* the density is evaluated, and their contribution is then set to exactly 0
+  with ``jnp.where``.  Evaluating at a placeholder instead of at NaN is what keeps ``jax.grad``
+  finite: ``where`` sends a zero cotangent to the masked branch, and 0·finite = 0, 0·NaN = NaN.
+* Predictive moments under a Gaussian belief f ~ N(F_mean, F_var), by Gauss–Hermite quadrature
+  unless a likelihood overrides the hook with a closed form.
+* The Pólya-gamma parametrisation of seed 000, eq. 26, for the logistic-type likelihoods.
+"""
+
+from __future__ import annotations
+
+import abc
+from functools import partial
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.typing import ArrayLike
+
+from gplvm._validation import as_2d_float
+from gplvm.likelihoods._common import as_float, quadrature_nodes
+
+Array = jax.Array
+
+
+# One compiled function per public method; `lik` is a pytree, so its class (static) selects
+# the implementation and its parameters are traced.
+
+@jax.jit
+def _log_prob(lik, Y, F):
+    F = as_float(F)
+    return lik._masked_log_prob(as_float(Y, F), F)
+
+
+@jax.jit
+def _inverse_link(lik, F):
+    return lik._inverse_link(as_float(F))
+
+
+@jax.jit
+def _conditional_variance(lik, F):
+    return lik._conditional_variance(as_float(F))
+
+
+@jax.jit
+def _sample(lik, key, F):
+    return lik._sample(key, as_float(F))
+
+
+@partial(jax.jit, static_argnames="n_points")
+def _predictive_mean_var(lik, F_mean, F_var, n_points):
+    F_mean = as_float(F_mean)
+    if F_var is None:
+        return lik._inverse_link(F_mean), lik._conditional_variance(F_mean)
+    return lik._predictive_mean_var(F_mean, as_float(F_var, F_mean), n_points)
+
+
+@partial(jax.jit, static_argnames="n_points")
+def _expected_log_prob(lik, Y, F_mean, F_var, n_points):
+    F_mean = as_float(F_mean)
+    return lik._expected_log_prob(as_float(Y, F_mean), F_mean, as_float(F_var, F_mean), n_points)
+
+
+@jax.jit
+def _polya_gamma_params(lik, Y):
+    return lik._polya_gamma_params(as_float(Y))
+
+
+@jax.jit
+def _polya_gamma_offset(lik, F):
+    return lik._polya_gamma_offset(as_float(F))
+
+
+class AbstractLikelihood(abc.ABC):
+    """Interface of an observation model p(y | f); see the module docstring.
+
+    Class attributes:
+        name: the string accepted by :func:`gplvm.likelihoods.get_likelihood`.
+        is_count: observations are non-negative integers.
+        supports_polya_gamma: :meth:`polya_gamma_params` is available (seed 000, eq. 26).
+    """
+
+    name: ClassVar[str]
+    is_count: ClassVar[bool] = True
+    supports_polya_gamma: ClassVar[bool] = False
+
+    # --- hooks each final likelihood defines --------------------------------------------------
+
+    @abc.abstractmethod
+    def _log_prob(self, Y: Array, F: Array) -> Array:
+        """Elementwise log p(y | f) on complete (NaN-free) ``Y``."""
+
+    @abc.abstractmethod
+    def _inverse_link(self, F: Array) -> Array:
+        """E[y | f] (see :meth:`inverse_link`)."""
+
+    @abc.abstractmethod
+    def _conditional_variance(self, F: Array) -> Array:
+        """Var[y | f] (see :meth:`conditional_variance`)."""
+
+    @abc.abstractmethod
+    def _sample(self, key: Array, F: Array) -> Array:
+        """One draw of y | f for every row/entry of ``F``."""
+
+    def _cdf(self, y: Array, F: Array) -> Array:
+        """P(Y ≤ y | f), elementwise (used for predictive quantiles, seed 002 eq. 30)."""
+        raise NotImplementedError(f"{type(self).__name__} has no CDF")
+
+    def cdf(self, y: ArrayLike, F: ArrayLike) -> Array:
+        """P(Y ≤ y | f) elementwise; for counts, y is floored (a step CDF)."""
+        F = as_float(F)
+        return self._cdf(as_float(y, F), F)
+
+    def _check(self, Y: np.ndarray) -> None:
+        """Likelihood-specific checks of a finite float (N, D) array with NaN = missing."""
+
+    # --- log-density ---------------------------------------------------------------------------
+
+    def _missing(self, Y: Array) -> Array:
+        """Boolean mask, shaped like the output of :meth:`log_prob`, of entries to ignore."""
+        return jnp.isnan(Y)
+
+    def _masked_log_prob(self, Y: Array, F: Array) -> Array:
+        # Placeholder, then mask: see the module docstring for why both are needed.
+        Y_safe = jnp.where(jnp.isnan(Y), 0.0, Y)
+        return jnp.where(self._missing(Y), 0.0, self._log_prob(Y_safe, F))
+
+    def log_prob(self, Y: ArrayLike, F: ArrayLike) -> Array:
+        """Elementwise log p(y | f); NaN entries of ``Y`` contribute exactly 0.
+
+        Args:
+            Y: observations, shape (N, D), NaN = missing.
+            F: latent function values, shape (N, ``latent_dim(D)``).
+
+        Returns:
+            Shape (N, D), the log-density of each entry (0 where missing); (N,) for the
+            multinomial, whose density is per row.
+        """
+        return _log_prob(self, Y, F)
+
+    def log_likelihood(self, Y: ArrayLike, F: ArrayLike) -> Array:
+        """Σ log p(y | f) over all observed entries (a scalar)."""
+        return jnp.sum(self.log_prob(Y, F))
+
+    def latent_dim(self, n_columns: int) -> int:
+        """Number of columns of ``F`` for a ``Y`` with ``n_columns`` columns."""
+        return n_columns
+
+    # --- moments and quadrature ----------------------------------------------------------------
+
+    def inverse_link(self, F: ArrayLike) -> Array:
+        """E[y | f]: one value per entry of the data (shape (N, D); (N, J) for the multinomial)."""
+        return _inverse_link(self, F)
+
+    def conditional_variance(self, F: ArrayLike) -> Array:
+        """Var[y | f], shaped like :meth:`inverse_link` (the integrand quadrature users need)."""
+        return _conditional_variance(self, F)
+
+    def predictive_mean_var(self, F_mean: ArrayLike, F_var: ArrayLike | None = None,
+                            n_points: int = 20) -> tuple[Array, Array]:
+        """Mean and variance of y, given f = ``F_mean`` or given f ~ N(F_mean, F_var).
+
+        With ``F_var`` the moments follow from the laws of total expectation and variance,
+
+        .. math:: E[y] = E_f[\\mu(f)], \\qquad
+                  \\mathrm{Var}[y] = E_f[\\sigma^2(f)] + \\mathrm{Var}_f[\\mu(f)],
+
+        by ``n_points``-node Gauss–Hermite quadrature or a closed form (Gaussian, Poisson).
+
+        Args:
+            F_mean: shape (N, D).
+            F_var: marginal variances of f, shape (N, D), or None for a point value.
+            n_points: quadrature nodes (static).
+
+        Returns:
+            (mean, var), each of the shape of the data.
+        """
+        return _predictive_mean_var(self, F_mean, F_var, n_points)
+
+    def _predictive_mean_var(self, F_mean: Array, F_var: Array,
+                             n_points: int) -> tuple[Array, Array]:
+        f, w = quadrature_nodes(F_mean, F_var, n_points)              # (n_points, N, D)
+        mu = self._inverse_link(f)
+        mean = jnp.sum(w * mu, axis=0)
+        second = jnp.sum(w * (self._conditional_variance(f) + mu**2), axis=0)
+        return mean, second - mean**2
+
+    def expected_log_prob(self, Y: ArrayLike, F_mean: ArrayLike, F_var: ArrayLike,
+                          n_points: int = 20) -> Array:
+        """E_{f ~ N(F_mean, F_var)}[log p(y | f)] elementwise (0 where ``Y`` is NaN).
+
+        The data term of a variational bound (GLM ELBO, seed 002): Gauss–Hermite quadrature
+        with ``n_points`` nodes unless the likelihood has a closed form.  Shape of ``Y``.
+        """
+        return _expected_log_prob(self, Y, F_mean, F_var, n_points)
+
+    def _expected_log_prob(self, Y: Array, F_mean: Array, F_var: Array,
+                           n_points: int) -> Array:
+        f, w = quadrature_nodes(F_mean, F_var, n_points)
+        return jnp.sum(w * self._masked_log_prob(jnp.broadcast_to(Y, f.shape), f), axis=0)
+
+    # --- sampling and validation ---------------------------------------------------------------
+
+    def sample(self, key: Array, F: ArrayLike) -> Array:
+        """Draw y ~ p(y | f) (a float array with the shape of the data)."""
+        return _sample(self, key, F)
+
+    def validate(self, Y: ArrayLike, name: str = "Y") -> np.ndarray:
+        """Check that ``Y`` is valid data for this likelihood, before any computation.
+
+        NaN marks a missing entry; inf never is allowed, nor (library policy,
+        ``gplvm._validation.as_2d_float``) a row with no observed entry.  Raises ``ValueError``
+        naming the problem, where it is, and the fix (STYLE.md 9).
+
+        Returns:
+            ``Y`` as a float64 NumPy array of shape (N, D).
+        """
+        arr = as_2d_float(Y, name=name, allow_nan=True)
+        self._check(arr)
+        return arr
+
+    # --- Pólya-gamma augmentation (seed 000, eq. 26) -------------------------------------------
+
+    def polya_gamma_params(self, Y: ArrayLike) -> tuple[Array, Array, Array]:
+        """(a, b, κ = a − b/2) with p(y | ψ) = c(y) (e^ψ)^a / (1 + e^ψ)^b (seed 000, eq. 26).
+
+        ψ = F − :meth:`polya_gamma_offset` (F), and ω | ψ ~ PG(b, ψ).  Missing entries get
+        a = b = κ = 0, i.e. ω ~ PG(0, ·) = δ₀, so they drop out of the Gaussian update (eq. 28).
+        Each array has the shape of ``F``.
+        """
+        return _polya_gamma_params(self, Y)
+
+    def _polya_gamma_params(self, Y: Array) -> tuple[Array, Array, Array]:
+        raise NotImplementedError(
+            f"the {self.name} likelihood has no Pólya-gamma representation; use a "
+            f"gradient-based or elliptical-slice update instead (supports_polya_gamma is False)")
+
+    def polya_gamma_offset(self, F: ArrayLike) -> Array:
+        """ξ such that ψ = F − ξ is the logistic argument (0 except for the multinomial)."""
+        return _polya_gamma_offset(self, F)
+
+    def _polya_gamma_offset(self, F: Array) -> Array:
+        return jnp.zeros_like(F)
+
+    @staticmethod
+    def _pg_masked(Y: Array, a: Array, b: Array) -> tuple[Array, Array, Array]:
+        """Zero a and b where Y is NaN (broadcast to a common shape); κ = a − b/2."""
+        shape = jnp.broadcast_shapes(Y.shape, a.shape, b.shape)
+        missing = jnp.broadcast_to(jnp.isnan(Y), shape)
+        a = jnp.where(missing, 0.0, a)
+        b = jnp.where(missing, 0.0, b)
+        return a, b, a - b / 2.0
+
+    # --- trainable state (gplvm.transforms) ----------------------------------------------------
+
+    def unconstrained(self) -> dict[str, Any]:
+        """Trainable parameters on the real line (empty for a parameter-free likelihood)."""
+        return {}
+
+    def from_unconstrained(self, u: dict[str, Any]) -> AbstractLikelihood:
+        """A copy with the trainable parameters set from an :meth:`unconstrained`-shaped ``u``."""
+        return self

@@ -1,0 +1,6 @@
+"""Estimators (scikit-learn style) built on the functional core."""
+
+from gplvm.models.glm import BayesianGLM
+from gplvm.models.linear_regression import BayesianLinearRegression
+
+__all__ = ["BayesianGLM", "BayesianLinearRegression"]

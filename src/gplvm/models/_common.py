@@ -1,0 +1,55 @@
+"""Pieces shared by the estimators: default feature maps, masks, fitted-state checks."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from sklearn.exceptions import NotFittedError
+
+from gplvm.features import AbstractFeatureMap, RandomFourierFeatures
+from gplvm.kernels import RBF
+
+
+def check_is_fitted(model, attribute: str) -> None:
+    if not hasattr(model, attribute):
+        raise NotFittedError(f"this {type(model).__name__} is not fitted yet; call fit first")
+
+
+def median_distance(X: np.ndarray, max_points: int = 1000, seed: int = 0) -> float:
+    """Median pairwise Euclidean distance (the usual length-scale initialisation)."""
+    if len(X) > max_points:
+        X = X[np.random.default_rng(seed).choice(len(X), max_points, replace=False)]
+    sq = np.sum(X**2, 1)
+    D2 = np.maximum(sq[:, None] + sq[None, :] - 2 * X @ X.T, 0.0)
+    d = np.sqrt(D2[np.triu_indices(len(X), 1)])
+    med = float(np.median(d)) if d.size else 1.0
+    return med if med > 0 else 1.0
+
+
+def default_features(X: np.ndarray, n_features: int, key, ard: bool = False
+                     ) -> AbstractFeatureMap:
+    """Random Fourier features of an RBF kernel, length-scale at the median distance, variance 1."""
+    ell = median_distance(X)
+    lengthscale = jnp.full(X.shape[1], ell) if ard else jnp.asarray(ell)
+    return RandomFourierFeatures.create(RBF(lengthscale=lengthscale, variance=1.0), n_features,
+                                        X.shape[1], key)
+
+
+def freeze_feature_variance(u):
+    """Stop gradients through feature-map variances.
+
+    In a linear model the prior variance of the weights and the kernel variance inside φ play the
+    same role; only the former is learned, so the two are identifiable.
+    """
+    def mask(path, leaf):
+        last = path[-1] if path else None
+        is_var = isinstance(last, jax.tree_util.DictKey) and last.key == "variance"
+        return jax.lax.stop_gradient(leaf) if is_var else leaf
+
+    return jax.tree_util.tree_map_with_path(mask, u)
+
+
+def block_expand(values, blocks) -> jnp.ndarray:
+    """Repeat one value per block to one value per feature."""
+    return jnp.repeat(jnp.asarray(values), jnp.asarray(blocks), total_repeat_length=sum(blocks))

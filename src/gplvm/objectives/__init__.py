@@ -1,0 +1,1 @@
+"""Objectives: functions of parameters and data that inference drivers optimise or sample."""

@@ -1,0 +1,49 @@
+"""Test configuration: float64, and deselection of tests that need ../shared/data.
+
+Tests marked ``shared_data`` read real datasets from the folder ``../shared/data`` beside the
+checkout (or ``$GPLVM_DATA_DIR``).  CI always has it; elsewhere those tests are deselected with a
+message saying why, and the rest of the suite still runs.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import gplvm  # noqa: F401  (float64 on)
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def shared_data_dir() -> Path:
+    env = os.environ.get("GPLVM_DATA_DIR")
+    return Path(env) if env else REPO.parent / "shared" / "data"
+
+
+def pytest_collection_modifyitems(config, items):
+    if shared_data_dir().is_dir():
+        return
+    keep, drop = [], []
+    for item in items:
+        (drop if item.get_closest_marker("shared_data") else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+        config._gplvm_deselected = len(drop)
+
+
+def pytest_report_header(config):
+    if not shared_data_dir().is_dir():
+        return (f"gplvm: {shared_data_dir()} not found; tests marked 'shared_data' (real "
+                f"datasets) are deselected. Set GPLVM_DATA_DIR or put ../shared beside the repo.")
+    return f"gplvm: real datasets from {shared_data_dir()}"
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    n = getattr(config, "_gplvm_deselected", 0)
+    if n:
+        terminalreporter.write_line(
+            f"gplvm: {n} tests needing ../shared/data were deselected because "
+            f"{shared_data_dir()} does not exist", yellow=True)

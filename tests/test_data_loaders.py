@@ -1,0 +1,142 @@
+"""Loaders: each real data set has the shapes its README states (shared_data), path handling,
+error messages, and the pickle-free reading of ``bridges.npy``."""
+
+import os
+import pickle
+
+import numpy as np
+import pytest
+
+from gplvm.data import loaders
+from gplvm.data.loaders import DATA_DIR_ENV, default_data_dir
+
+shared = pytest.mark.shared_data
+
+
+def test_default_data_dir_honours_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path))
+    assert default_data_dir() == tmp_path
+    monkeypatch.delenv(DATA_DIR_ENV)
+    assert default_data_dir().parts[-2:] == ("shared", "data")
+
+
+def test_missing_file_names_the_path_and_the_variable(monkeypatch, tmp_path):
+    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path))
+    with pytest.raises(FileNotFoundError, match=DATA_DIR_ENV) as err:
+        loaders.load_oil_flow()
+    assert str(tmp_path / "oil_flow" / "DataTrn.txt") in str(err.value)
+
+
+def test_bridges_npy_is_read_without_unpickling_arbitrary_objects(tmp_path):
+    Y = np.arange(12).reshape(6, 2)
+    np.save(tmp_path / "bridges.npy", np.array({"Y": Y, "labels": np.array([0, 1] * 3)}),
+            allow_pickle=True)
+    d = loaders.load_bridges(tmp_path)
+    np.testing.assert_array_equal(d.Y, Y)
+    assert d.Y.dtype == np.float64 and d.labels.tolist() == [0, 1] * 3
+
+    class Evil:
+        def __reduce__(self):
+            return (os.getcwd, ())
+    np.save(tmp_path / "evil.npy", np.array({"Y": Evil()}), allow_pickle=True)
+    with pytest.raises(pickle.UnpicklingError, match="refusing"):
+        loaders.load_bridges(tmp_path / "evil.npy")
+
+
+def test_load_digits_is_bundled():
+    d = loaders.load_digits()
+    assert d.Y.shape == (1797, 64) and d.Y.min() == 0 and d.Y.max() == 16
+    d = loaders.load_digits(digits=[0, 1])
+    assert set(np.unique(d.labels)) == {0, 1} and len(d.Y) == len(d.labels)
+    with pytest.raises(ValueError, match="digit"):
+        loaders.load_digits(digits=[11])
+
+
+@shared
+def test_oil_flow():
+    d = loaders.load_oil_flow()
+    assert d.Y.shape == (1000, 12) and d.extras["fractions"].shape == (1000, 2)
+    np.testing.assert_array_equal(np.bincount(d.labels), [343, 316, 341])
+    assert loaders.load_oil_flow(subset="test").Y.shape == (1000, 12)
+    with pytest.raises(ValueError, match="subset"):
+        loaders.load_oil_flow(subset="dev")
+
+
+@shared
+def test_frey_faces():
+    d = loaders.load_frey_faces()
+    assert d.Y.shape == (1965, 560) and d.Y.min() == 8 and d.Y.max() == 238
+
+
+@shared
+def test_cmu_mocap_walkjog():
+    d = loaders.load_cmu_mocap_walkjog()
+    assert d.Y.shape == (2644, 62) and d.extras["Y_test"].shape == (169, 62)
+    trials = [*range(1, 18), *range(19, 27), 28, *range(30, 35)]
+    np.testing.assert_array_equal(np.unique(d.groups), trials)
+    np.testing.assert_array_equal(np.unique(d.extras["groups_test"]), [18, 29])
+    assert d.times[0] == 0 and d.times[1] == pytest.approx(1 / 30)
+    assert set(d.groups[d.labels == 1]) == {17, *range(19, 27)}
+
+
+@shared
+def test_congress109():
+    d = loaders.load_congress109()
+    assert d.Y.shape == (529, 1000) and len(d.feature_names) == 1000
+    assert d.Y.min() == 0 and d.Y.max() == 631 and np.all(d.Y == np.round(d.Y))
+    assert np.sum(d.labels == 0) == 285  # Republicans; D 242 + I 2 are label 1
+    assert list(d.extras["names"]) == sorted(d.extras["names"])
+
+
+@shared
+def test_bridges():
+    d = loaders.load_bridges()
+    assert d.Y.shape == (214, 4) and d.Y.min() == 151 and d.Y.max() == 8873
+    assert d.labels.shape == (214,) and set(np.unique(d.labels)) == {0, 1}
+
+
+@shared
+def test_mesc():
+    d = loaders.load_mesc()
+    assert d.Y.shape == (429, 48) and len(d.feature_names) == 48
+    np.testing.assert_array_equal(np.bincount(d.labels), [19, 23, 44, 75, 156, 49, 45, 18])
+    assert d.label_names[0] == "2-cell stage" and d.label_names[-1] == "EPI"
+
+
+@shared
+def test_yale_faces():
+    d = loaders.load_yale_faces()
+    assert d.Y.shape == (165, 1024)
+    np.testing.assert_array_equal(np.bincount(d.labels)[1:], [11] * 15)
+
+
+@shared
+def test_usps():
+    d = loaders.load_usps()
+    assert d.Y.shape == (2007, 256) and d.Y.min() == -0.9375 and d.Y.max() == 0.9375
+    assert set(np.unique(d.labels)) == set(range(10))
+    assert set(np.unique(loaders.load_usps(digits=[3]).labels)) == {3}
+    twos = loaders.load_usps_twos()
+    assert twos.Y.shape == (700, 64) and set(np.unique(twos.Y)) == {0.0, 1.0}
+
+
+@shared
+def test_newsgroups():
+    d = loaders.load_newsgroups(n_words=100)
+    assert d.Y.shape == (11256, 100) and len(d.feature_names) == 100
+    assert d.Y.max() <= 302 and np.all(d.Y == np.round(d.Y))
+    assert len(d.label_names) == 20 and set(np.unique(d.labels)) == set(range(20))
+    assert loaders.load_newsgroups(subset="test").Y.shape == (7489, 1000)
+
+
+@shared
+def test_hippocampus():
+    d = loaders.load_hippocampus()
+    assert d.Y.shape == (858, 30) and d.extras["position"].shape == (858, 2)
+    assert d.Y.min() == 0 and np.all(d.Y == np.round(d.Y))
+
+
+@shared
+def test_a_file_path_is_accepted_in_place_of_the_folder():
+    path = default_data_dir() / "mesc_guo2010_qpcr" / "mESC.mat"
+    assert loaders.load_mesc(path).Y.shape == (429, 48)
