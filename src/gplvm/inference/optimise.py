@@ -33,14 +33,16 @@ class OptimResult(NamedTuple):
 
 
 def _make_lbfgs_step(fun, optimizer):
-    value_and_grad = optax.value_and_grad_from_state(fun)
-
     @jax.jit
-    def step(params, state, key):
+    def step(params, state, key, args):
         del key
-        value, grad = value_and_grad(params, state=state)
+
+        def value_fn(p):
+            return fun(p, *args)
+
+        value, grad = optax.value_and_grad_from_state(value_fn)(params, state=state)
         updates, state = optimizer.update(grad, state, params, value=value, grad=grad,
-                                          value_fn=fun)
+                                          value_fn=value_fn)
         return optax.apply_updates(params, updates), state, value
 
     return step
@@ -48,8 +50,8 @@ def _make_lbfgs_step(fun, optimizer):
 
 def _make_stochastic_step(fun, optimizer):
     @jax.jit
-    def step(params, state, key):
-        value, grad = jax.value_and_grad(fun)(params, key)
+    def step(params, state, key, args):
+        value, grad = jax.value_and_grad(fun)(params, key, *args)
         updates, state = optimizer.update(grad, state, params)
         return optax.apply_updates(params, updates), state, value
 
@@ -57,6 +59,12 @@ def _make_stochastic_step(fun, optimizer):
 
 
 _STEPS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _strong(tree):
+    """Drop weak types: optax's ``init`` returns weakly typed scalars that its ``update`` returns
+    strongly typed, which would otherwise make the jitted step compile twice."""
+    return jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=jnp.asarray(x).dtype), tree)
 
 
 def _compiled_step(fun, method, learning_rate, optimizer):
@@ -67,7 +75,8 @@ def _compiled_step(fun, method, learning_rate, optimizer):
         if optimizer is None:
             optimizer = optax.lbfgs() if method == "lbfgs" else optax.adam(learning_rate)
         make = _make_lbfgs_step if method == "lbfgs" else _make_stochastic_step
-        per_fun[cache_key] = (make(fun, optimizer), optimizer)
+        init = jax.jit(lambda params, opt=optimizer: _strong(opt.init(params)))
+        per_fun[cache_key] = (make(fun, optimizer), init)
     return per_fun[cache_key]
 
 
@@ -75,12 +84,16 @@ def minimise(fun: Callable, params, *, method: str = "lbfgs", n_iter: int = 1000
              learning_rate: float = 0.01, tol: float = 1e-9, patience: int = 10,
              key: Optional[jax.Array] = None, progress: bool = True, desc: str = "fit",
              optimizer: Optional[optax.GradientTransformation] = None,
+             args: tuple = (),
              callback: Optional[Callable[[int, Any, float], None]] = None) -> OptimResult:
     """Minimise ``fun`` over a pytree of parameters.
 
     Args:
-        fun: ``fun(params) -> scalar`` for ``method="lbfgs"``; ``fun(params, key) -> scalar``
-            (a stochastic estimate) for ``method="adam"``.
+        fun: ``fun(params, *args) -> scalar`` for ``method="lbfgs"``;
+            ``fun(params, key, *args) -> scalar`` (a stochastic estimate) for ``method="adam"``.
+            Pass data through ``args`` (pytrees, traced) rather than closing over it: the
+            compiled step is cached per ``fun``, so a module-level ``fun`` compiles once per
+            shape for every fit.
         params: initial unconstrained parameters (any pytree of float arrays).
         method: ``"lbfgs"`` or ``"adam"``.
         n_iter: the most iterations.
@@ -99,16 +112,17 @@ def minimise(fun: Callable, params, *, method: str = "lbfgs", n_iter: int = 1000
         raise ValueError(f"method={method!r}; use 'lbfgs' (deterministic objectives) or 'adam' "
                          f"(stochastic objectives)")
     stochastic = method == "adam"
-    step, optimizer = _compiled_step(fun, method, learning_rate, optimizer)
+    step, init = _compiled_step(fun, method, learning_rate, optimizer)
     key = jax.random.PRNGKey(0) if key is None else key
-    state = optimizer.init(params)
+    params = _strong(params)
+    state = init(params)
     history: list[float] = []
     last_good, converged, interrupted, quiet = params, False, False, 0
     bar = tqdm(total=n_iter, desc=desc, disable=not progress, leave=False, dynamic_ncols=True)
     try:
         for i in range(n_iter):
             key, sub = jax.random.split(key)
-            new_params, state, value = step(params, state, sub)
+            new_params, state, value = step(params, state, sub, args)
             value = float(value)  # the objective at `params` (before this update)
             if not np.isfinite(value):
                 warnings.warn(f"{desc}: the objective became non-finite at iteration {i}; "

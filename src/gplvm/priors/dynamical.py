@@ -1,0 +1,133 @@
+r"""The dynamical latent prior with the reparameterised q(X) of Damianou et al. (2016)
+(seed 001 §E, eqs. 48–50; seed 003 §2.2.1).
+
+Each latent dimension q is a GP over time: :math:`p(x_q) = N(0, K_t)` (eq. 49), block-diagonal
+over independent sequences (``groups``).  The optimal Gaussian q(x_q) has the form
+
+.. math:: S_q = (K_t^{-1} + \Lambda_q)^{-1}, \qquad \mu_q = K_t \bar\mu_q,
+
+with free parameters :math:`\bar\mu_q \in R^N` and a positive diagonal :math:`\Lambda_q` — 2NQ
+numbers instead of a full covariance per dimension.  Everything follows from one Cholesky of
+:math:`B_q = I + \Lambda_q^{1/2} K_t \Lambda_q^{1/2} = L L^\top` (no inverse of K_t is needed):
+
+* :math:`\mathrm{diag}\,S_q = \mathrm{diag}\,K_t - \mathrm{colsum}(V^2)` with
+  :math:`V = L^{-1}\Lambda_q^{1/2} K_t` (Woodbury);
+* :math:`\mathrm{tr}(K_t^{-1}S_q) = \mathrm{tr}(B_q^{-1})`, since
+  :math:`K^{-1}S = I - \Lambda^{1/2}B^{-1}\Lambda^{1/2}K` and
+  :math:`\mathrm{tr}(B^{-1}\Lambda^{1/2}K\Lambda^{1/2}) = M - \mathrm{tr}(B^{-1})`;
+* :math:`\log|K_t| - \log|S_q| = \log|B_q|`;
+* :math:`\mu_q^\top K_t^{-1}\mu_q = \bar\mu_q^\top K_t \bar\mu_q`;
+
+so :math:`\mathrm{KL}(q(x_q)\|p(x_q)) = \frac12[\mathrm{tr}(B_q^{-1}) + \bar\mu_q^\top K_t\bar\mu_q
+- N + \log|B_q|]`.  Sequences are padded to a common length T so the blocks are factorised in
+one batched call; padded rows have Λ = 0 and an identity K block, which contribute exactly
+:math:`\mathrm{tr}(I) = T_{pad}` to tr(B⁻¹) and nothing else, and are subtracted.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gplvm.linalg import solve_triangular
+
+
+class SequenceLayout(NamedTuple):
+    """Rows of each sequence padded to a common length (built once, outside jit)."""
+
+    index: jnp.ndarray   # (S, T) row index into the N rows (0 where padded)
+    mask: jnp.ndarray    # (S, T) 1.0 for real rows
+    times: jnp.ndarray   # (S, T) time stamps (padded with distinct dummy values)
+
+
+def sequence_layout(times, groups=None) -> SequenceLayout:
+    """Lay the rows out as padded sequences; ``groups`` labels independent sequences."""
+    times = np.asarray(times, dtype=float).ravel()
+    groups = np.zeros(len(times), dtype=int) if groups is None else np.asarray(groups).ravel()
+    labels = list(dict.fromkeys(groups.tolist()))
+    rows = [np.flatnonzero(groups == g) for g in labels]
+    T = max(len(r) for r in rows)
+    index = np.zeros((len(rows), T), dtype=int)
+    mask = np.zeros((len(rows), T))
+    padded_t = np.zeros((len(rows), T))
+    for s, r in enumerate(rows):
+        index[s, : len(r)] = r
+        mask[s, : len(r)] = 1.0
+        padded_t[s, : len(r)] = times[r]
+        padded_t[s, len(r):] = np.arange(T - len(r))  # unused: their K block is replaced by I
+    return SequenceLayout(jnp.asarray(index), jnp.asarray(mask), jnp.asarray(padded_t))
+
+
+def _block_kernel(time_kernel, t, mask, jitter):
+    """K_t of one padded sequence, with the identity on padded rows/columns."""
+    K = time_kernel(t[:, None]) + jitter * jnp.eye(t.shape[0])
+    outer = mask[:, None] * mask[None, :]
+    return K * outer + jnp.diag(1.0 - mask)
+
+
+def q_x_and_kl(time_kernel, layout: SequenceLayout, mu_bar, lam, n_rows: int,
+               jitter: float = 1e-6):
+    """Marginals of q(X) and KL(q(X) ‖ p(X)) under the dynamical prior.
+
+    Args:
+        time_kernel: a kernel on time stamps (1-D inputs).
+        layout: from :func:`sequence_layout`.
+        mu_bar: (N, Q) free means μ̄.
+        lam: (N, Q) positive Λ diagonals.
+        n_rows: N.
+        jitter: added to each K_t block's diagonal (relative to a unit-variance time kernel).
+
+    Returns:
+        X_mean (N, Q), X_var (N, Q), KL (scalar).
+    """
+    def one_sequence(idx, mask, t):
+        K = _block_kernel(time_kernel, t, mask, jitter)                # (T, T)
+        mb = mu_bar[idx] * mask[:, None]                               # (T, Q)
+        sl = jnp.sqrt(lam[idx] * mask[:, None])                        # (T, Q)
+
+        def one_dim(mb_q, sl_q):
+            B = jnp.eye(K.shape[0]) + sl_q[:, None] * K * sl_q[None, :]
+            L = jnp.linalg.cholesky(B)
+            V = solve_triangular(L, sl_q[:, None] * K)
+            var = jnp.diag(K) - jnp.sum(V**2, axis=0)
+            mean = K @ mb_q
+            Linv = solve_triangular(L, jnp.eye(K.shape[0]))
+            kl = 0.5 * (jnp.sum(Linv**2) - jnp.sum(1.0 - mask) + mb_q @ mean
+                        - jnp.sum(mask) + 2.0 * jnp.sum(jnp.log(jnp.diag(L))))
+            return mean, var, kl
+
+        means, variances, kls = jax.vmap(one_dim, in_axes=(1, 1), out_axes=(1, 1, 0))(mb, sl)
+        return means, variances, jnp.sum(kls)
+
+    means, variances, kls = jax.vmap(one_sequence)(layout.index, layout.mask, layout.times)
+    flat_idx = layout.index.ravel()
+    keep = layout.mask.ravel()[:, None]
+    Q = mu_bar.shape[1]
+    X_mean = jnp.zeros((n_rows, Q)).at[flat_idx].add(means.reshape(-1, Q) * keep)
+    X_var = jnp.zeros((n_rows, Q)).at[flat_idx].add(variances.reshape(-1, Q) * keep)
+    return X_mean, X_var, jnp.sum(kls)
+
+
+def predict_q_x(time_kernel, layout: SequenceLayout, mu_bar, lam, t_new, sequence: int = 0,
+                jitter: float = 1e-6):
+    """q(x*) at new times of one sequence (seed 003 eq. 35): mean K_*t μ̄ and variance
+    k** − K_*t (K_t + Λ⁻¹)⁻¹ K_t*, computed as k** − ‖L⁻¹ Λ^{1/2} K_t*‖²."""
+    idx, mask, t = layout.index[sequence], layout.mask[sequence], layout.times[sequence]
+    K = _block_kernel(time_kernel, t, mask, jitter)
+    t_new = jnp.asarray(t_new, dtype=float).reshape(-1, 1)
+    Ks = time_kernel(t_new, t[:, None]) * mask[None, :]                # (T*, T)
+    kss = time_kernel.diag(t_new)
+    mb = mu_bar[idx] * mask[:, None]
+    sl = jnp.sqrt(lam[idx] * mask[:, None])
+
+    def one_dim(mb_q, sl_q):
+        B = jnp.eye(K.shape[0]) + sl_q[:, None] * K * sl_q[None, :]
+        L = jnp.linalg.cholesky(B)
+        V = solve_triangular(L, sl_q[:, None] * Ks.T)
+        return Ks @ mb_q, kss - jnp.sum(V**2, axis=0)
+
+    mean, var = jax.vmap(one_dim, in_axes=(1, 1), out_axes=(1, 1))(mb, sl)
+    return mean, var
