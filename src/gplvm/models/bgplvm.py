@@ -152,6 +152,7 @@ class BayesianGPLVM(TransformerMixin, BaseEstimator):
         u, result, static = self._optimise(u, kernel, time_template, static)
         self._set_fitted(u, kernel, time_template, static, result, Ys)
         self.times_, self.groups_ = times, groups
+        self._train_Y = Y
         return self
 
     def _optimise(self, u, kernel, time_template, static):
@@ -248,17 +249,27 @@ class BayesianGPLVM(TransformerMixin, BaseEstimator):
     def impute(self, Y):
         """A copy of Y with its NaN entries replaced by posterior predictive means.
 
-        The latents of the rows are inferred with the model fixed; the fill is
-        E[f*] = ψ1(q(x*)) K_uu⁻¹ ū_d, which averages over the latents' uncertainty.
+        The fill is E[f*] = ψ1(q(x*)) K_uu⁻¹ ū_d, which averages over the latents'
+        uncertainty.  For the training data itself (same shape, same observed values) the fitted
+        q(X) is used — under the dynamical prior it carries information from neighbouring
+        frames; for other rows q(x*) is inferred with the model fixed (:meth:`transform`).
         """
         from gplvm.models._bgplvm_predict import expected_f
 
+        check_is_fitted(self, "kernel_")
         Y = np.array(Y, dtype=float)
-        X_mean, X_var, _ = self._infer_new(Y)
+        if self._is_training_data(Y):
+            X_mean, X_var = self.X_mean_, self.X_var_
+        else:
+            X_mean, X_var, _ = self._infer_new(Y)
         filled = expected_f(self, X_mean, X_var) * self.Y_std_ + self.Y_mean_
         missing = np.isnan(Y)
         Y[missing] = filled[missing]
         return Y
+
+    def _is_training_data(self, Y) -> bool:
+        train = self._train_Y
+        return Y.shape == train.shape and bool(np.array_equal(Y, train, equal_nan=True))
 
     def sample(self, n_samples: int = 1, X=None, random_state=None):
         """Draw data from the fitted generative model: X ~ N(0, I) (or the given X), then
