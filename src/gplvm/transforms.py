@@ -17,18 +17,23 @@ import jax
 import jax.numpy as jnp
 
 
+#: smallest value a positive parameter can take; keeps e.g. a noise variance from underflowing to
+#: exactly 0 (β = ∞) when an optimiser's line search probes far along a steep direction.
+POSITIVE_FLOOR = 1e-12
+
+
 def softplus(u):
-    """log(1 + exp(u)), computed without overflow."""
-    return jnp.logaddexp(u, 0.0)
+    """log(1 + exp(u)) + POSITIVE_FLOOR, computed without overflow."""
+    return jnp.logaddexp(u, 0.0) + POSITIVE_FLOOR
 
 
 def inverse_softplus(theta):
-    """The inverse of :func:`softplus`: log(exp(theta) - 1) = theta + log(1 - exp(-theta)).
+    """The inverse of :func:`softplus`: with t = θ − floor, log(exp(t) − 1) = t + log(1 − e^{−t}).
 
     The second form avoids overflow for large theta and keeps full precision for small theta
     through ``log(-expm1(-theta))``.
     """
-    theta = jnp.asarray(theta, dtype=float)
+    theta = jnp.asarray(theta, dtype=float) - POSITIVE_FLOOR
     return theta + jnp.log(-jnp.expm1(-theta))
 
 

@@ -20,6 +20,17 @@ from gplvm.expectations._chunks import choose_chunk, map_reduce_points
 from gplvm.kernels import RBF, Constant, Linear, Sum, White
 
 
+def _floor_exponent(log_value):
+    """Clamp log-values at −700 before ``exp``.
+
+    exp(−700) ≈ 1e−304 is still a normal float; below −708 the result is subnormal, and
+    arithmetic on subnormals (in the backward pass over N × M × M arrays) is orders of magnitude
+    slower on x86, which stalled fits whose line search probed far-away parameters.  The clamp
+    changes values by less than 1e−304 and only where they are negligible anyway.
+    """
+    return jnp.maximum(log_value, -700.0)
+
+
 def _ard(param, Q):
     """A scalar or (Q,) hyper-parameter as a (Q,) vector."""
     return jnp.broadcast_to(jnp.asarray(param, dtype=float), (Q,))
@@ -50,7 +61,7 @@ def _rbf_psi1(k, Z, mu, S):
     a = gamma / (gamma * S + 1.0)                                          # (N, Q)
     quad = (jnp.sum(a * mu**2, axis=1)[:, None] - 2.0 * (a * mu) @ Z.T + a @ (Z**2).T)
     log_pref = jnp.log(_scalar(k.variance)) - 0.5 * jnp.sum(jnp.log1p(gamma * S), axis=1)
-    return jnp.exp(log_pref[:, None] - 0.5 * jnp.maximum(quad, 0.0))
+    return jnp.exp(_floor_exponent(log_pref[:, None] - 0.5 * jnp.maximum(quad, 0.0)))
 
 
 def _linear_psi0(k, mu, S):
@@ -124,7 +135,7 @@ def rbf_rbf_psi2(k1, k2, Z, mu, S, W, chunk_size=None):
         cross = jnp.einsum("cjq,ckq->cjk", D * c12[:, None, :], D)          # (C, M, M)
         quad = t1[:, :, None] + t2[:, None, :] - 2.0 * cross
         log_pref = log_s4 - 0.5 * jnp.sum(jnp.log(den), axis=1)            # (C,)
-        P = jnp.exp(log_pref[:, None, None] - 0.5 * jnp.maximum(quad, 0.0))
+        P = jnp.exp(_floor_exponent(log_pref[:, None, None] - 0.5 * jnp.maximum(quad, 0.0)))
         return jnp.einsum("cg,cjk->gjk", Wt_c, P), ()
 
     chunk = choose_chunk(mu.shape[0], M * (3 * M + 2 * Q), chunk_size)

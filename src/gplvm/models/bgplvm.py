@@ -309,13 +309,17 @@ def _initial_jitter(kernel, Z0) -> float:
 
 
 def _dynamic_init(time_template, layout, X0, init_var):
-    """Start q(X) near the PCA means: μ̄ solves K_t μ̄ ≈ X0 per sequence; Λ gives var ≈ init."""
+    """Start q(X) near the PCA means and Λ so that the variances are about ``init_var``.
+
+    μ̄ = (K_t + I)⁻¹ X0 per sequence, a ridge solve: the mean K_t μ̄ is X0 smoothed along time.
+    The plain solve K_t⁻¹ X0 is ill-conditioned for a smooth K_t and gives huge μ̄ and gradients.
+    """
     N, Q = X0.shape
     mu_bar = np.zeros((N, Q))
     for s in range(layout.index.shape[0]):
         rows = np.asarray(layout.index[s])[np.asarray(layout.mask[s]) > 0]
         K = np.asarray(time_template(jnp.asarray(np.asarray(layout.times[s])[: len(rows), None])))
-        mu_bar[rows] = np.linalg.solve(K + 1e-3 * np.eye(len(rows)), X0[rows])
+        mu_bar[rows] = np.linalg.solve(K + np.eye(len(rows)), X0[rows])
     # with S = (K⁻¹ + Λ)⁻¹ ≈ Λ⁻¹ when Λ ≫ K⁻¹, Λ = 1/init_var gives variances near init_var
     return {"mu_bar": jnp.asarray(mu_bar),
             "lam": inverse_softplus(jnp.full((N, Q), 1.0 / init_var))}
