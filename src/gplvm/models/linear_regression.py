@@ -11,6 +11,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy.stats import norm
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from gplvm._random import as_key
@@ -28,28 +29,44 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
     """Bayesian linear regression on random features with learned hyper-parameters.
 
     Args:
-        features: a feature map from :mod:`gplvm.features` (or a composition); ``None`` builds
-            random Fourier features of an RBF kernel (``n_features``) whose length-scale starts
-            at the median pairwise distance of X and is learned.
+        features: a feature map from :mod:`gplvm.features` (or a composition, which gets one
+            prior variance per block); ``None`` builds random Fourier features of an RBF kernel
+            (``n_features``) whose length-scale(s) start at the median pairwise distance of X
+            and are learned.
         n_features: the number of features of the default map.
-        ard: one length-scale per input column for the default map.
-        noise_var, prior_var: initial σ² and weight-prior variance (in standardised units when
-            ``standardize``).
-        optimize: learn the hyper-parameters (False keeps the given ones: exact conditioning).
-        n_restarts: extra L-BFGS runs from perturbed initial values; the best bound wins.
+        ard: one length-scale per input column for the default map (the marginal likelihood
+            then decides how much each input matters); ``False`` for a single one.
+        noise_var, prior_var: σ² and the weight-prior variance, in the units of y (squared);
+            initial values when ``optimize``, the values used when not.  ``None`` starts from
+            0.1·Var(y) and Var(y) (E[y²] instead of Var(y) when ``standardize=False``, since the
+            model then has mean zero).  ``prior_var`` may also be one value per block.
+        optimize: learn the hyper-parameters; ``False`` keeps the given ones and only
+            conditions the weights (exact Bayesian linear regression).
+        n_restarts: extra L-BFGS runs from random perturbations of the initial values (noise,
+            prior variances and length-scales multiplied by exp(N(0, 1))); the largest
+            marginal likelihood wins.
         max_iter: L-BFGS iterations per run.
-        standardize: centre and scale y, report in original units.
-        random_state: seed for the features and restarts.
+        tol: a run stops when the relative change of eq. 14 stays below ``tol`` for 10
+            iterations (1e-7 of a few hundred nats is far below any difference that matters).
+        standardize: centre y and scale it to unit variance before fitting (predictions are in
+            the original units); the hyper-parameter values above are always in y's units.
+        random_state: seed (int or ``jax.random`` key) for the default features and restarts.
         progress: show a progress bar.
 
+    The fitted weights' posterior is exact; its cost is O(N M min(N, M)) per evaluation of
+    eq. 14 (the M × M Woodbury form when N ≥ M, the N × N form otherwise).
+
     Attributes:
-        features_, noise_var_, prior_var_ (per block), posterior_ (weights N(m, C)),
-        log_marginal_likelihood_, history_, n_iter_, converged_.
+        features_ (the fitted map), noise_var_, prior_var_ (one per block, y's units),
+        log_marginal_likelihood_ (eq. 14 at the fitted values, of the centred y when
+        ``standardize``), posterior_ (the weight posterior N(m, C) of the standardised problem,
+        in factored form; see :meth:`weights_posterior`), history_, n_iter_, converged_,
+        interrupted_, n_features_in_.
     """
 
     def __init__(self, features: AbstractFeatureMap | None = None, n_features: int = 400,
-                 ard: bool = False, noise_var: float = 0.1, prior_var: float = 1.0,
-                 optimize: bool = True, n_restarts: int = 2, max_iter: int = 500,
+                 ard: bool = True, noise_var=None, prior_var=None, optimize: bool = True,
+                 n_restarts: int = 2, max_iter: int = 500, tol: float = 1e-7,
                  standardize: bool = True, random_state=0, progress: bool = False):
         self.features = features
         self.n_features = n_features
@@ -59,100 +76,215 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         self.optimize = optimize
         self.n_restarts = n_restarts
         self.max_iter = max_iter
+        self.tol = tol
         self.standardize = standardize
         self.random_state = random_state
         self.progress = progress
 
-    # ------------------------------------------------------------------ helpers
-    def _check_X(self, X, fitted_dim=None):
+    # ------------------------------------------------------------------ validation
+    def _check_X(self, X):
         X = as_2d_float(X, "X")
-        if fitted_dim is not None and X.shape[1] != fitted_dim:
+        if hasattr(self, "n_features_in_") and X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} columns but the model was fitted on "
-                             f"{fitted_dim}")
+                             f"{self.n_features_in_}")
         return X
 
-    @staticmethod
-    def _unpack(u, fmap):
-        fmap = fmap.from_unconstrained(freeze_feature_variance(u["features"]))
-        prior = block_expand(softplus(u["prior_var"]), fmap.blocks)
-        return fmap, prior, softplus(u["noise_var"])
+    def _initial_values(self, y, n_blocks, y_std):
+        """σ² and Λ per block in the units of the (standardised) targets."""
+        scale = float(np.var(y)) if self.standardize else float(np.mean(y**2))
+        scale = scale if scale > 0 else 1.0
+        noise = 0.1 * scale if self.noise_var is None else self.noise_var
+        prior = scale if self.prior_var is None else self.prior_var
+        noise = np.asarray(noise, dtype=float)
+        prior = np.asarray(prior, dtype=float)
+        if noise.ndim != 0 or not (np.isfinite(noise) and noise > 0):
+            raise ValueError(f"noise_var={self.noise_var!r} must be a positive number")
+        if prior.ndim > 1 or (prior.ndim == 1 and prior.shape[0] != n_blocks):
+            raise ValueError(f"prior_var has shape {prior.shape}; pass a scalar or one value per "
+                             f"basis block ({n_blocks} blocks)")
+        if not np.all(np.isfinite(prior) & (prior > 0)):
+            raise ValueError(f"prior_var={self.prior_var!r} must be positive")
+        var_y = y_std**2
+        return float(noise) / var_y, np.broadcast_to(prior, (n_blocks,)) / var_y
 
-    # ------------------------------------------------------------------ API
+    # ------------------------------------------------------------------ fit
     def fit(self, X, y):
-        """Learn hyper-parameters by maximising eq. 14, then condition the weights."""
-        X = self._check_X(X)
+        """Learn the hyper-parameters by maximising eq. 14, then condition the weights.
+
+        Args:
+            X: inputs (N, D), finite.
+            y: targets (N,), finite.
+        """
+        X = as_2d_float(X, "X")
         y = as_1d_float(y, "y")
         check_consistent_length(X, y)
         if len(y) < 2:
             raise ValueError("need at least 2 samples to fit a regression")
-        key = as_key(self.random_state)
-        kf, kr = jax.random.split(key)
-        self.y_mean_, self.y_std_ = (float(y.mean()), float(y.std())) if self.standardize \
-            else (0.0, 1.0)
-        if self.y_std_ == 0:
-            raise ValueError("y is constant; there is nothing to regress")
-        ys = jnp.asarray((y - self.y_mean_) / self.y_std_)
+        for name in ("n_restarts", "max_iter"):
+            value = getattr(self, name)
+            if int(value) != value or value < 0:
+                raise ValueError(f"{name}={value!r} must be a non-negative integer")
+        if not (np.isfinite(self.tol) and self.tol >= 0):
+            raise ValueError(f"tol={self.tol!r} must be a non-negative number")
+        y_mean, y_std = (float(y.mean()), float(y.std())) if self.standardize else (0.0, 1.0)
+        if y_std == 0:
+            raise ValueError("y is constant; there is nothing to regress (or pass "
+                             "standardize=False)")
+        _check_features(self.features, X.shape[1])
+        n_blocks = 1 if self.features is None else len(self.features.blocks)
+        noise0, prior0 = self._initial_values(y, n_blocks, y_std)
+        # validation done: computation starts here
+        self.y_mean_, self.y_std_ = y_mean, y_std
+        k_feat, k_restart = jax.random.split(as_key(self.random_state))
         fmap = self.features if self.features is not None else default_features(
-            X, self.n_features, kf, ard=self.ard)
-        if fmap.input_dim != X.shape[1]:
-            raise ValueError(f"the feature map expects {fmap.input_dim} input columns but X "
-                             f"has {X.shape[1]}")
+            X, self.n_features, k_feat, ard=self.ard)
         Xj = jnp.asarray(X)
-        u0 = {"features": fmap.unconstrained(),
-              "prior_var": inverse_softplus(jnp.full(len(fmap.blocks), self.prior_var)),
-              "noise_var": inverse_softplus(jnp.asarray(self.noise_var))}
+        ys = jnp.asarray((y - self.y_mean_) / self.y_std_)
+        u0 = _initial_params(fmap, jnp.asarray(prior0), jnp.asarray(noise0))
 
-        @jax.jit
-        def neg_lml(u):
-            fm, prior, noise = self._unpack(u, fmap)
-            return -lm.log_marginal_likelihood(fm(Xj), ys, prior, noise)
-
-        best = (u0, float(neg_lml(u0)), np.array([]), 0, True)
+        best_u, history, n_iter, converged, interrupted = u0, np.array([]), 0, True, False
         if self.optimize:
-            best = None
-            for r in range(self.n_restarts + 1):
-                start = u0 if r == 0 else self._perturb(u0, jax.random.fold_in(kr, r))
-                res = minimise(neg_lml, start, method="lbfgs", n_iter=self.max_iter,
-                               progress=self.progress, desc=f"BLR fit {r + 1}")
-                value = float(neg_lml(res.params))
-                if best is None or value < best[1]:
-                    best = (res.params, value, res.history, res.n_iter, res.converged)
-                if res.interrupted:
-                    break
-        u, value, history, n_iter, converged = best
-        fm, prior, noise = self._unpack(u, fmap)
+            best_u, history, n_iter, converged, interrupted = self._optimise(
+                u0, fmap, Xj, ys, k_restart)
+        fm, prior, noise, post, lml = _condition(best_u, fmap, Xj, ys)
         self.features_ = fm
-        self.prior_var_ = np.asarray(softplus(u["prior_var"])) * self.y_std_**2
+        self.prior_var_ = np.asarray(softplus(best_u["prior_var"])) * self.y_std_**2
         self.noise_var_ = float(noise) * self.y_std_**2
-        self.posterior_ = jax.jit(lm.posterior)(fm(Xj), ys, prior, noise)
-        self.log_marginal_likelihood_ = -value - len(y) * np.log(self.y_std_)
+        self.posterior_ = post
+        self.log_marginal_likelihood_ = float(lml) - len(y) * np.log(self.y_std_)
         self.history_, self.n_iter_, self.converged_ = history, n_iter, converged
+        self.interrupted_ = interrupted
         self.n_features_in_ = X.shape[1]
         return self
 
-    @staticmethod
-    def _perturb(u0, key):
-        leaves, tree = jax.tree_util.tree_flatten(u0)
-        keys = jax.random.split(key, len(leaves))
-        new = [x + 0.5 * jax.random.normal(k, jnp.shape(x)) for x, k in zip(leaves, keys)]
-        return jax.tree_util.tree_unflatten(tree, new)
+    def _optimise(self, u0, fmap, Xj, ys, key):
+        """L-BFGS on −eq. 14 from u0 and ``n_restarts`` perturbed starts; the best one wins."""
+        best, interrupted = None, False
+        for r in range(int(self.n_restarts) + 1):
+            start = u0 if r == 0 else _perturb(u0, jax.random.fold_in(key, r))
+            res = minimise(_neg_lml, start, method="lbfgs", n_iter=int(self.max_iter),
+                           tol=float(self.tol), progress=self.progress, desc=f"BLR fit {r + 1}",
+                           args=(fmap, Xj, ys))
+            value = float(_neg_lml_jit(res.params, fmap, Xj, ys))
+            if np.isfinite(value) and (best is None or value < best[0]):
+                best = (value, res)
+            if res.interrupted:      # Ctrl-C: keep the best run so far, start no more
+                interrupted = True
+                break
+        if best is None:
+            raise RuntimeError("every L-BFGS run ended at a non-finite marginal likelihood; "
+                               "check the scale of X and y or pass initial noise_var/prior_var")
+        res = best[1]
+        return res.params, res.history, res.n_iter, res.converged, interrupted
 
+    # ------------------------------------------------------------------ prediction
     def predict(self, X, return_std: bool = False):
-        """Predictive mean of y* (eq. 16); with ``return_std`` also sqrt of eq. 17 (noise included)."""
+        """Predictive mean of y* (eq. 16); with ``return_std`` also the square root of eq. 17
+        (noise included), both in the units of y."""
         check_is_fitted(self, "posterior_")
-        X = self._check_X(X, self.n_features_in_)
+        X = self._check_X(X)
         mean, var = _predict(self.posterior_, self.features_, jnp.asarray(X))
         mean = np.asarray(mean) * self.y_std_ + self.y_mean_
         if not return_std:
             return mean
         return mean, np.sqrt(np.asarray(var)) * self.y_std_
 
+    def predict_quantile(self, X, q):
+        """Quantile(s) of the Gaussian predictive of eq. 15: mean + sd·Φ⁻¹(q).
+
+        Returns (N*,) for a scalar ``q``, else (N*, len(q)).
+        """
+        levels = np.atleast_1d(np.asarray(q, dtype=float))
+        if levels.ndim != 1 or not np.all((levels > 0) & (levels < 1)):
+            raise ValueError(f"q={q!r}: quantile levels must lie strictly between 0 and 1")
+        mean, sd = self.predict(X, return_std=True)
+        out = mean[:, None] + sd[:, None] * norm.ppf(levels)[None, :]
+        return out[:, 0] if np.ndim(q) == 0 else out
+
+    def predict_interval(self, X, coverage: float = 0.9):
+        """The central predictive interval (lower, upper) with the given coverage."""
+        if not 0.0 < coverage < 1.0:
+            raise ValueError(f"coverage={coverage} must lie strictly between 0 and 1")
+        a = (1.0 - coverage) / 2.0
+        bounds = self.predict_quantile(X, [a, 1.0 - a])
+        return bounds[:, 0], bounds[:, 1]
+
     def weights_posterior(self):
-        """Mean and covariance of the weights (standardised units)."""
+        """Mean m (M,) and covariance C (M, M) of the weights, in the units of y (for the
+        centred targets when ``standardize``)."""
         check_is_fitted(self, "posterior_")
-        return np.asarray(self.posterior_.m), np.asarray(self.posterior_.covariance())
+        m, C = _weights(self.posterior_)
+        return np.asarray(m) * self.y_std_, np.asarray(C) * self.y_std_**2
+
+
+def _check_features(features, n_columns: int) -> None:
+    """A user's feature map must be a gplvm feature map reading X's columns."""
+    if features is None:
+        return
+    if not isinstance(features, AbstractFeatureMap):
+        raise ValueError(f"features must be a gplvm.features map (or None for the default "
+                         f"random Fourier features); got {type(features).__name__}")
+    if features.input_dim != n_columns:
+        raise ValueError(f"the feature map expects {features.input_dim} input columns but X "
+                         f"has {n_columns}; build it with input_dim={n_columns} or wrap it in "
+                         f"ColumnSubset")
+
+
+# ---------------------------------------------------------------------- compiled helpers
+# Module-level and jitted with the data as arguments, so that restarts, refits and predictions
+# with the same shapes reuse one compilation instead of running op by op.
+
+def _unpack(u, fmap):
+    fmap = fmap.from_unconstrained(freeze_feature_variance(u["features"]))
+    prior = block_expand(softplus(u["prior_var"]), fmap.blocks)
+    return fmap, prior, softplus(u["noise_var"])
+
+
+@jax.jit
+def _initial_params(fmap, prior_var, noise_var):
+    return {"features": fmap.unconstrained(), "prior_var": inverse_softplus(prior_var),
+            "noise_var": inverse_softplus(noise_var)}
+
+
+@jax.jit
+def _perturb(u0, key):
+    """Multiply σ², Λ and every length-scale by exp(ε), ε ~ N(0, 1) (a restart's start)."""
+    leaves, tree = jax.tree_util.tree_flatten_with_path(u0)
+    keys = jax.random.split(key, len(leaves))
+
+    def perturb(path, leaf, k):
+        names = [p.key for p in path if isinstance(p, jax.tree_util.DictKey)]
+        if names and names[-1] in ("noise_var", "prior_var", "lengthscale"):
+            theta = softplus(leaf) * jnp.exp(jax.random.normal(k, jnp.shape(leaf)))
+            return inverse_softplus(theta)
+        return leaf
+
+    new = [perturb(path, leaf, k) for (path, leaf), k in zip(leaves, keys)]
+    return jax.tree_util.tree_unflatten(tree, new)
+
+
+def _neg_lml(u, fmap, X, y):
+    """−eq. 14 as a function of the unconstrained hyper-parameters (minimise compiles it)."""
+    fm, prior, noise = _unpack(u, fmap)
+    return -lm.log_marginal_likelihood(fm(X), y, prior, noise)
+
+
+_neg_lml_jit = jax.jit(_neg_lml)
+
+
+@jax.jit
+def _condition(u, fmap, X, y):
+    fm, prior, noise = _unpack(u, fmap)
+    Phi = fm(X)
+    return fm, prior, noise, lm.posterior(Phi, y, prior, noise), \
+        lm.log_marginal_likelihood(Phi, y, prior, noise)
 
 
 @jax.jit
 def _predict(post, fmap, X):
     return lm.predict(post, fmap(X))
+
+
+@jax.jit
+def _weights(post):
+    return post.m, post.covariance()
