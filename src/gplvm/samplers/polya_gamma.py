@@ -88,11 +88,15 @@ def _check(b, c) -> None:
                 f"the model diverged)")
 
 
-def _maybe(mask: jax.Array, draw, key: jax.Array, b: jax.Array, c: jax.Array) -> jax.Array:
-    """``draw(key, b, c)`` where ``mask`` holds (harmless b = 1, c = 0 elsewhere), skipped at
-    run time when ``mask`` is empty."""
-    b, c = jnp.where(mask, b, 1.0), jnp.where(mask, c, 0.0)
-    return lax.cond(jnp.any(mask), lambda: draw(key, b, c), lambda: jnp.zeros_like(b))
+def _overwrite(omega: jax.Array, mask: jax.Array, draw, key: jax.Array, b: jax.Array,
+               c: jax.Array) -> jax.Array:
+    """``omega`` with ``draw(key, b, c)`` where ``mask`` holds (harmless b = 1, c = 0 passed
+    elsewhere); when ``mask`` is empty nothing runs and ``omega`` passes through uncopied."""
+    def run():
+        new = draw(key, jnp.where(mask, b, 1.0), jnp.where(mask, c, 0.0))
+        return jnp.where(mask, new, omega)
+
+    return lax.cond(jnp.any(mask), run, lambda: omega)
 
 
 def _normal_limit(key: jax.Array, b: jax.Array, c: jax.Array) -> jax.Array:
@@ -102,13 +106,18 @@ def _normal_limit(key: jax.Array, b: jax.Array, c: jax.Array) -> jax.Array:
     return jnp.maximum(draw, 0.0)
 
 
-def _exact_sum(key: jax.Array, count: jax.Array, c: jax.Array) -> jax.Array:
-    """Sum of ``count`` PG(1, c) draws per element (rounds up to ``max(count)``)."""
+def _exact_sum(key: jax.Array, exact: jax.Array, b: jax.Array, c: jax.Array) -> jax.Array:
+    """Sum of b PG(1, c) draws where ``exact`` holds (junk elsewhere).  The first round is
+    outside the loop, so that b = 1 costs one sampler call and no extra array."""
+    first = lax.cond(jnp.any(exact), lambda: polya_gamma_one(jax.random.fold_in(key, 0), c),
+                     lambda: jnp.zeros_like(c))
+
     def add_one(r, total):
         draw = polya_gamma_one(jax.random.fold_in(key, r), c)
-        return total + jnp.where(r < count, draw, 0.0)
+        return total + jnp.where(exact & (r < b), draw, 0.0)
 
-    return lax.fori_loop(0, jnp.max(count).astype(jnp.int32), add_one, jnp.zeros_like(c))
+    rounds = jnp.max(jnp.where(exact, b, 0.0)).astype(jnp.int32)
+    return lax.fori_loop(1, rounds, add_one, first)
 
 
 def polya_gamma(key: jax.Array, b, c=0.0, shape: tuple[int, ...] | None = None) -> jax.Array:
@@ -145,11 +154,12 @@ def _polya_gamma(key: jax.Array, b: jax.Array, c: jax.Array, out_shape: tuple[in
         return jnp.zeros(out_shape)
     key_exact, key_series, key_limit = jax.random.split(key, 3)
     valid = (b > 0) & jnp.isfinite(b) & jnp.isfinite(c)
-    c = jnp.where(valid, c, 0.0)
     exact = valid & (b == jnp.round(b)) & (b <= MAX_EXACT_B)
     limit = valid & ~exact & (jnp.abs(c) > MAX_C_SERIES)
     series = valid & ~exact & ~limit
-    omega = _exact_sum(key_exact, jnp.where(exact, b, 0.0), c)
-    omega = jnp.where(series, _maybe(series, polya_gamma_series, key_series, b, c), omega)
-    omega = jnp.where(limit, _maybe(limit, _normal_limit, key_limit, b, c), omega)
+    # Each regime runs only if one of its elements is present; invalid entries need no
+    # masking before the samplers, which return NaN for them and never loop on them.
+    omega = _exact_sum(key_exact, exact, b, c)
+    omega = _overwrite(omega, series, polya_gamma_series, key_series, b, c)
+    omega = _overwrite(omega, limit, _normal_limit, key_limit, b, c)
     return jnp.where(valid, omega, jnp.nan).reshape(out_shape)

@@ -63,9 +63,11 @@ def _envelope(z: jax.Array) -> tuple[jax.Array, jax.Array]:
     return rate, jax.nn.sigmoid(log_right - log_left)
 
 
-def _series_ratio(x: jax.Array) -> jax.Array:
-    """Step 4: sum_n (-1)^n a_n(x) / a_0(x), exact to < 1e-26 with four terms."""
-    q = jnp.exp(-jnp.where(x > _T, math.pi ** 2 * x, 4.0 / x))
+def _series_ratio(x: jax.Array, right: jax.Array) -> jax.Array:
+    """Step 4: sum_n (-1)^n a_n(x) / a_0(x) with the expansion of the piece x was drawn from
+    (``right``: x > t; chosen by branch, not by comparing x with t, which rounding could flip),
+    exact to < 1e-26 with four terms."""
+    q = jnp.exp(-jnp.where(right, math.pi ** 2 * x, 4.0 / x))
     q3 = q * q * q
     return 1.0 - 3.0 * q + 5.0 * q3 - 7.0 * q3 * q3
 
@@ -97,7 +99,7 @@ def _attempt(key: jax.Array, params: tuple) -> tuple[jax.Array, jax.Array]:
     x_left, factor = _left_proposal(z, u1, u2)                     # step 3, left piece
     right = u_branch <= p_right
     x = jnp.where(right, x_right, x_left)
-    ratio = _series_ratio(x) * jnp.where(right, 1.0, factor)       # step 4
+    ratio = _series_ratio(x, right) * jnp.where(right, 1.0, factor)  # step 4
     bad = ~jnp.isfinite(z)
     return (u_accept <= ratio) | bad, jnp.where(bad, jnp.nan, 0.25 * x)   # step 5
 
