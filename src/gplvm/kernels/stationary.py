@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import gammaln
 
-from gplvm._pytree import pytree_dataclass, static_field
+from gplvm._pytree import pytree_dataclass
 from gplvm.kernels.base import AbstractKernel
 
 

@@ -69,7 +69,6 @@ def sample_from(model, n_samples, X=None, random_state=None):
     Xj = jnp.asarray(X)
     Ksu = kernel(Xj, Z)
     mean = np.asarray(Ksu @ fixed.V)
-    D = mean.shape[1]
     F = np.empty_like(mean)
     base = np.asarray(kernel(Xj) - Ksu @ fixed.Kuu_inv @ Ksu.T)
     keys = jax.random.split(kf, fixed.H.shape[0])

@@ -53,3 +53,16 @@ def freeze_feature_variance(u):
 def block_expand(values, blocks) -> jnp.ndarray:
     """Repeat one value per block to one value per feature."""
     return jnp.repeat(jnp.asarray(values), jnp.asarray(blocks), total_repeat_length=sum(blocks))
+
+
+def check_features(features, n_columns: int) -> None:
+    """A user's feature map must be a gplvm feature map reading X's columns."""
+    if features is None:
+        return
+    if not isinstance(features, AbstractFeatureMap):
+        raise ValueError(f"features must be a gplvm.features map (or None for the default "
+                         f"random Fourier features); got {type(features).__name__}")
+    if features.input_dim != n_columns:
+        raise ValueError(f"the feature map expects {features.input_dim} input columns but X "
+                         f"has {n_columns}; build it with input_dim={n_columns} or wrap it in "
+                         f"ColumnSubset")

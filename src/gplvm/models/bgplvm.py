@@ -18,7 +18,6 @@ from sklearn.base import BaseEstimator, TransformerMixin
 
 from gplvm._random import as_key
 from gplvm._validation import as_2d_float, check_no_constant_columns
-from gplvm.expectations import psi_statistics
 from gplvm.inference import minimise
 from gplvm.kernels import RBF, AbstractKernel
 from gplvm.linalg import CholeskyError, inv_from_cholesky, safe_cholesky
@@ -27,7 +26,7 @@ from gplvm.models._bgplvm_init import initial_latents, initial_inducing
 from gplvm.models._common import check_is_fitted
 from gplvm.objectives import collapsed, new_rows
 from gplvm.priors import dynamical
-from gplvm.transforms import inverse_softplus, softplus
+from gplvm.transforms import inverse_softplus
 
 
 class BayesianGPLVM(TransformerMixin, BaseEstimator):

@@ -26,9 +26,8 @@ from gplvm.inference import minimise
 from gplvm.likelihoods import get_likelihood
 from gplvm.models import _quantiles
 from gplvm.models._common import (
-    block_expand, check_is_fitted, default_features, freeze_feature_variance,
+    block_expand, check_features, check_is_fitted, default_features, freeze_feature_variance,
 )
-from gplvm.models.linear_regression import _check_features
 from gplvm.objectives import glm as glm_objective
 from gplvm.transforms import inverse_softplus, softplus
 
@@ -140,7 +139,7 @@ class BayesianGLM(BaseEstimator):
         lik.validate(y[:, None], name="y")
         if len(y) < 2:
             raise ValueError("need at least 2 samples to fit a GLM")
-        _check_features(self.features, X.shape[1])
+        check_features(self.features, X.shape[1])
         # validation done: computation starts here
         key = as_key(self.random_state)
         k_feat, k_init, k_fit, self._predict_key = jax.random.split(key, 4)

@@ -19,7 +19,7 @@ from gplvm._validation import as_1d_float, as_2d_float, check_consistent_length
 from gplvm.features import AbstractFeatureMap
 from gplvm.inference import minimise
 from gplvm.models._common import (
-    block_expand, check_is_fitted, default_features, freeze_feature_variance,
+    block_expand, check_features, check_is_fitted, default_features, freeze_feature_variance,
 )
 from gplvm.objectives import linear_model as lm
 from gplvm.transforms import inverse_softplus, softplus
@@ -130,7 +130,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         if y_std == 0:
             raise ValueError("y is constant; there is nothing to regress (or pass "
                              "standardize=False)")
-        _check_features(self.features, X.shape[1])
+        check_features(self.features, X.shape[1])
         n_blocks = 1 if self.features is None else len(self.features.blocks)
         noise0, prior0 = self._initial_values(y, n_blocks, y_std)
         # validation done: computation starts here
@@ -215,19 +215,6 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         check_is_fitted(self, "posterior_")
         m, C = _weights(self.posterior_)
         return np.asarray(m) * self.y_std_, np.asarray(C) * self.y_std_**2
-
-
-def _check_features(features, n_columns: int) -> None:
-    """A user's feature map must be a gplvm feature map reading X's columns."""
-    if features is None:
-        return
-    if not isinstance(features, AbstractFeatureMap):
-        raise ValueError(f"features must be a gplvm.features map (or None for the default "
-                         f"random Fourier features); got {type(features).__name__}")
-    if features.input_dim != n_columns:
-        raise ValueError(f"the feature map expects {features.input_dim} input columns but X "
-                         f"has {n_columns}; build it with input_dim={n_columns} or wrap it in "
-                         f"ColumnSubset")
 
 
 # ---------------------------------------------------------------------- compiled helpers
