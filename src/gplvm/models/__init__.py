@@ -1,7 +1,8 @@
 """Estimators (scikit-learn style) built on the functional core."""
 
 from gplvm.models.bgplvm import BayesianGPLVM
+from gplvm.models.rflvm import RFLVM
 from gplvm.models.glm import BayesianGLM
 from gplvm.models.linear_regression import BayesianLinearRegression
 
-__all__ = ["BayesianGLM", "BayesianGPLVM", "BayesianLinearRegression"]
+__all__ = ["BayesianGLM", "BayesianGPLVM", "BayesianLinearRegression", "RFLVM"]

@@ -68,6 +68,39 @@ def _block_kernel(time_kernel, t, mask, jitter):
     return K * outer + jnp.diag(1.0 - mask)
 
 
+def _one_block(K, mask, mb, sl):
+    """Marginals and KL of all latent dimensions of one padded sequence.
+
+    Args:
+        K: (T, T) K_t of the sequence (identity on padded rows).
+        mask: (T,) 1.0 for real rows.
+        mb: (T, Q) μ̄ (0 on padded rows).
+        sl: (T, Q) Λ^{1/2} (0 on padded rows).
+
+    The latent dimensions are a Python loop, not a ``vmap``: every Cholesky and triangular solve
+    is then an *unbatched* LAPACK call.  jaxlib's CPU LAPACK kernels split a batched call over
+    the XLA intra-op thread pool and block the calling pool thread until the pieces finish; when
+    as many batched calls as the pool has threads run at once (two on a 2-core machine: the
+    independent solves of this function inside L-BFGS's line-search loop) every pool thread
+    waits and nothing runs them — the fit deadlocks with the process idle.  An unbatched call
+    always runs inline on its own thread.
+    """
+    T, Q = mb.shape
+    eye = jnp.eye(T)
+    means, variances, kl = [], [], 0.0
+    for q in range(Q):
+        mb_q, sl_q = mb[:, q], sl[:, q]
+        L = jnp.linalg.cholesky(eye + sl_q[:, None] * K * sl_q[None, :])
+        V = solve_triangular(L, sl_q[:, None] * K)
+        Linv = L.T - V * sl_q[None, :]          # V Λ^{1/2} = L⁻¹(B − I) = Lᵀ − L⁻¹
+        mean = K @ mb_q
+        means.append(mean)
+        variances.append(jnp.diag(K) - jnp.sum(V**2, axis=0))
+        kl = kl + 0.5 * (jnp.sum(Linv**2) - jnp.sum(1.0 - mask) + mb_q @ mean
+                         - jnp.sum(mask) + 2.0 * jnp.sum(jnp.log(jnp.diag(L))))
+    return jnp.stack(means, axis=1), jnp.stack(variances, axis=1), kl
+
+
 def q_x_and_kl(time_kernel, layout: SequenceLayout, mu_bar, lam, n_rows: int,
                jitter: float = 1e-6):
     """Marginals of q(X) and KL(q(X) ‖ p(X)) under the dynamical prior.
@@ -83,28 +116,14 @@ def q_x_and_kl(time_kernel, layout: SequenceLayout, mu_bar, lam, n_rows: int,
     Returns:
         X_mean (N, Q), X_var (N, Q), KL (scalar).
     """
-    def one_sequence(idx, mask, t):
-        K = _block_kernel(time_kernel, t, mask, jitter)                # (T, T)
-        mb = mu_bar[idx] * mask[:, None]                               # (T, Q)
-        sl = jnp.sqrt(lam[idx] * mask[:, None])                        # (T, Q)
-
-        def one_dim(mb_q, sl_q):
-            B = jnp.eye(K.shape[0]) + sl_q[:, None] * K * sl_q[None, :]
-            L = jnp.linalg.cholesky(B)
-            V = solve_triangular(L, sl_q[:, None] * K)
-            var = jnp.diag(K) - jnp.sum(V**2, axis=0)
-            mean = K @ mb_q
-            Linv = solve_triangular(L, jnp.eye(K.shape[0]))
-            kl = 0.5 * (jnp.sum(Linv**2) - jnp.sum(1.0 - mask) + mb_q @ mean
-                        - jnp.sum(mask) + 2.0 * jnp.sum(jnp.log(jnp.diag(L))))
-            return mean, var, kl
-
-        means, variances, kls = jax.vmap(one_dim, in_axes=(1, 1), out_axes=(1, 1, 0))(mb, sl)
-        return means, variances, jnp.sum(kls)
-
-    means, variances, kls = jax.vmap(one_sequence)(layout.index, layout.mask, layout.times)
+    mask = layout.mask
+    Ks = jax.vmap(lambda t, m: _block_kernel(time_kernel, t, m, jitter))(layout.times, mask)
+    mb = mu_bar[layout.index] * mask[..., None]                       # (S, T, Q)
+    sl = jnp.sqrt(lam[layout.index] * mask[..., None])                # (S, T, Q)
+    # one sequence at a time (lax.map, not vmap: see _one_block on batched LAPACK calls)
+    means, variances, kls = jax.lax.map(lambda a: _one_block(*a), (Ks, mask, mb, sl))
     flat_idx = layout.index.ravel()
-    keep = layout.mask.ravel()[:, None]
+    keep = mask.ravel()[:, None]
     Q = mu_bar.shape[1]
     X_mean = jnp.zeros((n_rows, Q)).at[flat_idx].add(means.reshape(-1, Q) * keep)
     X_var = jnp.zeros((n_rows, Q)).at[flat_idx].add(variances.reshape(-1, Q) * keep)
@@ -122,12 +141,11 @@ def predict_q_x(time_kernel, layout: SequenceLayout, mu_bar, lam, t_new, sequenc
     kss = time_kernel.diag(t_new)
     mb = mu_bar[idx] * mask[:, None]
     sl = jnp.sqrt(lam[idx] * mask[:, None])
-
-    def one_dim(mb_q, sl_q):
-        B = jnp.eye(K.shape[0]) + sl_q[:, None] * K * sl_q[None, :]
-        L = jnp.linalg.cholesky(B)
+    means, variances = [], []
+    for q in range(mb.shape[1]):  # unbatched LAPACK calls, as in _one_block
+        sl_q = sl[:, q]
+        L = jnp.linalg.cholesky(jnp.eye(K.shape[0]) + sl_q[:, None] * K * sl_q[None, :])
         V = solve_triangular(L, sl_q[:, None] * Ks.T)
-        return Ks @ mb_q, kss - jnp.sum(V**2, axis=0)
-
-    mean, var = jax.vmap(one_dim, in_axes=(1, 1), out_axes=(1, 1))(mb, sl)
-    return mean, var
+        means.append(Ks @ mb[:, q])
+        variances.append(kss - jnp.sum(V**2, axis=0))
+    return jnp.stack(means, axis=1), jnp.stack(variances, axis=1)

@@ -1,0 +1,14 @@
+"""Functional core of the random-feature latent variable model (seed 000, §3).
+
+The estimator :class:`gplvm.RFLVM` is a thin layer over these modules:
+
+* :mod:`.spec` — the static model description, the data container and the per-chain state;
+* :mod:`.features` — the design matrix [φ_W(X), 1] (eq. 18 plus a per-column intercept);
+* :mod:`.weights` — updates of the weights β (Gaussian collapsed and conjugate draws, Pólya-gamma
+  Gibbs for the logistic family, elliptical slice for the Poisson) and of the noise parameters;
+* :mod:`.frequencies` — Metropolis–Hastings on the frequencies W with the prior as proposal (eq. 22);
+* :mod:`.latents` — elliptical slice on the rows of X (static prior) or the columns of X (GP prior
+  over time, §3.1);
+* :mod:`.sweep` — one Gibbs sweep, composing the above;
+* :mod:`.predict` — posterior-predictive quantities from retained draws.
+"""

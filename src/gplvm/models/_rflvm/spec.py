@@ -1,0 +1,130 @@
+"""Static description, data container and per-chain state of the RFLVM sampler (seed 000, eq. 21).
+
+Names follow ``DESIGN.md``: ``W`` (M/2 × Q) frequencies, ``beta`` (P × D) weights with
+P = M (+1 when the model has a per-column intercept), ``omega`` Pólya-gamma variables,
+``noise_var`` the Gaussian noise *variance*.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import jax
+
+Array = jax.Array
+
+LIKELIHOODS = ("gaussian", "poisson", "bernoulli", "binomial", "negative_binomial",
+               "multinomial")
+POLYA_GAMMA = ("bernoulli", "binomial", "negative_binomial", "multinomial")
+
+
+@dataclass(frozen=True)
+class RFLVMSpec:
+    """Everything about the model that fixes array shapes or control flow (hashable, static).
+
+    Attributes:
+        likelihood: one of :data:`LIKELIHOODS`.
+        n_components: Q, the latent dimension.
+        n_freq: M/2, the number of frequencies (the feature map has M = 2·n_freq columns).
+        n_outputs: D, the number of latent output columns (J − 1 for the multinomial).
+        intercept: whether β has a last row of per-column intercepts (count models).
+        learn_kernel: Dirichlet-process mixture on W (eqs. 22–25) instead of a fixed kernel.
+        dynamic: GP prior over time on each latent dimension (§3.1) instead of N(0, I) rows.
+        beta_prior_var: s0, the prior variance of the feature weights (B0 = s0·I; for the
+            Gaussian likelihood B0 = σ_j² s0 I, the conjugate form the collapsed updates need).
+        intercept_prior_var: prior variance of the intercepts around their empirical centre.
+        noise_prior: (a0, b0) of the inverse-gamma prior on each σ_j² (Gaussian).
+        dispersion_prior: (a0, b0, g0) of r_j ~ Ga(a0, rate h), h ~ Ga(b0, rate g0) (eq. 29).
+        alpha_prior: (a_α, b_α) of the Gamma prior on the DP concentration (eq. 25).
+        n_x_steps: elliptical-slice updates of X per sweep.
+        map_sweeps: for the first ``map_sweeps`` sweeps (part of burn-in) X is moved uphill
+            on its conditional posterior instead of sampled (the reference code's MAP update
+            of X), to reach the posterior's bulk quickly from the PCA start.
+        map_steps: line-searched gradient steps on X per MAP sweep.
+    """
+
+    likelihood: str
+    n_components: int
+    n_freq: int
+    n_outputs: int
+    intercept: bool
+    learn_kernel: bool = True
+    dynamic: bool = False
+    beta_prior_var: float = 1.0
+    intercept_prior_var: float = 4.0
+    noise_prior: tuple = (1.0, 1.0)
+    dispersion_prior: tuple = (1.0, 1.0, 1.0)
+    alpha_prior: tuple = (1.0, 1.0)
+    n_x_steps: int = 1
+    map_sweeps: int = 0
+    map_steps: int = 5
+
+    @property
+    def n_weights(self) -> int:
+        """P: rows of β."""
+        return 2 * self.n_freq + int(self.intercept)
+
+    @property
+    def polya_gamma(self) -> bool:
+        return self.likelihood in POLYA_GAMMA
+
+
+class RFLVMData(NamedTuple):
+    """The observed data, prepared once (NaN-free arrays, so nothing inside jit sees a NaN).
+
+    Attributes:
+        Y: (N, J) observations with missing entries set to 0.
+        observed: (N, D) 1.0 where the entry is observed (for the multinomial: per row,
+            broadcast over its J − 1 latent columns), else 0.0.
+        offset: (N, 1) known row offsets added to every linear predictor ψ (e.g. log size
+            factors); zeros when not given.
+        trials: (N, D) binomial numbers of trials / multinomial row totals (ones otherwise).
+        beta_prior_mean: (P, D) prior mean of β (zero except the intercept row).
+        beta_prior_prec: (P,) prior precision of each row of β.
+        kernel: the fixed kernel whose spectral density proposes W (ignored under the DP).
+        time: (N,) time stamps (dynamic model) or zeros.
+    """
+
+    Y: Array
+    observed: Array
+    offset: Array
+    trials: Array
+    beta_prior_mean: Array
+    beta_prior_prec: Array
+    kernel: Any
+    time: Array
+
+
+class RFLVMState(NamedTuple):
+    """One chain's position.
+
+    Attributes:
+        X: (N, Q) latents.
+        W: (M/2, Q) frequencies.
+        beta: (P, D) weights (drawn even for the Gaussian model, where the W and σ² updates
+            integrate them out; they are what the X update and predictions condition on).
+        noise_var: (D,) Gaussian noise variances σ_j² (ones for other likelihoods).
+        dispersion: (D,) negative-binomial r_j (ones for other likelihoods).
+        dispersion_rate: () h, the rate of the Gamma prior on r_j.
+        dp: the Dirichlet-process mixture state of :mod:`gplvm.samplers.dp_mixture`.
+        Y_fill: (N, J) data with missing entries imputed by their current conditional draw
+            (Gaussian only; the other likelihoods leave missing entries out).
+        time_params: (2,) log length-scale and log variance of the time kernel (dynamic).
+        log_lik: () log p(Y_obs | X, W, β, θ) after the sweep.
+        accept_W: () fraction of frequency proposals accepted in the sweep.
+        n_sweeps: () sweeps done (selects the MAP warm-up of X).
+    """
+
+    X: Array
+    W: Array
+    beta: Array
+    noise_var: Array
+    dispersion: Array
+    dispersion_rate: Array
+    dp: Any
+    Y_fill: Array
+    time_params: Array
+    log_lik: Array
+    accept_W: Array
+    n_sweeps: Array

@@ -1,0 +1,185 @@
+r"""One Gibbs sweep of the RFLVM (seed 000, §3.1), for one chain.
+
+Order of the blocks (each is an exact conditional update, so the composition leaves the joint
+posterior invariant; the Gaussian model is a partially collapsed Gibbs sampler in the sense of
+van Dyk & Park (2008): the W and σ² steps integrate β out and β is drawn right after them,
+before any step that conditions on it):
+
+* Gaussian: W | X, σ², Y (β out, eq. 22) → σ² | X, W, Y (β out) → β | X, W, σ², Y →
+  X | β, W, σ², Y_obs (missing entries out) → missing y | β, X, W, σ².
+* Pólya-gamma family: ω | β (PG(b, ψ), eq. 28) → β | ω (eq. 28 / eqs. 35–36 column by column
+  for the multinomial) → NB: r_j by CRT (eqs. 30–31, corrected) and its prior rate h →
+  W | β, X (eq. 22) → X | β, W.
+* Poisson: β | X, W (elliptical slice) → W | β, X → X | β, W.
+
+then, under kernel learning, the DP mixture on W (eqs. 23–25).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from gplvm.models._rflvm.features import design
+from gplvm.models._rflvm.frequencies import (update_frequencies_collapsed,
+                                             update_frequencies_given_beta)
+from gplvm.models._rflvm.latents import map_x_static, update_x_dynamic, update_x_static
+from gplvm.models._rflvm.loglik import full_log_lik
+from gplvm.models._rflvm.spec import RFLVMData, RFLVMSpec, RFLVMState
+from gplvm.models._rflvm.weights import (collapsed_terms, sample_beta_ess, sample_beta_pg,
+                                         sample_beta_pg_column, sample_noise_var,
+                                         sample_beta_gaussian)
+from gplvm.samplers import polya_gamma
+from gplvm.samplers.crt import sample_nb_dispersion
+from gplvm.samplers.dp_mixture import dp_update, default_niw_prior, propose_frequencies
+
+Array = jax.Array
+
+
+def propose_W(key: Array, spec: RFLVMSpec, data: RFLVMData, state: RFLVMState) -> Array:
+    """Draws of every w_m from its prior: the DP component, or the fixed kernel's density."""
+    if spec.learn_kernel:
+        return propose_frequencies(key, state.dp)
+    return data.kernel.sample_frequencies(key, spec.n_freq, spec.n_components)
+
+
+def _pg_params(spec: RFLVMSpec, data: RFLVMData, dispersion: Array):
+    """(b, κ) of eq. 26 per entry; b = 1 and κ = 0 where unobserved (ω is zeroed there)."""
+    Y, obs = data.Y, data.observed
+    if spec.likelihood in ("bernoulli", "binomial"):
+        b, kappa = data.trials, Y - 0.5 * data.trials
+    elif spec.likelihood == "negative_binomial":
+        b, kappa = Y + dispersion, 0.5 * (Y - dispersion)
+    else:  # multinomial: b = N_i, κ = y_ij − N_i/2 (eqs. 36–37)
+        b, kappa = data.trials, Y[:, :-1] - 0.5 * data.trials
+    return jnp.where(obs > 0, b, 1.0), kappa * obs
+
+
+def _update_weights_pg(key, spec, data, state, Phi):
+    key_omega, key_beta = jax.random.split(key)
+    b, kappa = _pg_params(spec, data, state.dispersion)
+    if spec.likelihood == "multinomial":
+        return _update_weights_multinomial(key, data, state, Phi, b, kappa)
+    psi = Phi @ state.beta + data.offset
+    omega = polya_gamma(key_omega, b, psi) * data.observed
+    offset = jnp.broadcast_to(data.offset, psi.shape)
+    return sample_beta_pg(key_beta, Phi, omega, kappa, offset, data.beta_prior_mean,
+                          data.beta_prior_prec)
+
+
+def _update_weights_multinomial(key, data, state, Phi, b, kappa):
+    """Columns j = 1..J−1 in turn: ω_j | β, then β_j | ω_j with ξ_j from the others (eq. 35)."""
+    D = state.beta.shape[1]
+
+    def body(carry, inputs):
+        beta, F = carry
+        j, key = inputs
+        key_omega, key_beta = jax.random.split(key)
+        L = jnp.concatenate([F, jnp.zeros((F.shape[0], 1), F.dtype)], axis=1)
+        # ξ_ij = log Σ_{k≠j} e^{f_ik}, the reference category's e^0 included (eq. 32).
+        others = jax.scipy.special.logsumexp(jnp.where(jnp.arange(D + 1) == j, -jnp.inf, L),
+                                             axis=1)
+        psi = F[:, j] - others
+        omega = polya_gamma(key_omega, b[:, j], psi) * data.observed[:, j]
+        beta_j = sample_beta_pg_column(key_beta, Phi, omega, kappa[:, j], -others,
+                                       data.beta_prior_mean[:, j], data.beta_prior_prec)
+        beta = beta.at[:, j].set(beta_j)
+        return (beta, F.at[:, j].set(Phi @ beta_j)), None
+
+    F = Phi @ state.beta
+    (beta, _), _ = lax.scan(body, (state.beta, F), (jnp.arange(D), jax.random.split(key, D)))
+    return beta
+
+
+def _update_dispersion(key, spec, data, state, Phi, beta):
+    key_r, key_h = jax.random.split(key)
+    a0, b0, g0 = spec.dispersion_prior
+    psi = Phi @ beta + data.offset
+    Y_nan = jnp.where(data.observed > 0, data.Y, jnp.nan)
+    r = sample_nb_dispersion(key_r, Y_nan, psi, state.dispersion, a0, state.dispersion_rate)
+    # h | r ~ Ga(b0 + D a0, rate g0 + Σ_j r_j): the conjugate top of the hierarchy (eq. 29).
+    shape = b0 + r.shape[0] * a0
+    h = jax.random.gamma(key_h, shape, dtype=r.dtype) / (g0 + jnp.sum(r))
+    return r, h
+
+
+def _sweep_gaussian(key, spec, data, state, inducing_times):
+    k_w, k_prop, k_s2, k_beta, k_fill, k_x = jax.random.split(key, 6)
+    s0 = spec.beta_prior_var
+    Y = state.Y_fill
+    N = Y.shape[0]
+    W_star = propose_W(k_prop, spec, data, state)
+    W, n_acc = update_frequencies_collapsed(k_w, W_star, state.X, state.W, Y, state.noise_var, s0)
+    Phi = design(state.X, W, False)
+    terms = collapsed_terms(Phi.T @ Phi, Phi.T @ Y, s0)
+    yy = jnp.sum(Y**2, axis=0)
+    noise_var = sample_noise_var(k_s2, terms, yy, N, spec.noise_prior)
+    beta = sample_beta_gaussian(k_beta, terms, noise_var)
+    state = state._replace(W=W, beta=beta, noise_var=noise_var, accept_W=n_acc / spec.n_freq)
+    # X given the observed entries only (the missing ones integrated out), then the missing
+    # entries redrawn at the new X: a partially collapsed step followed by the draw it needs.
+    state = _update_latents(k_x, spec, data, state, data.Y, inducing_times)
+    F = design(state.X, W, False) @ beta
+    draw = F + jnp.sqrt(noise_var) * jax.random.normal(k_fill, F.shape, F.dtype)
+    return state._replace(Y_fill=jnp.where(data.observed > 0, data.Y, draw))
+
+
+def _sweep_counts(key, spec, data, state, inducing_times):
+    k_beta, k_r, k_w, k_prop, k_x = jax.random.split(key, 5)
+    Phi = design(state.X, state.W, spec.intercept)
+    if spec.polya_gamma:
+        beta = _update_weights_pg(k_beta, spec, data, state, Phi)
+    else:
+        beta = sample_beta_ess(k_beta, Phi, state.beta, data.Y, data.observed, data.offset,
+                               data.beta_prior_mean, data.beta_prior_prec)
+    state = state._replace(beta=beta)
+    if spec.likelihood == "negative_binomial":
+        r, h = _update_dispersion(k_r, spec, data, state, Phi, beta)
+        state = state._replace(dispersion=r, dispersion_rate=h)
+    W_star = propose_W(k_prop, spec, data, state)
+    W, n_acc = update_frequencies_given_beta(k_w, W_star, state.X, state.W, beta,
+                                             spec.likelihood, data, state.noise_var,
+                                             state.dispersion, spec.intercept)
+    state = state._replace(W=W, accept_W=n_acc / spec.n_freq)
+    return _update_latents(k_x, spec, data, state, data.Y, inducing_times)
+
+
+def _update_latents(key, spec, data, state, Y, inducing_times):
+    args = (spec.likelihood, data, Y, state.W, state.beta, state.noise_var, state.dispersion,
+            spec.intercept)
+    if spec.dynamic:
+        X, time_params = update_x_dynamic(key, state.X, state.time_params, *args,
+                                          inducing_times=inducing_times,
+                                          n_steps=spec.n_x_steps)
+        return state._replace(X=X, time_params=time_params)
+    if spec.map_sweeps > 0:
+        X = lax.cond(state.n_sweeps < spec.map_sweeps,
+                     lambda: map_x_static(state.X, *args, n_steps=spec.map_steps),
+                     lambda: update_x_static(key, state.X, *args, n_steps=spec.n_x_steps))
+        return state._replace(X=X)
+    return state._replace(X=update_x_static(key, state.X, *args, n_steps=spec.n_x_steps))
+
+
+def current_log_lik(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState) -> Array:
+    """log p(Y_obs | X, W, β, θ), normalised (the per-sweep trace; comparable across sweeps
+    even when θ — σ², r — changes)."""
+    psi = design(state.X, state.W, spec.intercept) @ state.beta + data.offset
+    return jnp.sum(full_log_lik(spec.likelihood, data.Y, psi, data.observed, data.trials,
+                                state.noise_var, state.dispersion))
+
+
+def sweep(key: Array, state: RFLVMState, spec: RFLVMSpec, data: RFLVMData,
+          inducing_times: Array) -> RFLVMState:
+    """One full sweep for one chain (see the module docstring for the order)."""
+    key_model, key_dp = jax.random.split(key)
+    if spec.likelihood == "gaussian":
+        state = _sweep_gaussian(key_model, spec, data, state, inducing_times)
+    else:
+        state = _sweep_counts(key_model, spec, data, state, inducing_times)
+    if spec.learn_kernel:
+        a_alpha, b_alpha = spec.alpha_prior
+        prior = default_niw_prior(spec.n_components)
+        state = state._replace(dp=dp_update(key_dp, state.W, state.dp, prior, a_alpha, b_alpha))
+    return state._replace(log_lik=current_log_lik(spec, data, state),
+                          n_sweeps=state.n_sweeps + 1)

@@ -1,0 +1,197 @@
+r"""Updates of the RFLVM weights β and of the Gaussian noise (seed 000, §3.1, eqs. 20, 26–28).
+
+**Gaussian, weights integrated out.**  With B0 = σ_j² s0 I (the conjugate form; seed 000,
+Appendix A: "B0 = σ² S0") the columns are independent a priori and
+
+.. math:: y_j \mid X, W, \sigma_j^2 \sim N(0, \sigma_j^2 (I + s_0 \Phi\Phi^\top)).
+
+With :math:`A = \Phi^\top\Phi + I/s_0 = LL^\top`, :math:`p_j = \Phi^\top y_j` and
+:math:`v_j = L^{-1} p_j`, Woodbury and the determinant lemma give
+
+.. math:: \log p(y_j) = -\tfrac N2 \log(2\pi\sigma_j^2) - \tfrac12(\log|A| + M\log s_0)
+          - \frac{y_j^\top y_j - \|v_j\|^2}{2\sigma_j^2},
+
+at O(NM² + M³ + M²D) for all columns together.  The inverse-gamma prior IG(a0, b0) is then
+conjugate for σ_j² with β integrated out: σ_j² | y_j ~ IG(a0 + N/2, b0 + (y_jᵀy_j − ‖v_j‖²)/2),
+and β_j | σ_j², y_j ~ N(A⁻¹p_j, σ_j² A⁻¹).
+
+**Logistic family (Pólya-gamma, eq. 28).**  With p(y | ψ) ∝ (e^ψ)^a/(1 + e^ψ)^b, ψ = o + Φβ,
+and ω ~ PG(b, ψ), the weights of column j are Gaussian:
+
+.. math:: V_j^{-1} = \Phi^\top\Omega_j\Phi + B_0^{-1}, \qquad
+          m_j = V_j(\Phi^\top(\kappa_j - \Omega_j o_j) + B_0^{-1}\beta_0),
+
+κ = a − b/2 (the offset o — row offsets, or the multinomial's ξ of eq. 36 — enters through
+−Ω o).  Unobserved entries have ω = κ = 0 and drop out.
+
+**Poisson.**  No augmentation: β_j by elliptical slice sampling (:func:`sample_beta_ess`).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.scipy.linalg import cho_solve, solve_triangular
+
+from gplvm.inference.mcmc import elliptical_slice
+from gplvm.models._rflvm.loglik import psi_log_lik
+
+Array = jax.Array
+
+
+# --- Gaussian: β integrated out ---------------------------------------------------------------
+
+class CollapsedTerms(NamedTuple):
+    """Factorised pieces of the collapsed Gaussian marginal (see the module docstring)."""
+
+    L: Array        # (M, M) Cholesky factor of A = ΦᵀΦ + I/s0
+    v: Array        # (M, D) L⁻¹ Φᵀ Y
+    logdet_A: Array  # ()
+
+
+def collapsed_terms(G: Array, P: Array, s0: float) -> CollapsedTerms:
+    """From G = ΦᵀΦ and P = ΦᵀY."""
+    A = G + jnp.eye(G.shape[0], dtype=G.dtype) / s0
+    L = jnp.linalg.cholesky(A)
+    v = solve_triangular(L, P, lower=True)
+    return CollapsedTerms(L, v, 2.0 * jnp.sum(jnp.log(jnp.diag(L))))
+
+
+def collapsed_log_marginal(terms: CollapsedTerms, yy: Array, noise_var: Array, n_rows: int,
+                           s0: float) -> Array:
+    """Σ_j log N(y_j | 0, σ_j²(I + s0 ΦΦᵀ)) (module docstring); ``yy`` = (y_jᵀy_j)_j."""
+    M = terms.L.shape[0]
+    quad = jnp.sum(terms.v**2, axis=0)
+    per_col = (-0.5 * n_rows * jnp.log(2.0 * jnp.pi * noise_var)
+               - 0.5 * (terms.logdet_A + M * jnp.log(s0))
+               - 0.5 * (yy - quad) / noise_var)
+    return jnp.sum(per_col)
+
+
+def sample_noise_var(key: Array, terms: CollapsedTerms, yy: Array, n_rows: int,
+                     prior: tuple) -> Array:
+    """σ_j² | y_j, X, W ~ IG(a0 + N/2, b0 + (y_jᵀy_j − ‖v_j‖²)/2), β integrated out."""
+    a0, b0 = prior
+    resid = jnp.maximum(yy - jnp.sum(terms.v**2, axis=0), 0.0)
+    shape = a0 + 0.5 * n_rows
+    rate = b0 + 0.5 * resid
+    return rate / jax.random.gamma(key, shape, yy.shape, dtype=yy.dtype)
+
+
+def sample_beta_gaussian(key: Array, terms: CollapsedTerms, noise_var: Array) -> Array:
+    """β_j | σ_j², y_j ~ N(A⁻¹Φᵀy_j, σ_j² A⁻¹), all columns: (M, D)."""
+    eps = jax.random.normal(key, terms.v.shape, dtype=terms.v.dtype)
+    # A⁻¹p = L⁻ᵀ v; a draw of N(0, A⁻¹) is L⁻ᵀ ε.
+    return solve_triangular(terms.L.T, terms.v + jnp.sqrt(noise_var) * eps, lower=False)
+
+
+# --- Pólya-gamma Gibbs (eq. 28) ---------------------------------------------------------------
+
+def sample_beta_pg(key: Array, Phi: Array, omega: Array, kappa: Array, offset: Array,
+                   prior_mean: Array, prior_prec: Array) -> Array:
+    """β_j | ω_j ~ N(m_j, V_j) for every column at once (eq. 28 with an offset).
+
+    Args:
+        Phi: (N, P) design.  omega, kappa, offset: (N, D) (zeros where unobserved).
+        prior_mean: (P, D).  prior_prec: (P,) diagonal of B0⁻¹.
+
+    Returns:
+        (P, D) draw.
+    """
+    prec = jnp.einsum("np,nd,nq->dpq", Phi, omega, Phi)
+    prec = prec + jnp.diag(prior_prec)[None]
+    rhs = Phi.T @ (kappa - omega * offset) + prior_prec[:, None] * prior_mean   # (P, D)
+    L = jnp.linalg.cholesky(prec)                                                 # (D, P, P)
+    mean = jax.vmap(lambda Lj, bj: cho_solve((Lj, True), bj))(L, rhs.T)           # (D, P)
+    eps = jax.random.normal(key, mean.shape, dtype=mean.dtype)
+    # V = (LLᵀ)⁻¹, so L⁻ᵀε ~ N(0, V).
+    noise = jax.vmap(lambda Lj, e: solve_triangular(Lj.T, e, lower=False))(L, eps)
+    return (mean + noise).T
+
+
+def sample_beta_pg_column(key: Array, Phi: Array, omega: Array, kappa: Array, offset: Array,
+                          prior_mean: Array, prior_prec: Array) -> Array:
+    """One column's β_j | ω_j (the multinomial updates columns in turn, eq. 35): (P,)."""
+    prec = (Phi * omega[:, None]).T @ Phi + jnp.diag(prior_prec)
+    rhs = Phi.T @ (kappa - omega * offset) + prior_prec * prior_mean
+    L = jnp.linalg.cholesky(prec)
+    mean = cho_solve((L, True), rhs)
+    eps = jax.random.normal(key, mean.shape, dtype=mean.dtype)
+    return mean + solve_triangular(L.T, eps, lower=False)
+
+
+# --- Poisson: elliptical slice around a Gaussian approximation ------------------------------
+
+def _working_gaussian(Phi: Array, Y: Array, observed: Array, offset: Array, prior_mean: Array,
+                      prior_prec: Array):
+    r"""A Gaussian N(μ_j, Λ_j⁻¹) near each column's conditional posterior of β_j, free of β.
+
+    The Poisson Fisher information at rate λ is λ ΦᵀΦ; with the column's mean observed rate
+    λ_j in place of every row's, Λ_j = λ_j ΦᵀΦ + B0⁻¹.  In the whitened basis
+    K = B0^{1/2} ΦᵀΦ B0^{1/2} = V diag(s) Vᵀ (one eigendecomposition for all columns),
+    Λ_j⁻¹ = B0^{1/2} V diag(1/(λ_j s + 1)) Vᵀ B0^{1/2}.  The centre μ_j is the Λ_j-weighted
+    ridge fit of the working response z = log((y + ½)/e^o).  Both depend on X, W and Y only,
+    never on the current β, which is what keeps the slice sampler below exact.
+
+    Returns:
+        (mu (P, D), lam (D,), scale (P, P) = B0^{1/2} V, s (P,)).
+    """
+    n_obs = jnp.maximum(jnp.sum(observed, axis=0), 1.0)
+    lam = jnp.sum(Y * observed, axis=0) / jnp.sum(jnp.exp(offset) * observed, axis=0)
+    lam = jnp.maximum(lam, 0.5 / n_obs)
+    z = (jnp.log(Y + 0.5) - offset) * observed
+    root = 1.0 / jnp.sqrt(prior_prec)                                   # B0^{1/2} (diagonal)
+    K = (Phi * root).T @ (Phi * root)
+    s, V = jnp.linalg.eigh(K)
+    s = jnp.maximum(s, 0.0)
+    scale = root[:, None] * V
+    rhs = lam * (Phi.T @ z) + prior_prec[:, None] * prior_mean          # (P, D)
+    # μ_j = Λ_j⁻¹ rhs_j = scale diag(1/(λ_j s + 1)) scaleᵀ rhs_j
+    mu = scale @ ((scale.T @ rhs) / (lam[None, :] * s[:, None] + 1.0))
+    return mu, lam, scale, s
+
+
+def sample_beta_ess(key: Array, Phi: Array, beta: Array, Y: Array, observed: Array,
+                    offset: Array, prior_mean: Array, prior_prec: Array) -> Array:
+    r"""β_j by elliptical slice sampling, one slice per column (Poisson).
+
+    Plain elliptical slice sampling under the prior N(β0, B0) mixes slowly here: the
+    conditional posterior of the M + 1 weights of a column is far narrower than the prior, so
+    every slice shrinks to a tiny angle.  Instead the slice runs under a Gaussian
+    N(μ_j, Λ_j⁻¹) close to the posterior (:func:`_working_gaussian`) with the likelihood
+    replaced by p(y_j | β) N(β; β0, B0) / N(β; μ_j, Λ_j⁻¹) — the same target (Nishihara,
+    Murray & Adams 2014, §2), so the update stays exact whatever the quality of the
+    approximation, which only affects the speed of mixing.
+
+    The slice moves β along μ + (β − μ)cos θ + (ν − μ)sin θ, so Φβ moves along the same
+    ellipse with Φμ, Φν; carrying ψ = Φβ beside β in the slice state makes every shrinkage
+    step O(N + M) per column, and the Gaussian ratio is cheap in it:
+    log N(β; β0, B0) − log N(β; μ, Λ⁻¹) = ½λ‖Φ(β − μ)‖² + ½‖β − μ‖²_{B0⁻¹} − ½‖β − β0‖²_{B0⁻¹}
+    + const.
+    """
+    P, D = beta.shape
+    key_nu, key_ess = jax.random.split(key)
+    mu, lam, scale, s = _working_gaussian(Phi, Y, observed, offset, prior_mean, prior_prec)
+    eps = jax.random.normal(key_nu, beta.shape, beta.dtype)
+    nu = mu + scale @ (eps / jnp.sqrt(lam[None, :] * s[:, None] + 1.0))
+    Phi_mu = Phi @ mu
+
+    def stack(b):
+        return jnp.concatenate([b.T, (Phi @ b).T], axis=1)       # (D, P + N)
+
+    def log_lik_fn(f):
+        b, psi0 = f[:, :P].T, f[:, P:].T                          # (P, D), (N, D)
+        psi = psi0 + offset
+        vals = psi_log_lik("poisson", Y, psi, None, None, None)
+        ll = jnp.sum(vals * observed, axis=0)
+        ratio = (0.5 * lam * jnp.sum((psi0 - Phi_mu) ** 2, axis=0)
+                 + 0.5 * jnp.sum(prior_prec[:, None] * ((b - mu) ** 2 - (b - prior_mean) ** 2),
+                                 axis=0))
+        return ll + ratio
+
+    f = stack(beta)
+    f_new, _, _ = elliptical_slice(key_ess, f, log_lik_fn(f), log_lik_fn, stack(nu),
+                                   mean=stack(mu))
+    return f_new[:, :P].T

@@ -1,0 +1,399 @@
+"""``RFLVM``: the random-feature latent variable model with MCMC (Zhang, Gundersen & Engelhardt,
+JMLR 2023; seed 000).
+
+.. math:: y_j \\sim \\mathcal L(g(\\varphi_W(X)\\beta_j), \\theta), \\quad
+          \\beta_j \\sim N(\\beta_0, B_0), \\quad x_n \\sim N(0, I), \\quad
+          w_m \\sim \\sum_k \\pi_k N(\\mu_k, \\Sigma_k), \\quad \\pi \\sim DP(\\alpha, NIW)
+
+(eq. 21) with posterior samples of the latent space.  The sampler is in
+:mod:`gplvm.models._rflvm` (one Gibbs sweep per likelihood, :mod:`._rflvm.sweep`); chains run
+together under ``vmap`` with compiled blocks of sweeps (:mod:`gplvm.inference.mcmc.driver`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import jax
+import jax.numpy as jnp
+from sklearn.base import BaseEstimator, TransformerMixin
+
+from gplvm._random import as_key
+from gplvm._validation import as_2d_float, check_no_constant_columns
+from gplvm.inference.mcmc import (align_samples, posterior_mean_aligned, procrustes_rotation,
+                                  run_chains)
+from gplvm.kernels import RBF
+from gplvm.likelihoods import get_likelihood
+from gplvm.models._common import check_is_fitted
+from gplvm.models._rflvm import predict as pred
+from gplvm.models._rflvm.init import init_state, prepare_data
+from gplvm.models._rflvm.spec import LIKELIHOODS, RFLVMSpec
+from gplvm.models._rflvm.sweep import sweep as rflvm_sweep
+from gplvm.models._rflvm_arviz import inference_data
+from gplvm.models._rflvm_checks import check_fit_inputs
+
+
+class RFLVM(TransformerMixin, BaseEstimator):
+    """Random-feature latent variable model, sampled by MCMC (seed 000).
+
+    Args:
+        n_components: Q, the latent dimension.
+        likelihood: ``'gaussian'``, ``'poisson'``, ``'bernoulli'``, ``'binomial'``,
+            ``'negative_binomial'`` or ``'multinomial'`` (last category the reference).
+        n_features: M, the number of random features (M/2 frequencies; even).
+        n_iter: sweeps per chain, burn-in included (paper: 2000).
+        burn_in: sweeps discarded (paper: 1000).
+        n_chains: chains run together (``vmap``).
+        thin: keep every ``thin``-th latent draw after burn-in.
+        max_stored: at most this many draws of the big arrays (β, W) are kept in all.
+        learn_kernel: Dirichlet-process mixture prior on the frequencies (eqs. 22–25);
+            ``False`` keeps the kernel fixed and proposes W from its spectral density.
+        kernel: the stationary kernel whose spectral density proposes W when the kernel is
+            fixed, and draws the initial W (default RBF with unit length-scale).
+        n_clusters: initial number of DP components (paper: 20).
+        beta_prior_var: prior variance of the feature weights (B0 = s0·I).
+        intercept_prior_var: prior variance of the count models' per-column intercepts around
+            the column's empirical link-scale mean.
+        n_inducing_times: inducing times of the GP prior over time (dynamic RFLVM).
+        init: ``'pca'`` (paper's code) or ``'random'`` initial latents.
+        x_steps: elliptical-slice updates of X per sweep.
+        map_sweeps: sweeps at the start of burn-in in which X climbs its conditional posterior
+            (line-searched gradient steps, the reference code's MAP update of X) instead of
+            being sampled; ``'auto'`` is half the burn-in (static prior only), 0 samples X by
+            elliptical slice from the first sweep.
+        transform_steps: elliptical-slice updates for latents of new rows.
+        block_size: sweeps compiled into one block (one progress-bar step).
+        standardize: Gaussian likelihood: centre and scale the columns of Y.
+        random_state: seed; same seed, same result.
+        progress: show a progress bar per block.
+
+    Attributes:
+        X_samples_ (chains, draws, N, Q) aligned to a common frame; X_mean_, X_var_ (N, Q);
+        W_samples_, beta_samples_ (stored draws, flattened over chains, aligned frame for W);
+        noise_var_ (Gaussian, per column, original units); dispersion_ (NB, per column);
+        history_ (chains, sweeps) log-likelihood per sweep; accept_rate_ (frequency MH);
+        relevance_ (Q,) mean squared frequency per latent dimension; n_iter_; converged_
+        (split R-hat of the log-likelihood below 1.1); interrupted_.
+    """
+
+    def __init__(self, n_components: int = 2, likelihood: str = "poisson", n_features: int = 100,
+                 n_iter: int = 2000, burn_in: int = 1000, n_chains: int = 4, thin: int = 1,
+                 max_stored: int = 200, learn_kernel: bool = True, kernel=None,
+                 n_clusters: int = 20, beta_prior_var: float = 1.0,
+                 intercept_prior_var: float = 4.0, n_inducing_times: int = 20,
+                 init: str = "pca", x_steps: int = 1, map_sweeps="auto",
+                 transform_steps: int = 50,
+                 block_size: int = 50, standardize: bool = True, random_state=0,
+                 progress: bool = True):
+        self.n_components = n_components
+        self.likelihood = likelihood
+        self.n_features = n_features
+        self.n_iter = n_iter
+        self.burn_in = burn_in
+        self.n_chains = n_chains
+        self.thin = thin
+        self.max_stored = max_stored
+        self.learn_kernel = learn_kernel
+        self.kernel = kernel
+        self.n_clusters = n_clusters
+        self.beta_prior_var = beta_prior_var
+        self.intercept_prior_var = intercept_prior_var
+        self.n_inducing_times = n_inducing_times
+        self.init = init
+        self.x_steps = x_steps
+        self.map_sweeps = map_sweeps
+        self.transform_steps = transform_steps
+        self.block_size = block_size
+        self.standardize = standardize
+        self.random_state = random_state
+        self.progress = progress
+
+    # --- fitting ------------------------------------------------------------------------------
+
+    def _spec(self, n_outputs: int, dynamic: bool) -> RFLVMSpec:
+        kind = self.likelihood
+        return RFLVMSpec(likelihood=kind, n_components=int(self.n_components),
+                         n_freq=int(self.n_features) // 2, n_outputs=n_outputs,
+                         intercept=kind != "gaussian", learn_kernel=bool(self.learn_kernel),
+                         dynamic=dynamic, beta_prior_var=float(self.beta_prior_var),
+                         intercept_prior_var=float(self.intercept_prior_var),
+                         n_x_steps=int(self.x_steps), map_sweeps=self._map_sweeps(dynamic))
+
+    def _map_sweeps(self, dynamic: bool) -> int:
+        if dynamic:
+            return 0
+        if self.map_sweeps == "auto":
+            return int(self.burn_in) // 2
+        return int(self.map_sweeps)
+
+    def fit(self, Y, y=None, times=None, offset=None, n_trials=None):
+        """Sample the posterior of the latents and the map given ``Y`` (NaN = missing).
+
+        Args:
+            Y: (N, J) data; NaN marks a missing entry.
+            times: (N,) time stamps for the dynamic RFLVM (a GP prior over time on each
+                latent dimension); ``None`` for the iid N(0, I) prior.
+            offset: (N,) known row offsets of the linear predictor for count models (e.g. log
+                size factors of single-cell data).
+            n_trials: binomial numbers of trials (scalar, (J,), (N, 1) or (N, J)).
+        """
+        Y, times, offset = check_fit_inputs(self, Y, times, offset, n_trials)
+        kind = self.likelihood
+        lik = get_likelihood(kind) if kind != "binomial" else get_likelihood(
+            kind, n_trials=1 if n_trials is None else n_trials)
+        self.n_outputs_ = lik.latent_dim(Y.shape[1])
+        Ys = self._standardise_fit(Y)
+        spec = self._spec(self.n_outputs_, times is not None)
+        kernel = RBF(lengthscale=1.0) if self.kernel is None else self.kernel
+        data = prepare_data(spec, Ys, offset, n_trials, kernel, times)
+        key = as_key(self.random_state)
+        key_init, key_run = jax.random.split(key)
+        X0 = self._initial_latents(Ys, key_init)
+        keys = jax.random.split(key_init, self.n_chains)
+        jitter = 0.1
+        init = jax.vmap(lambda k: init_state(k, spec, data, X0, jitter, self.n_clusters))(keys)
+        u = _inducing_times(times, self.n_inducing_times)
+
+        def one_sweep(key, state):
+            return rflvm_sweep(key, state, spec, data, u)
+
+        n_kept = max((self.n_iter - self.burn_in) // max(self.thin, 1), 1)
+        thin_heavy = max(int(np.ceil(n_kept * self.thin * self.n_chains / self.max_stored)), 1)
+        result = run_chains(
+            key_run, init, one_sweep, n_iter=int(self.n_iter), burn_in=int(self.burn_in),
+            thin=int(self.thin), record=_record_light, record_heavy=_record_heavy,
+            thin_heavy=thin_heavy, trace=_trace, block_size=int(self.block_size),
+            progress=self.progress, desc=f"RFLVM ({kind})")
+        self._spec_, self._data_, self._u_ = spec, data, u
+        self._set_fitted(result, Ys)
+        return self
+
+    def _standardise_fit(self, Y):
+        if self.likelihood == "gaussian" and self.standardize:
+            self.mean_ = np.nanmean(Y, axis=0)
+            self.scale_ = np.nanstd(Y, axis=0)
+        else:
+            self.mean_ = np.zeros(Y.shape[1])
+            self.scale_ = np.ones(Y.shape[1])
+        return (Y - self.mean_) / self.scale_
+
+    def _initial_latents(self, Ys, key):
+        Q = int(self.n_components)
+        if self.init == "random":
+            return jax.random.normal(key, (Ys.shape[0], Q))
+        Z = np.where(np.isnan(Ys), np.nanmean(Ys, axis=0), Ys)
+        if self.likelihood != "gaussian":
+            Z = np.log1p(np.maximum(Z, 0.0))     # PCA of log counts (variance-stabilised)
+        Z = Z - Z.mean(0)
+        U, s, _ = np.linalg.svd(Z, full_matrices=False)
+        X0 = U[:, :Q] * s[:Q]
+        X0 = X0 / np.maximum(X0.std(0), 1e-12)   # unit variance, the N(0, I) prior's scale
+        return jnp.asarray(X0)
+
+    def _set_fitted(self, result, Ys):
+        draws, heavy = result.draws, result.heavy
+        X = np.asarray(draws["X"])                            # (C, S, N, Q)
+        self.n_iter_ = int(result.n_done)
+        self.interrupted_ = bool(result.interrupted)
+        self.history_ = np.asarray(result.trace["log_lik"])
+        self.accept_rate_ = float(np.mean(np.asarray(result.trace["accept_W"])))
+        if X.shape[1] == 0:
+            raise RuntimeError("no draws were kept after burn-in (the fit was interrupted "
+                               "during burn-in); fit again with more sweeps")
+        self.X_mean_, reference = _aligned_mean(X)
+        self.X_samples_, _ = align_samples(X, reference)
+        self.X_var_ = np.var(self.X_samples_.reshape(-1, *X.shape[2:]), axis=0)
+        # Heavy draws: flatten chains, rotate each draw's latents and frequencies into the
+        # reference frame (φ depends on X Wᵀ only, so (X R, W R) is the same map).
+        Xh = np.asarray(heavy["X"]).reshape(-1, *X.shape[2:])
+        R = np.stack([procrustes_rotation(x, reference) for x in Xh])
+        self._draws_ = {k: np.asarray(v).reshape(-1, *np.asarray(v).shape[2:])
+                        for k, v in heavy.items()}
+        self._draws_["X"] = np.einsum("snq,sqr->snr", Xh, R)
+        self._draws_["W"] = np.einsum("smq,sqr->smr", self._draws_["W"], R)
+        self.W_samples_ = self._draws_["W"]
+        self.beta_samples_ = self._draws_["beta"]
+        nv = self._draws_["noise_var"].mean(0)
+        self.noise_var_ = nv * self.scale_**2 if self.likelihood == "gaussian" else None
+        self.dispersion_ = (self._draws_["dispersion"].mean(0)
+                            if self.likelihood == "negative_binomial" else None)
+        self.relevance_ = np.mean(self._draws_["W"] ** 2, axis=(0, 1))
+        self._light_ = {k: np.asarray(v) for k, v in draws.items() if k != "X"}
+        self.converged_ = _rhat(self.history_[:, self.burn_in:]) < 1.1
+        self._train_pattern_ = np.isnan(Ys)
+        self._train_values_ = Ys
+
+    # --- prediction ---------------------------------------------------------------------------
+
+    def _trials_for(self, Y):
+        return self._data_.trials if Y.shape[0] == self._data_.trials.shape[0] else None
+
+    def _map_draws(self):
+        d = self._draws_
+        return (jnp.asarray(d["W"]), jnp.asarray(d["beta"]), jnp.asarray(d["noise_var"]),
+                jnp.asarray(d["dispersion"]))
+
+    def _prepare_new(self, Y, offset=None):
+        check_is_fitted(self, "X_mean_")
+        Y = as_2d_float(Y, "Y", allow_nan=True)
+        if Y.shape[1] != self._train_values_.shape[1]:
+            raise ValueError(f"Y has {Y.shape[1]} columns but the model was fitted on "
+                             f"{self._train_values_.shape[1]}; pass rows with the same columns")
+        get_likelihood(self.likelihood).validate(Y) if self.likelihood not in (
+            "binomial",) else None
+        Ys = (Y - self.mean_) / self.scale_
+        spec = self._spec_
+        data = prepare_data(spec, Ys, offset, None, self._data_.kernel, None)
+        return Ys, data
+
+    def _new_latents(self, data, key):
+        W, beta, nv, disp = self._map_draws()
+        return pred.infer_new_latents(key, self.likelihood, self._spec_.intercept,
+                                      int(self.transform_steps), data.Y, data.observed,
+                                      data.offset, data.trials, W, beta, nv, disp)
+
+    def transform(self, Y, return_var: bool = False, offset=None):
+        """Posterior mean latents of new rows (map held fixed; rows may contain NaN)."""
+        _, data = self._prepare_new(Y, offset)
+        Xs = np.asarray(self._new_latents(data, as_key(self.random_state)))
+        return (Xs.mean(0), Xs.var(0)) if return_var else Xs.mean(0)
+
+    def fit_transform(self, Y, y=None, **fit_params):
+        return self.fit(Y, **fit_params).X_mean_
+
+    def predict(self, X, return_var: bool = False):
+        """Posterior predictive mean (and variance over draws of E[y | ψ]) at latent points X."""
+        check_is_fitted(self, "X_mean_")
+        X = as_2d_float(X, "X")
+        W, beta, nv, disp = self._map_draws()
+        S = W.shape[0]
+        Xs = jnp.broadcast_to(jnp.asarray(X), (S,) + X.shape)
+        means = _per_draw_means(self, Xs, W, beta, nv, disp, jnp.zeros((X.shape[0], 1)))
+        mean = np.asarray(means.mean(0)) * self.scale_ + self.mean_
+        if return_var:
+            return mean, np.asarray(means.var(0)) * self.scale_**2
+        return mean
+
+    inverse_transform = predict
+
+    def impute(self, Y, offset=None):
+        """A copy of Y with each NaN replaced by its posterior expected value (seed 000 §4.2)."""
+        check_is_fitted(self, "X_mean_")
+        Y = as_2d_float(Y, "Y", allow_nan=True)
+        Ys, data = self._prepare_new(Y, offset)
+        if self._is_training_data(Ys):
+            data = self._data_
+            Xs = jnp.asarray(self._draws_["X"])
+        else:
+            Xs = self._new_latents(data, as_key(self.random_state))
+        W, beta, nv, disp = self._map_draws()
+        mean = np.asarray(_per_draw_means(self, Xs, W, beta, nv, disp, data.offset,
+                                          data.trials).mean(0))
+        mean = mean * self.scale_ + self.mean_
+        return np.where(np.isnan(Y), mean, Y)
+
+    def _is_training_data(self, Ys) -> bool:
+        return (Ys.shape == self._train_values_.shape
+                and np.array_equal(np.isnan(Ys), self._train_pattern_)
+                and np.allclose(np.nan_to_num(Ys), np.nan_to_num(self._train_values_)))
+
+    def score(self, Y, y=None, offset=None):
+        """Log pointwise predictive density of Y's observed entries: Σ_i log of the mean over
+        stored draws of p(y_i,obs | x_i*, map), with x_i* inferred per draw (map fixed)."""
+        Ys, data = self._prepare_new(Y, offset)
+        Xs = self._new_latents(data, as_key(self.random_state))
+        W, beta, nv, disp = self._map_draws()
+        lp = pred.log_predictive_rows(self.likelihood, self._spec_.intercept, Xs, W, beta, nv,
+                                      disp, data.Y, data.observed, data.offset, data.trials)
+        # Standardised Gaussian densities back to original units: −Σ log scale_j per entry.
+        jac = np.sum(np.where(np.isnan(Ys), 0.0, np.log(self.scale_)))
+        return float(lp) - float(jac)
+
+    def sample(self, n_samples: int = 1, X=None, random_state=None, n_trials=None):
+        """Data from the posterior generative process: a stored draw of the map, x ~ N(0, I)
+        (or the given X), y ~ p(y | φ(x)β)."""
+        check_is_fitted(self, "X_mean_")
+        key = as_key(self.random_state if random_state is None else random_state)
+        k_draw, k_x, k_y = jax.random.split(key, 3)
+        W, beta, nv, disp = self._map_draws()
+        Q = int(self.n_components)
+        X = (jax.random.normal(k_x, (n_samples, Q)) if X is None
+             else jnp.asarray(as_2d_float(X, "X")))
+        s = jax.random.randint(k_draw, (X.shape[0],), 0, W.shape[0])
+        from gplvm.models._rflvm.features import design
+        from gplvm.models._rflvm.loglik import likelihood_object
+        Phi = jax.vmap(lambda x, w: design(x[None], w, self._spec_.intercept)[0])(X, W[s])
+        psi = jnp.einsum("np,npd->nd", Phi, beta[s])
+        trials = (self._data_.trials[:1] if n_trials is None
+                  else jnp.broadcast_to(jnp.asarray(n_trials, float), psi.shape))
+        if self.likelihood == "multinomial" and n_trials is None:
+            trials = jnp.full_like(psi, jnp.round(jnp.mean(self._data_.trials[:, 0])))
+        lik = likelihood_object(self.likelihood, jnp.broadcast_to(trials, psi.shape)
+                                if self.likelihood != "multinomial" else trials[:, :1],
+                                nv[s], disp[s])
+        Yn = np.asarray(lik.sample(k_y, psi))
+        return Yn * self.scale_ + self.mean_
+
+    def to_arviz(self):
+        """ArviZ ``InferenceData`` with the log-likelihood, latent pairwise distances and the
+        scalar parameters, per chain and draw (R-hat and ESS via ``arviz.summary``)."""
+        check_is_fitted(self, "X_mean_")
+        return inference_data(self)
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+def _record_light(state):
+    rec = {"X": state.X, "log_lik": state.log_lik}
+    if state.dp is not None:
+        rec["alpha"] = state.dp.alpha
+    return rec
+
+
+def _record_heavy(state):
+    return {"X": state.X, "W": state.W, "beta": state.beta, "noise_var": state.noise_var,
+            "dispersion": state.dispersion}
+
+
+def _trace(state):
+    return {"log_lik": state.log_lik, "accept_W": state.accept_W}
+
+
+def _inducing_times(times, n):
+    if times is None:
+        return jnp.zeros((1,))
+    t = np.asarray(times, float)
+    return jnp.linspace(t.min(), t.max(), int(min(n, len(np.unique(t)))))
+
+
+def _aligned_mean(X):
+    mean = posterior_mean_aligned(X)
+    return np.asarray(mean), np.asarray(mean)
+
+
+def _per_draw_means(model, Xs, W, beta, nv, disp, offset, trials=None):
+    if trials is None:
+        trials = jnp.ones((Xs.shape[1], model.n_outputs_))
+    return _means_jit(model.likelihood, model._spec_.intercept, Xs, W, beta, nv, disp, offset,
+                      trials)
+
+
+def _means_impl(kind, intercept, Xs, W, beta, nv, disp, offset, trials):
+    def one(X, W, beta, nv, disp):
+        psi = pred.linear_predictor(X, W, beta, offset, intercept)
+        return pred.expected_y(kind, psi, trials, nv, disp)
+    return jax.vmap(one)(Xs, W, beta, nv, disp)
+
+
+_means_jit = jax.jit(_means_impl, static_argnums=(0, 1))
+
+
+def _rhat(chains: np.ndarray) -> float:
+    """Split R-hat (Gelman et al. 2013) of a (chains, draws) array."""
+    n = chains.shape[1] // 2
+    if n < 2:
+        return float("nan")
+    split = np.concatenate([chains[:, :n], chains[:, n:2 * n]], axis=0)
+    within = split.var(axis=1, ddof=1).mean()
+    between = n * split.mean(axis=1).var(ddof=1)
+    var_plus = (n - 1) / n * within + between / n
+    return float(np.sqrt(var_plus / within)) if within > 0 else float("inf")
