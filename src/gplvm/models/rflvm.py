@@ -12,6 +12,8 @@ together under ``vmap`` with compiled blocks of sweeps (:mod:`gplvm.inference.mc
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import jax
 import jax.numpy as jnp
@@ -58,7 +60,7 @@ class RFLVM(TransformerMixin, BaseEstimator):
         x_steps: elliptical-slice updates of X per sweep.
         map_sweeps: sweeps at the start of burn-in in which X climbs its conditional posterior
             (line-searched gradient steps, the reference code's MAP update of X) instead of
-            being sampled; ``'auto'`` is half the burn-in (static prior only), 0 samples X by
+            being sampled; ``'auto'`` is half the burn-in, 0 samples X by
             elliptical slice from the first sweep.
         transform_steps: elliptical-slice updates for latents of new rows.
         block_size: sweeps compiled into one block (one progress-bar step).
@@ -119,8 +121,6 @@ class RFLVM(TransformerMixin, BaseEstimator):
                          n_x_steps=int(self.x_steps), map_sweeps=self._map_sweeps(dynamic))
 
     def _map_sweeps(self, dynamic: bool) -> int:
-        if dynamic:
-            return 0
         if self.map_sweeps == "auto":
             return int(self.burn_in) // 2
         return int(self.map_sweeps)
@@ -150,16 +150,17 @@ class RFLVM(TransformerMixin, BaseEstimator):
         X0 = self._initial_latents(Ys, key_init)
         keys = jax.random.split(key_init, self.n_chains)
         jitter = 0.1
-        init = jax.vmap(lambda k: init_state(k, spec, data, X0, jitter, self.n_clusters))(keys)
+        states = jax.vmap(lambda k: init_state(k, spec, data, X0, jitter, self.n_clusters))(keys)
         u = _inducing_times(times, self.n_inducing_times)
-
-        def one_sweep(key, state):
-            return rflvm_sweep(key, state, spec, data, u)
+        # The data travel with each chain's state, so the compiled sweep depends on the spec
+        # and the shapes only and is reused by later fits (other seeds, other data of the
+        # same size) instead of being compiled again.
+        init = (states, _per_chain(data, self.n_chains), _per_chain(u, self.n_chains))
 
         n_kept = max((self.n_iter - self.burn_in) // max(self.thin, 1), 1)
         thin_heavy = max(int(np.ceil(n_kept * self.thin * self.n_chains / self.max_stored)), 1)
         result = run_chains(
-            key_run, init, one_sweep, n_iter=int(self.n_iter), burn_in=int(self.burn_in),
+            key_run, init, _sweep_for(spec), n_iter=int(self.n_iter), burn_in=int(self.burn_in),
             thin=int(self.thin), record=_record_light, record_heavy=_record_heavy,
             thin_heavy=thin_heavy, trace=_trace, block_size=int(self.block_size),
             progress=self.progress, desc=f"RFLVM ({kind})")
@@ -342,19 +343,37 @@ class RFLVM(TransformerMixin, BaseEstimator):
 
 # --- helpers ------------------------------------------------------------------------------------
 
-def _record_light(state):
+@functools.lru_cache(maxsize=32)
+def _sweep_for(spec: RFLVMSpec):
+    """The per-chain sweep for ``spec``, one function object per spec (the driver caches its
+    compiled blocks per function object)."""
+    def one_sweep(key, carry):
+        state, data, u = carry
+        return rflvm_sweep(key, state, spec, data, u), data, u
+    return one_sweep
+
+
+def _per_chain(tree, n_chains: int):
+    return jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (n_chains,) + jnp.shape(x)),
+                                  tree)
+
+
+def _record_light(carry):
+    state = carry[0]
     rec = {"X": state.X, "log_lik": state.log_lik}
     if state.dp is not None:
         rec["alpha"] = state.dp.alpha
     return rec
 
 
-def _record_heavy(state):
+def _record_heavy(carry):
+    state = carry[0]
     return {"X": state.X, "W": state.W, "beta": state.beta, "noise_var": state.noise_var,
             "dispersion": state.dispersion}
 
 
-def _trace(state):
+def _trace(carry):
+    state = carry[0]
     return {"log_lik": state.log_lik, "accept_W": state.accept_W}
 
 

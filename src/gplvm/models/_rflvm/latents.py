@@ -154,11 +154,38 @@ def update_x_dynamic(key: Array, X: Array, time_params: Array, kind, data, Y, W,
         Q = X.shape[1]
         (X, _, _), _ = lax.scan(column_step, (X, B, d),
                                 (jnp.arange(Q), jax.random.split(key_cols, Q)))
-        params = _update_time_params(key_rw, key_u, X, params, t, inducing_times)
+        params = update_time_params(key_rw, key_u, X, params, t, inducing_times)
         return (X, params), None
 
     (X, time_params), _ = lax.scan(sweep, (X, time_params), jax.random.split(key, n_steps))
     return X, time_params
+
+
+def map_x_dynamic(X: Array, time_params: Array, kind, data, Y, W, beta, noise_var, dispersion,
+                  intercept: bool, inducing_times: Array, n_steps: int = 5) -> Array:
+    """Move X uphill on log p(Y | X, W, β) + Σ_q log N(x_q | 0, C) (the burn-in warm-up of
+    the dynamic model; the rows are coupled by the time prior, so one step size for all of X
+    is chosen by the same batched backtracking as :func:`map_x_static`)."""
+    fn_rows = _row_ll_fn(kind, data, Y, W, beta, noise_var, dispersion, intercept)
+    B, d = time_prior_factors(data.time, inducing_times, time_params)
+
+    def log_post(X):
+        return jnp.sum(fn_rows(X)) + time_prior_log_density(X, B, d)
+
+    grad = jax.grad(log_post)
+    sizes = 4.0 ** -jnp.arange(8)
+    n = jnp.sqrt(X.size)
+
+    def step(X, _):
+        g = grad(X)
+        direction = g * jnp.minimum(1.0, n / (jnp.linalg.norm(g) + 1e-300))
+        cands = X[None] + sizes[:, None, None] * direction[None]
+        vals = jax.vmap(log_post)(cands)
+        best = jnp.argmax(vals)
+        return jnp.where(vals[best] > log_post(X), cands[best], X), None
+
+    X, _ = lax.scan(step, X, None, length=n_steps)
+    return X
 
 
 def _log_target(params, X, t, u):
@@ -167,7 +194,7 @@ def _log_target(params, X, t, u):
     return time_prior_log_density(X, B, d) + prior
 
 
-def _update_time_params(key_rw, key_u, X, params, t, u, step: float = 0.2):
+def update_time_params(key_rw, key_u, X, params, t, u, step: float = 0.2):
     """Random-walk Metropolis on (log ℓ_t, log σ_t²) targeting p(X | θ_t) p(θ_t)."""
     span = jnp.maximum(jnp.max(t) - jnp.min(t), 1e-12)
     # The prior is on the length-scale as a fraction of the time span.

@@ -24,7 +24,8 @@ from jax import lax
 from gplvm.models._rflvm.features import design
 from gplvm.models._rflvm.frequencies import (update_frequencies_collapsed,
                                              update_frequencies_given_beta)
-from gplvm.models._rflvm.latents import map_x_static, update_x_dynamic, update_x_static
+from gplvm.models._rflvm.latents import (map_x_dynamic, map_x_static, update_time_params,
+                                          update_x_dynamic, update_x_static)
 from gplvm.models._rflvm.loglik import full_log_lik
 from gplvm.models._rflvm.spec import RFLVMData, RFLVMSpec, RFLVMState
 from gplvm.models._rflvm.weights import (collapsed_terms, sample_beta_ess, sample_beta_pg,
@@ -149,9 +150,22 @@ def _update_latents(key, spec, data, state, Y, inducing_times):
     args = (spec.likelihood, data, Y, state.W, state.beta, state.noise_var, state.dispersion,
             spec.intercept)
     if spec.dynamic:
-        X, time_params = update_x_dynamic(key, state.X, state.time_params, *args,
-                                          inducing_times=inducing_times,
-                                          n_steps=spec.n_x_steps)
+        def sample():
+            return update_x_dynamic(key, state.X, state.time_params, *args,
+                                    inducing_times=inducing_times, n_steps=spec.n_x_steps)
+
+        def climb():
+            X = map_x_dynamic(state.X, state.time_params, *args,
+                              inducing_times=inducing_times, n_steps=spec.map_steps)
+            # The time kernel still moves (by its Metropolis step) during the warm-up.
+            k1, k2 = jax.random.split(key)
+            return X, update_time_params(k1, k2, X, state.time_params, data.time,
+                                         inducing_times)
+
+        if spec.map_sweeps > 0:
+            X, time_params = lax.cond(state.n_sweeps < spec.map_sweeps, climb, sample)
+        else:
+            X, time_params = sample()
         return state._replace(X=X, time_params=time_params)
     if spec.map_sweeps > 0:
         X = lax.cond(state.n_sweeps < spec.map_sweeps,
