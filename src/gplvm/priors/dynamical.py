@@ -14,14 +14,17 @@ numbers instead of a full covariance per dimension.  Everything follows from one
   :math:`V = L^{-1}\Lambda_q^{1/2} K_t` (Woodbury);
 * :math:`\mathrm{tr}(K_t^{-1}S_q) = \mathrm{tr}(B_q^{-1})`, since
   :math:`K^{-1}S = I - \Lambda^{1/2}B^{-1}\Lambda^{1/2}K` and
-  :math:`\mathrm{tr}(B^{-1}\Lambda^{1/2}K\Lambda^{1/2}) = M - \mathrm{tr}(B^{-1})`;
+  :math:`\mathrm{tr}(B^{-1}\Lambda^{1/2}K\Lambda^{1/2}) = N - \mathrm{tr}(B^{-1})`, and
+  :math:`\mathrm{tr}(B^{-1}) = \|L^{-1}\|_F^2` with :math:`L^{-1} = L^\top - V\Lambda^{1/2}`
+  (as :math:`V\Lambda^{1/2} = L^{-1}(B - I)`), so V is the only triangular solve;
 * :math:`\log|K_t| - \log|S_q| = \log|B_q|`;
 * :math:`\mu_q^\top K_t^{-1}\mu_q = \bar\mu_q^\top K_t \bar\mu_q`;
 
 so :math:`\mathrm{KL}(q(x_q)\|p(x_q)) = \frac12[\mathrm{tr}(B_q^{-1}) + \bar\mu_q^\top K_t\bar\mu_q
-- N + \log|B_q|]`.  Sequences are padded to a common length T so the blocks are factorised in
-one batched call; padded rows have Λ = 0 and an identity K block, which contribute exactly
-:math:`\mathrm{tr}(I) = T_{pad}` to tr(B⁻¹) and nothing else, and are subtracted.
+- N + \log|B_q|]`.  Sequences are padded to a common length T; padded rows have Λ = 0 and an
+identity K block, which contribute exactly :math:`\mathrm{tr}(I) = T_{pad}` to tr(B⁻¹) and
+nothing else, and are subtracted.  The (sequence, latent dimension) blocks are factorised one
+per LAPACK call, never as a batch (see :func:`_one_block`).
 """
 
 from __future__ import annotations
@@ -80,10 +83,11 @@ def _one_block(K, mask, mb, sl):
     The latent dimensions are a Python loop, not a ``vmap``: every Cholesky and triangular solve
     is then an *unbatched* LAPACK call.  jaxlib's CPU LAPACK kernels split a batched call over
     the XLA intra-op thread pool and block the calling pool thread until the pieces finish; when
-    as many batched calls as the pool has threads run at once (two on a 2-core machine: the
-    independent solves of this function inside L-BFGS's line-search loop) every pool thread
-    waits and nothing runs them — the fit deadlocks with the process idle.  An unbatched call
-    always runs inline on its own thread.
+    as many batched calls as the pool has threads run at once (two on a 2-core machine, e.g.
+    the solves of two latent dimensions inside L-BFGS's line-search loop) every pool thread
+    waits and nothing runs the pieces — ``fit(times=...)`` deadlocked with the process idle.
+    An unbatched call always runs inline on its own thread.  The sequences go through
+    ``lax.map`` (a loop) for the same reason.
     """
     T, Q = mb.shape
     eye = jnp.eye(T)
@@ -119,7 +123,9 @@ def q_x_and_kl(time_kernel, layout: SequenceLayout, mu_bar, lam, n_rows: int,
     mask = layout.mask
     Ks = jax.vmap(lambda t, m: _block_kernel(time_kernel, t, m, jitter))(layout.times, mask)
     mb = mu_bar[layout.index] * mask[..., None]                       # (S, T, Q)
-    sl = jnp.sqrt(lam[layout.index] * mask[..., None])                # (S, T, Q)
+    # masked after the square root: sqrt(λ·0) would have an infinite derivative, and 0 · ∞
+    # makes the gradient of the padded rows' source row (index 0) NaN
+    sl = jnp.sqrt(lam[layout.index]) * mask[..., None]               # (S, T, Q)
     # one sequence at a time (lax.map, not vmap: see _one_block on batched LAPACK calls)
     means, variances, kls = jax.lax.map(lambda a: _one_block(*a), (Ks, mask, mb, sl))
     flat_idx = layout.index.ravel()
@@ -140,7 +146,7 @@ def predict_q_x(time_kernel, layout: SequenceLayout, mu_bar, lam, t_new, sequenc
     Ks = time_kernel(t_new, t[:, None]) * mask[None, :]                # (T*, T)
     kss = time_kernel.diag(t_new)
     mb = mu_bar[idx] * mask[:, None]
-    sl = jnp.sqrt(lam[idx] * mask[:, None])
+    sl = jnp.sqrt(lam[idx]) * mask[:, None]
     means, variances = [], []
     for q in range(mb.shape[1]):  # unbatched LAPACK calls, as in _one_block
         sl_q = sl[:, q]
