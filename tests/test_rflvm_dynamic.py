@@ -56,3 +56,49 @@ def test_dynamic_fit_imputes_better_than_ppca():
     err_ppca = imputation_mse(d.Y, PPCA(2).fit(Y).impute(Y), mask)
     assert np.all(np.isfinite(model.X_mean_))
     assert err < err_ppca
+
+
+def test_time_kernel_metropolis_matches_grid_posterior():
+    # Fixed latents X; the random-walk Metropolis step on (log ℓ/span, log σ²) targets
+    # p(X | θ) p(θ) with N(log 0.1, 1) and N(0, 1) priors: compare both marginals with a grid.
+    from gplvm.models._rflvm.latents import TIME_PRIOR_MEAN, TIME_PRIOR_SD, update_time_params
+    rng = np.random.default_rng(1)
+    t = np.linspace(0.0, 4.0, 15)
+    u = np.linspace(0.0, 4.0, 6)
+    X = np.stack([np.sin(2 * t), np.cos(1.5 * t)], 1) + 0.1 * rng.normal(size=(15, 2))
+    tj, uj, Xj = jnp.asarray(t), jnp.asarray(u), jnp.asarray(X)
+
+    @jax.jit
+    def run(key):
+        def chain(key):
+            def step(p, key):
+                k1, k2 = jax.random.split(key)
+                return update_time_params(k1, k2, Xj, p, tj, uj), None
+            p, _ = jax.lax.scan(step, jnp.array([jnp.log(0.4), 0.0]),
+                                jax.random.split(key, 300))
+            return p
+        return jax.vmap(chain)(jax.random.split(key, 2000))
+
+    draws = np.asarray(run(jax.random.PRNGKey(0)))
+    span = 4.0
+    g0 = np.linspace(-3.0, -0.5, 251)         # log(ℓ / span)
+    g1 = np.linspace(-2.5, 2.5, 251)          # log σ²
+    A, Bg = np.meshgrid(g0, g1, indexing="ij")
+
+    @jax.jit
+    def density(params):
+        return jax.lax.map(lambda p: time_prior_log_density(Xj, *time_prior_factors(tj, uj, p)),
+                           params)
+
+    params = jnp.stack([A.ravel() + np.log(span), Bg.ravel()], 1)
+    lp = np.asarray(density(params)).reshape(A.shape)
+    lp = (lp - 0.5 * ((A - float(TIME_PRIOR_MEAN[0])) / float(TIME_PRIOR_SD[0])) ** 2
+          - 0.5 * ((Bg - float(TIME_PRIOR_MEAN[1])) / float(TIME_PRIOR_SD[1])) ** 2)
+    post = np.exp(lp - lp.max())
+    for k, (grid, marg) in enumerate([(g0, post.sum(1)), (g1, post.sum(0))]):
+        x = draws[:, k] - (np.log(span) if k == 0 else 0.0)
+        cdf = np.cumsum(marg) / marg.sum()
+        mean = np.sum(grid * marg) / marg.sum()
+        sd = np.sqrt(np.sum((grid - mean) ** 2 * marg) / marg.sum())
+        assert stats.kstest(x, lambda v: np.interp(v, grid, cdf)).pvalue > 1e-3
+        assert abs(x.mean() - mean) < 5 * sd / np.sqrt(len(x))

@@ -24,7 +24,6 @@ from jax.scipy.linalg import solve_triangular
 
 from gplvm.models._rflvm.features import design, feature_pair, pair_index
 from gplvm.models._rflvm.loglik import total_log_lik
-from gplvm.models._rflvm.weights import collapsed_terms
 
 Array = jax.Array
 
@@ -77,6 +76,14 @@ class _Collapsed(NamedTuple):
     logdet: Array
 
 
+def _inv_logdet_2x2(A: Array):
+    """Inverse and log-determinant of a symmetric positive-definite 2 × 2 matrix in closed
+    form (no LAPACK call: see :func:`update_frequencies_collapsed`)."""
+    det = A[0, 0] * A[1, 1] - A[0, 1] * A[1, 0]
+    inv = jnp.array([[A[1, 1], -A[0, 1]], [-A[1, 0], A[0, 0]]]) / det
+    return inv, jnp.log(det)
+
+
 def _block_terms(c: _Collapsed, idx: Array, new: Array, Y: Array, s0: float):
     r"""Pieces of A, P after replacing the two columns ``idx`` of Φ by ``new``.
 
@@ -94,7 +101,7 @@ def _block_terms(c: _Collapsed, idx: Array, new: Array, Y: Array, s0: float):
     M = c.Ainv.shape[0]
     B = c.Ainv[:, idx]                                          # (M, 2)
     C = B[idx, :]                                               # (2, 2) = (A⁻¹)₂₂
-    C_inv = jnp.linalg.inv(C)
+    C_inv, logdet_C = _inv_logdet_2x2(C)
     keep = jnp.ones(M, c.Phi.dtype).at[idx].set(0.0)            # indicator of set 1
     a12 = (c.Phi.T @ new) * keep[:, None]                       # (M, 2)
     a22 = new.T @ new + jnp.eye(2, dtype=new.dtype) / s0
@@ -106,9 +113,9 @@ def _block_terms(c: _Collapsed, idx: Array, new: Array, Y: Array, s0: float):
     V = c.U - B @ c.P[idx, :]                                   # A⁻¹ p₁
     W1 = V - B @ (C_inv @ V[idx, :])                            # A₁₁⁻¹ p₁
     r = p2 - T.T @ p1
-    S_inv = jnp.linalg.inv(S)
+    S_inv, logdet_S = _inv_logdet_2x2(S)
     quad = jnp.sum(p1 * W1, axis=0) + jnp.sum(r * (S_inv @ r), axis=0)
-    logdet = c.logdet + jnp.linalg.slogdet(C)[1] + jnp.linalg.slogdet(S)[1]
+    logdet = c.logdet + logdet_C + logdet_S
     return B, C_inv, T, S_inv, p2, W1, r, quad, logdet
 
 
@@ -137,10 +144,13 @@ def update_frequencies_collapsed(key: Array, W_star: Array, X: Array, W: Array, 
     log_u = _proposals(key, W_star)
     Phi = design(X, W, False)
     P = Phi.T @ Y
-    terms0 = collapsed_terms(Phi.T @ Phi, P, s0)
-    L_inv = solve_triangular(terms0.L, jnp.eye(terms0.L.shape[0], dtype=Phi.dtype), lower=True)
+    # One Cholesky and one triangular solve, in sequence: jaxlib's CPU LAPACK kernels can
+    # deadlock a 2-thread pool when two batched calls (chains under vmap) run at once.
+    L = jnp.linalg.cholesky(Phi.T @ Phi + jnp.eye(Phi.shape[1], dtype=Phi.dtype) / s0)
+    L_inv = solve_triangular(L, jnp.eye(L.shape[0], dtype=Phi.dtype), lower=True)
     Ainv = L_inv.T @ L_inv
-    c0 = _Collapsed(Phi=Phi, P=P, Ainv=Ainv, U=Ainv @ P, logdet=terms0.logdet_A)
+    c0 = _Collapsed(Phi=Phi, P=P, Ainv=Ainv, U=Ainv @ P,
+                    logdet=2.0 * jnp.sum(jnp.log(jnp.diag(L))))
 
     def score(quad, logdet):
         return -0.5 * D * logdet + 0.5 * jnp.sum(quad / noise_var)

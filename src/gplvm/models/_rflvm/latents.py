@@ -115,14 +115,22 @@ def time_prior_draw(key: Array, B: Array, d: Array, n: int) -> Array:
     return e1 @ B.T + e2 * jnp.sqrt(d)
 
 
-def time_prior_log_density(X: Array, B: Array, d: Array) -> Array:
-    """Σ_q log N(x_q | 0, BBᵀ + diag d), by Woodbury and the determinant lemma, O(N M_u²)."""
-    N, Mu = B.shape
+def time_prior_whitener(B: Array, d: Array):
+    """(G, logdet) with C⁻¹ = diag(1/d) − GᵀG and log|C|, for C = BBᵀ + diag d (Woodbury:
+    S = I + Bᵀdiag(1/d)B = LLᵀ, G = L⁻¹Bᵀdiag(1/d); determinant lemma: log|C| = Σ log d +
+    log|S|).  Computed once per θ_t, so that densities at many X make no LAPACK call."""
+    Mu = B.shape[1]
     Bd = B / d[:, None]
-    S = jnp.eye(Mu, dtype=B.dtype) + B.T @ Bd
-    Ls = jnp.linalg.cholesky(S)
-    logdet = jnp.sum(jnp.log(d)) + 2.0 * jnp.sum(jnp.log(jnp.diag(Ls)))
-    r = solve_triangular(Ls, Bd.T @ X, lower=True)              # (Mu, Q)
+    Ls = jnp.linalg.cholesky(jnp.eye(Mu, dtype=B.dtype) + B.T @ Bd)
+    G = solve_triangular(Ls, Bd.T, lower=True)                   # (Mu, N)
+    return G, jnp.sum(jnp.log(d)) + 2.0 * jnp.sum(jnp.log(jnp.diag(Ls)))
+
+
+def time_prior_log_density(X: Array, B: Array, d: Array, whitener=None) -> Array:
+    """Σ_q log N(x_q | 0, BBᵀ + diag d), by Woodbury and the determinant lemma, O(N M_u²)."""
+    N = B.shape[0]
+    G, logdet = time_prior_whitener(B, d) if whitener is None else whitener
+    r = G @ X                                                    # (Mu, Q)
     quad = jnp.sum(X**2 / d[:, None], axis=0) - jnp.sum(r**2, axis=0)
     return jnp.sum(-0.5 * (N * jnp.log(2 * jnp.pi) + logdet + quad))
 
@@ -168,9 +176,10 @@ def map_x_dynamic(X: Array, time_params: Array, kind, data, Y, W, beta, noise_va
     is chosen by the same batched backtracking as :func:`map_x_static`)."""
     fn_rows = _row_ll_fn(kind, data, Y, W, beta, noise_var, dispersion, intercept)
     B, d = time_prior_factors(data.time, inducing_times, time_params)
+    whitener = time_prior_whitener(B, d)
 
     def log_post(X):
-        return jnp.sum(fn_rows(X)) + time_prior_log_density(X, B, d)
+        return jnp.sum(fn_rows(X)) + time_prior_log_density(X, B, d, whitener)
 
     grad = jax.grad(log_post)
     sizes = 4.0 ** -jnp.arange(8)
@@ -188,9 +197,10 @@ def map_x_dynamic(X: Array, time_params: Array, kind, data, Y, W, beta, noise_va
     return X
 
 
-def _log_target(params, X, t, u):
-    B, d = time_prior_factors(t, u, params)
-    prior = -0.5 * jnp.sum(((params - TIME_PRIOR_MEAN) / TIME_PRIOR_SD) ** 2)
+def _log_target(rel, shift, X, t, u):
+    """log p(X | θ_t) + log p(θ_t), with the prior on ``rel`` = (log(ℓ/span), log σ²)."""
+    B, d = time_prior_factors(t, u, rel + shift)
+    prior = -0.5 * jnp.sum(((rel - TIME_PRIOR_MEAN) / TIME_PRIOR_SD) ** 2)
     return time_prior_log_density(X, B, d) + prior
 
 
@@ -201,6 +211,9 @@ def update_time_params(key_rw, key_u, X, params, t, u, step: float = 0.2):
     shift = jnp.array([jnp.log(span), 0.0])
     cur = params - shift
     prop = cur + step * jax.random.normal(key_rw, cur.shape, cur.dtype)
-    log_ratio = _log_target(prop + shift, X, t, u) - _log_target(cur + shift, X, t, u)
+    # lax.map, not two independent calls: the two targets' factorisations then run one after
+    # the other (concurrent batched LAPACK calls can deadlock jaxlib's CPU pool).
+    vals = lax.map(lambda p: _log_target(p, shift, X, t, u), jnp.stack([prop, cur]))
+    log_ratio = vals[0] - vals[1]
     accept = jnp.log(jax.random.uniform(key_u, dtype=cur.dtype)) < log_ratio
     return jnp.where(accept, prop, cur) + shift

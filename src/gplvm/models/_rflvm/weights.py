@@ -33,7 +33,8 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.linalg import cho_solve, solve_triangular
+from jax import lax
+from jax.scipy.linalg import solve_triangular
 
 from gplvm.inference.mcmc import elliptical_slice
 from gplvm.models._rflvm.loglik import psi_log_lik
@@ -91,7 +92,13 @@ def sample_beta_gaussian(key: Array, terms: CollapsedTerms, noise_var: Array) ->
 
 def sample_beta_pg(key: Array, Phi: Array, omega: Array, kappa: Array, offset: Array,
                    prior_mean: Array, prior_prec: Array) -> Array:
-    """β_j | ω_j ~ N(m_j, V_j) for every column at once (eq. 28 with an offset).
+    """β_j | ω_j ~ N(m_j, V_j) for every column (eq. 28 with an offset).
+
+    Columns are visited by ``lax.map`` with one factorisation and its solves per call:
+    jaxlib's CPU LAPACK kernels fan a *batched* call out to XLA's thread pool and block the
+    calling pool thread, and two such calls at once deadlock a 2-thread pool (see
+    :mod:`gplvm.priors.dynamical`).  Per column, β = L⁻ᵀ(L⁻¹ rhs + ε) with V⁻¹ = LLᵀ gives the
+    mean V rhs plus noise L⁻ᵀε ~ N(0, V) in two dependent triangular solves.
 
     Args:
         Phi: (N, P) design.  omega, kappa, offset: (N, D) (zeros where unobserved).
@@ -100,15 +107,17 @@ def sample_beta_pg(key: Array, Phi: Array, omega: Array, kappa: Array, offset: A
     Returns:
         (P, D) draw.
     """
-    prec = jnp.einsum("np,nd,nq->dpq", Phi, omega, Phi)
-    prec = prec + jnp.diag(prior_prec)[None]
     rhs = Phi.T @ (kappa - omega * offset) + prior_prec[:, None] * prior_mean   # (P, D)
-    L = jnp.linalg.cholesky(prec)                                                 # (D, P, P)
-    mean = jax.vmap(lambda Lj, bj: cho_solve((Lj, True), bj))(L, rhs.T)           # (D, P)
-    eps = jax.random.normal(key, mean.shape, dtype=mean.dtype)
-    # V = (LLᵀ)⁻¹, so L⁻ᵀε ~ N(0, V).
-    noise = jax.vmap(lambda Lj, e: solve_triangular(Lj.T, e, lower=False))(L, eps)
-    return (mean + noise).T
+    eps = jax.random.normal(key, rhs.shape, dtype=rhs.dtype)
+
+    def column(args):
+        omega_j, rhs_j, eps_j = args
+        prec = (Phi * omega_j[:, None]).T @ Phi + jnp.diag(prior_prec)
+        L = jnp.linalg.cholesky(prec)
+        v = solve_triangular(L, rhs_j, lower=True)
+        return solve_triangular(L.T, v + eps_j, lower=False)
+
+    return lax.map(column, (omega.T, rhs.T, eps.T)).T
 
 
 def sample_beta_pg_column(key: Array, Phi: Array, omega: Array, kappa: Array, offset: Array,
@@ -117,9 +126,8 @@ def sample_beta_pg_column(key: Array, Phi: Array, omega: Array, kappa: Array, of
     prec = (Phi * omega[:, None]).T @ Phi + jnp.diag(prior_prec)
     rhs = Phi.T @ (kappa - omega * offset) + prior_prec * prior_mean
     L = jnp.linalg.cholesky(prec)
-    mean = cho_solve((L, True), rhs)
-    eps = jax.random.normal(key, mean.shape, dtype=mean.dtype)
-    return mean + solve_triangular(L.T, eps, lower=False)
+    eps = jax.random.normal(key, rhs.shape, dtype=rhs.dtype)
+    return solve_triangular(L.T, solve_triangular(L, rhs, lower=True) + eps, lower=False)
 
 
 # --- Poisson: elliptical slice around a Gaussian approximation ------------------------------
