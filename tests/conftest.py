@@ -10,9 +10,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
+# Before NumPy/SciPy load OpenBLAS (see scripts/_venv.sh): one BLAS thread under XLA's pool.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import gplvm  # noqa: F401  (float64 on)
+import pytest  # noqa: E402
+
+import gplvm  # noqa: F401,E402  (float64 on)
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -13,6 +13,8 @@ and the bound is Σ_d F_d − KL(q(X) ‖ p(X)).  Psi-statistics are computed he
 over the closed forms of the RBF expectations (seed 001 eqs. 36 and 40 with the sum outside).
 """
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -119,3 +121,44 @@ def test_bound_gradients_match_finite_differences():
             dn = float(f({**p, name: jnp.asarray(x - e)}))
             np.testing.assert_allclose(np.asarray(g[name])[idx], (up - dn) / (2 * h),
                                        rtol=1e-5, atol=1e-7)
+
+
+def _lapack_calls(fun, *args):
+    """(name, number of batch dimensions) of every LAPACK custom call in ``jit(fun)``."""
+    text = jax.jit(fun).lower(*args).as_text()
+    return re.findall(r'custom_call @(lapack_\w+)\(.*?num_batch_dims = "(\d+)"', text)
+
+
+def test_bound_with_missing_data_makes_only_unbatched_lapack_calls():
+    """jaxlib's CPU LAPACK kernels split a *batched* call over the XLA intra-op thread pool and
+    block the calling pool thread until the pieces are done; as many such calls in flight as the
+    pool has threads (2 on a 2-core machine) deadlock the process.  With scattered missing
+    entries nearly every column is its own group, so the bound factorises one group per call
+    (``lax.map``), for the value, the gradient and the optimal q(U) alike."""
+    from gplvm.expectations import psi_statistics
+
+    Y, mu, S, Z, var, ell, noise = _problem(0.3, seed=2)
+    groups = collapsed.group_columns(Y)
+    assert groups.weights.shape[0] >= 3
+    Y0 = jnp.asarray(np.nan_to_num(Y))
+
+    def psi(p):
+        k = RBF(lengthscale=p["ell"], variance=p["var"])
+        return k, psi_statistics(k, p["Z"], p["mu"], p["S"], rule="analytic",
+                                 weights=groups.weights)
+
+    def f(p):
+        k, (psi0, psi1, psi2) = psi(p)
+        v, _ = collapsed.data_term(psi0, psi1, psi2, k(p["Z"]), Y0, groups, p["noise"], 1e-8)
+        return v - collapsed.kl_standard_normal(p["mu"], p["S"])
+
+    def q_u(p):
+        k, (psi0, psi1, psi2) = psi(p)
+        _, parts = collapsed.data_term(psi0, psi1, psi2, k(p["Z"]), Y0, groups, p["noise"], 1e-8)
+        return collapsed.optimal_q_u(parts, groups, p["noise"])
+
+    p = {"ell": jnp.asarray(ell), "var": jnp.asarray(var), "Z": jnp.asarray(Z),
+         "mu": jnp.asarray(mu), "S": jnp.asarray(S), "noise": jnp.asarray(noise)}
+    calls = _lapack_calls(jax.value_and_grad(f), p) + _lapack_calls(q_u, p)
+    assert {"lapack_dpotrf_ffi", "lapack_dtrsm_ffi"} <= {name for name, _ in calls}
+    assert all(n_batch == "0" for _, n_batch in calls), calls

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import stats
-from scipy.special import expit, gammaln, log_expit
+from scipy.special import expit, log_expit
 
 from gplvm.models._rflvm import weights as wts
 from gplvm.models._rflvm.features import design

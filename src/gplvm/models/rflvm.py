@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
 import jax
 import jax.numpy as jnp
+import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from gplvm._random import as_key
-from gplvm._validation import as_2d_float, check_no_constant_columns
+from gplvm._validation import as_2d_float
 from gplvm.inference.mcmc import (align_samples, posterior_mean_aligned, procrustes_rotation,
                                   run_chains)
 from gplvm.kernels import RBF
@@ -28,10 +28,15 @@ from gplvm.likelihoods import get_likelihood
 from gplvm.models._common import check_is_fitted
 from gplvm.models._rflvm import predict as pred
 from gplvm.models._rflvm.init import init_state, prepare_data
-from gplvm.models._rflvm.spec import LIKELIHOODS, RFLVMSpec
+from gplvm.models._rflvm.features import design
+from gplvm.models._rflvm.loglik import likelihood_object
+from gplvm.models._rflvm.spec import RFLVMSpec
 from gplvm.models._rflvm.sweep import sweep as rflvm_sweep
 from gplvm.models._rflvm_arviz import inference_data
 from gplvm.models._rflvm_checks import check_fit_inputs
+
+
+MAX_NEW_ROW_DRAWS = 50
 
 
 class RFLVM(TransformerMixin, BaseEstimator):
@@ -228,10 +233,15 @@ class RFLVM(TransformerMixin, BaseEstimator):
     def _trials_for(self, Y):
         return self._data_.trials if Y.shape[0] == self._data_.trials.shape[0] else None
 
-    def _map_draws(self):
+    def _map_draws(self, subset: bool = False):
+        """Stored draws of the map; ``subset``: at most ``MAX_NEW_ROW_DRAWS`` evenly spaced ones
+        (inferring new rows costs an elliptical-slice run per draw)."""
         d = self._draws_
-        return (jnp.asarray(d["W"]), jnp.asarray(d["beta"]), jnp.asarray(d["noise_var"]),
-                jnp.asarray(d["dispersion"]))
+        n = d["W"].shape[0]
+        idx = (np.unique(np.linspace(0, n - 1, min(n, MAX_NEW_ROW_DRAWS)).round().astype(int))
+               if subset else np.arange(n))
+        return (jnp.asarray(d["W"][idx]), jnp.asarray(d["beta"][idx]),
+                jnp.asarray(d["noise_var"][idx]), jnp.asarray(d["dispersion"][idx]))
 
     def _prepare_new(self, Y, offset=None):
         check_is_fitted(self, "X_mean_")
@@ -239,15 +249,15 @@ class RFLVM(TransformerMixin, BaseEstimator):
         if Y.shape[1] != self._train_values_.shape[1]:
             raise ValueError(f"Y has {Y.shape[1]} columns but the model was fitted on "
                              f"{self._train_values_.shape[1]}; pass rows with the same columns")
-        get_likelihood(self.likelihood).validate(Y) if self.likelihood not in (
-            "binomial",) else None
+        if self.likelihood != "binomial":
+            get_likelihood(self.likelihood).validate(Y)
         Ys = (Y - self.mean_) / self.scale_
         spec = self._spec_
         data = prepare_data(spec, Ys, offset, None, self._data_.kernel, None)
         return Ys, data
 
     def _new_latents(self, data, key):
-        W, beta, nv, disp = self._map_draws()
+        W, beta, nv, disp = self._map_draws(subset=True)
         return pred.infer_new_latents(key, self.likelihood, self._spec_.intercept,
                                       int(self.transform_steps), data.Y, data.observed,
                                       data.offset, data.trials, W, beta, nv, disp)
@@ -284,9 +294,10 @@ class RFLVM(TransformerMixin, BaseEstimator):
         if self._is_training_data(Ys):
             data = self._data_
             Xs = jnp.asarray(self._draws_["X"])
+            W, beta, nv, disp = self._map_draws()
         else:
             Xs = self._new_latents(data, as_key(self.random_state))
-        W, beta, nv, disp = self._map_draws()
+            W, beta, nv, disp = self._map_draws(subset=True)
         mean = np.asarray(_per_draw_means(self, Xs, W, beta, nv, disp, data.offset,
                                           data.trials).mean(0))
         mean = mean * self.scale_ + self.mean_
@@ -302,7 +313,7 @@ class RFLVM(TransformerMixin, BaseEstimator):
         stored draws of p(y_i,obs | x_i*, map), with x_i* inferred per draw (map fixed)."""
         Ys, data = self._prepare_new(Y, offset)
         Xs = self._new_latents(data, as_key(self.random_state))
-        W, beta, nv, disp = self._map_draws()
+        W, beta, nv, disp = self._map_draws(subset=True)
         lp = pred.log_predictive_rows(self.likelihood, self._spec_.intercept, Xs, W, beta, nv,
                                       disp, data.Y, data.observed, data.offset, data.trials)
         # Standardised Gaussian densities back to original units: −Σ log scale_j per entry.
@@ -320,8 +331,6 @@ class RFLVM(TransformerMixin, BaseEstimator):
         X = (jax.random.normal(k_x, (n_samples, Q)) if X is None
              else jnp.asarray(as_2d_float(X, "X")))
         s = jax.random.randint(k_draw, (X.shape[0],), 0, W.shape[0])
-        from gplvm.models._rflvm.features import design
-        from gplvm.models._rflvm.loglik import likelihood_object
         Phi = jax.vmap(lambda x, w: design(x[None], w, self._spec_.intercept)[0])(X, W[s])
         psi = jnp.einsum("np,npd->nd", Phi, beta[s])
         trials = (self._data_.trials[:1] if n_trials is None
