@@ -64,8 +64,30 @@ class BoundParts(NamedTuple):
     P: jnp.ndarray         # (M, D) L_u⁻¹ Ψ1ᵀ Y0
 
 
+def _group_factors(Lu, psi2_g, beta):
+    """One group's L_u⁻¹Ψ2_g L_u⁻ᵀ, the Cholesky factor L_A of A_g and its inverse L_A⁻¹.
+
+    A dependent chain of unbatched LAPACK calls (one matrix each): jaxlib's CPU kernels split a
+    *batched* potrf/trsm over XLA's intra-op thread pool and block the calling pool thread until
+    the pieces finish, so as many batched calls in flight as the pool has threads (two on a
+    2-core machine) deadlock the process at 0% CPU.  With scattered missing entries G is close
+    to D, which is enough work to trigger the split.  The groups are therefore visited by
+    ``lax.map`` (a loop), never ``vmap``.  A_g ⪰ I, so L_A⁻¹ is well conditioned and
+    multiplying by it is as accurate as a triangular solve.
+    """
+    M = Lu.shape[0]
+    B = solve_triangular(Lu, solve_triangular(Lu, psi2_g).T)          # Ψ2_g symmetric
+    LA = jnp.linalg.cholesky(beta * B + jnp.eye(M, dtype=B.dtype))
+    LA_inv = solve_triangular(LA, jnp.eye(M, dtype=B.dtype))
+    return LA, LA_inv, jnp.trace(B)
+
+
 def data_term(psi0, psi1, psi2, Kuu, Y0, groups: MissingGroups, noise_var, jitter=0.0):
     """Σ_d F_d of the module docstring, and the factors reused for q(U).
+
+    Only unbatched LAPACK calls are made (one matrix per call; see :func:`_group_factors`):
+    the groups are factorised one at a time and each column's :math:`L_{A,g}^{-1} P_d` is a
+    matrix product with its group's :math:`L_{A,g}^{-1}`.
 
     Args:
         psi0: (G,) ψ0 summed over each group's observed rows.
@@ -80,17 +102,12 @@ def data_term(psi0, psi1, psi2, Kuu, Y0, groups: MissingGroups, noise_var, jitte
     beta = 1.0 / noise_var
     M = Kuu.shape[0]
     Lu = jnp.linalg.cholesky(Kuu + jitter * jnp.eye(M))
-    # L_u⁻¹ Ψ2_g L_u⁻ᵀ for every group
-    Lu_inv_psi2 = jax.vmap(lambda S: solve_triangular(Lu, solve_triangular(Lu, S).T))(psi2)
-    A = beta * Lu_inv_psi2 + jnp.eye(M)
-    LA = jnp.linalg.cholesky(A)                                        # (G, M, M)
+    LA, LA_inv, tr = jax.lax.map(lambda S: _group_factors(Lu, S, beta), psi2)  # (G, M, M) ×2, (G,)
     P = solve_triangular(Lu, psi1.T @ Y0)                              # (M, D)
-    LA_col = LA[groups.column_group]                                   # (D, M, M)
-    c = jax.vmap(solve_triangular)(LA_col, P.T)                        # (D, M)
-    n_col = groups.n_obs[groups.column_group]
-    logdet_LA = jnp.sum(jnp.log(jnp.diagonal(LA, axis1=1, axis2=2)), axis=1)   # (G,)
-    tr = jnp.trace(Lu_inv_psi2, axis1=1, axis2=2)                              # (G,)
     g = groups.column_group
+    c = jnp.einsum("dmk,kd->dm", LA_inv[g], P)                         # (D, M) L_A,g⁻¹ P_d
+    n_col = groups.n_obs[g]
+    logdet_LA = jnp.sum(jnp.log(jnp.diagonal(LA, axis1=1, axis2=2)), axis=1)   # (G,)
     per_column = (-0.5 * n_col * math.log(2 * math.pi) + 0.5 * n_col * jnp.log(beta)
                   - logdet_LA[g] - 0.5 * beta * psi0[g] + 0.5 * beta * tr[g]
                   + 0.5 * beta**2 * jnp.sum(c**2, axis=1))
@@ -102,16 +119,23 @@ def optimal_q_u(parts: BoundParts, groups: MissingGroups, noise_var):
     """The optimal q(u_d) = N(ū_d, Σ_u,g) given q(X) (seed 003 eq. 11, Titsias 2009).
 
     With A_g as above, :math:`\\bar u_d = \\beta L_u L_{A,g}^{-\\top} L_{A,g}^{-1} L_u^{-1}
-    \\Psi_1^\\top y_d` and :math:`\\Sigma_{u,g} = L_u A_g^{-1} L_u^\\top`.
+    \\Psi_1^\\top y_d` and :math:`\\Sigma_{u,g} = L_u A_g^{-1} L_u^\\top`.  One group per
+    (unbatched) LAPACK call, as in :func:`data_term`.
 
     Returns:
         U_mean (M, D) and Sigma_u (G, M, M).
     """
     beta = 1.0 / noise_var
-    LA_col = parts.LA[groups.column_group]
-    v = jax.vmap(lambda L, p: solve_triangular(L, solve_triangular(L, p), trans=True))(
-        LA_col, parts.P.T)                                             # (D, M) A_g⁻¹ P
+    M = parts.Lu.shape[0]
+
+    def one_group(LA):
+        LA_inv = solve_triangular(LA, jnp.eye(M, dtype=LA.dtype))
+        LA_inv_LuT = solve_triangular(LA, parts.Lu.T)
+        return LA_inv, LA_inv_LuT.T @ LA_inv_LuT
+
+    LA_inv, Sigma_u = jax.lax.map(one_group, parts.LA)
+    LA_inv_col = LA_inv[groups.column_group]                           # (D, M, M)
+    c = jnp.einsum("dmk,kd->dm", LA_inv_col, parts.P)                  # L_A⁻¹ P_d
+    v = jnp.einsum("dkm,dk->dm", LA_inv_col, c)                        # (D, M) A_g⁻¹ P_d
     U_mean = beta * parts.Lu @ v.T
-    LA_inv_LuT = jax.vmap(lambda L: solve_triangular(L, parts.Lu.T))(parts.LA)
-    Sigma_u = jnp.einsum("gkm,gkn->gmn", LA_inv_LuT, LA_inv_LuT)
     return U_mean, Sigma_u
