@@ -50,3 +50,17 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         terminalreporter.write_line(
             f"gplvm: {n} tests needing ../shared/data were deselected because "
             f"{shared_data_dir()} does not exist", yellow=True)
+
+
+@pytest.fixture
+def forbid_computation(monkeypatch):
+    """``forbid(module, *names)``: replace ``module.<name>`` by a function that fails the test,
+    so a bad-input test proves the ValueError came before any computation started."""
+    def fail(*args, **kwargs):
+        raise AssertionError("computation started before validation")
+
+    def forbid(module, *names):
+        for name in names:
+            monkeypatch.setattr(module, name, fail)
+
+    return forbid

@@ -229,6 +229,20 @@ def test_poisson_weight_slice_matches_grid_posterior():
     _grid_check(draws[:, 1], g1, np.log(post.sum(0) + 1e-300), "Poisson intercept")
 
 
+def _frequency_chains(update, seed: int, n_steps: int = 80):
+    """Final w of N_CHAINS chains of ``update(key, W_star, W) -> W`` for one frequency (Q = 1),
+    each step proposing W_star from the N(0, 1) prior."""
+    def chain(key):
+        def step(W, key):
+            k1, k2 = jax.random.split(key)
+            return update(k2, jax.random.normal(k1, W.shape), W), None
+        W, _ = jax.lax.scan(step, jnp.zeros((1, 1)), jax.random.split(key, n_steps))
+        return W[0, 0]
+
+    keys = jax.random.split(jax.random.PRNGKey(seed), N_CHAINS)
+    return np.asarray(jax.jit(jax.vmap(chain))(keys))
+
+
 def _one_frequency_setup(rng, N=25):
     X = rng.normal(size=(N, 1))
     beta = np.array([[1.2], [-0.8], [0.5]])           # sin, cos, intercept weights
@@ -245,19 +259,13 @@ def test_frequency_metropolis_hastings_matches_grid_posterior():
     y = rng.poisson(np.exp(psi)).astype(float)
     data = _data(y)
 
-    def chain(key):
-        def step(W, key):
-            k1, k2 = jax.random.split(key)
-            W_star = jax.random.normal(k1, W.shape)
-            W, _ = update_frequencies_given_beta(k2, W_star, jnp.asarray(X), W,
-                                                 jnp.asarray(beta), "poisson", data,
-                                                 jnp.ones(1), jnp.ones(1), True)
-            return W, None
-        W, _ = jax.lax.scan(step, jnp.zeros((1, 1)), jax.random.split(key, 80))
-        return W[0, 0]
+    def update(key, W_star, W):
+        Phi = design(jnp.asarray(X), W, True)
+        return update_frequencies_given_beta(key, W_star, jnp.asarray(X), W, jnp.asarray(beta),
+                                             "poisson", data, jnp.ones(1), jnp.ones(1), Phi,
+                                             Phi @ jnp.asarray(beta))[0]
 
-    draws = np.asarray(jax.jit(jax.vmap(chain))(jax.random.split(jax.random.PRNGKey(9),
-                                                                   N_CHAINS)))
+    draws = _frequency_chains(update, seed=9)
     grid = np.linspace(-5, 5, 20001)
     f = (np.sin(grid[:, None] * X[:, 0]) * beta[0, 0] + np.cos(grid[:, None] * X[:, 0])
          * beta[1, 0] + beta[2, 0])
@@ -272,18 +280,11 @@ def test_collapsed_frequency_metropolis_hastings_matches_grid_posterior():
     Y = (np.sin(1.5 * X) + 0.3 * rng.normal(size=(N, 1)))
     s2 = jnp.asarray([0.1])
 
-    def chain(key):
-        def step(W, key):
-            k1, k2 = jax.random.split(key)
-            W_star = jax.random.normal(k1, W.shape)
-            W, _ = update_frequencies_collapsed(k2, W_star, jnp.asarray(X), W, jnp.asarray(Y),
-                                                s2, s0)
-            return W, None
-        W, _ = jax.lax.scan(step, jnp.zeros((1, 1)), jax.random.split(key, 80))
-        return W[0, 0]
+    def update(key, W_star, W):
+        return update_frequencies_collapsed(key, W_star, jnp.asarray(X), W, jnp.asarray(Y),
+                                            s2, s0)[0]
 
-    draws = np.asarray(jax.jit(jax.vmap(chain))(jax.random.split(jax.random.PRNGKey(11),
-                                                                   N_CHAINS)))
+    draws = _frequency_chains(update, seed=11)
     grid = np.linspace(-5, 5, 4001)
     lps = []
     for w in grid:

@@ -21,8 +21,8 @@ from sklearn.base import BaseEstimator, TransformerMixin
 
 from gplvm._random import as_key
 from gplvm._validation import as_2d_float
-from gplvm.inference.mcmc import (align_samples, posterior_mean_aligned, procrustes_rotation,
-                                  run_chains)
+from gplvm.inference.mcmc import (align_samples, generalised_procrustes, run_chains,
+                                  split_rhat)
 from gplvm.kernels import RBF
 from gplvm.likelihoods import get_likelihood
 from gplvm.models._common import check_is_fitted
@@ -205,17 +205,16 @@ class RFLVM(TransformerMixin, BaseEstimator):
         if X.shape[1] == 0:
             raise RuntimeError("no draws were kept after burn-in (the fit was interrupted "
                                "during burn-in); fit again with more sweeps")
-        self.X_mean_, reference = _aligned_mean(X)
-        self.X_samples_, _ = align_samples(X, reference)
+        aligned, reference = generalised_procrustes(X)
+        self.X_samples_, self.X_mean_ = np.asarray(aligned), np.asarray(reference)
         self.X_var_ = np.var(self.X_samples_.reshape(-1, *X.shape[2:]), axis=0)
         # Heavy draws: flatten chains, rotate each draw's latents and frequencies into the
         # reference frame (φ depends on X Wᵀ only, so (X R, W R) is the same map).
-        Xh = np.asarray(heavy["X"]).reshape(-1, *X.shape[2:])
-        R = np.stack([procrustes_rotation(x, reference) for x in Xh])
         self._draws_ = {k: np.asarray(v).reshape(-1, *np.asarray(v).shape[2:])
                         for k, v in heavy.items()}
-        self._draws_["X"] = np.einsum("snq,sqr->snr", Xh, R)
-        self._draws_["W"] = np.einsum("smq,sqr->smr", self._draws_["W"], R)
+        Xh, R = align_samples(self._draws_["X"][None], reference)
+        self._draws_["X"] = np.asarray(Xh[0])
+        self._draws_["W"] = np.einsum("smq,sqr->smr", self._draws_["W"], np.asarray(R[0]))
         self.W_samples_ = self._draws_["W"]
         self.beta_samples_ = self._draws_["beta"]
         nv = self._draws_["noise_var"].mean(0)
@@ -224,14 +223,11 @@ class RFLVM(TransformerMixin, BaseEstimator):
                             if self.likelihood == "negative_binomial" else None)
         self.relevance_ = np.mean(self._draws_["W"] ** 2, axis=(0, 1))
         self._light_ = {k: np.asarray(v) for k, v in draws.items() if k != "X"}
-        self.converged_ = _rhat(self.history_[:, self.burn_in:]) < 1.1
+        self.converged_ = split_rhat(self.history_[:, self.burn_in:]) < 1.1
         self._train_pattern_ = np.isnan(Ys)
         self._train_values_ = Ys
 
     # --- prediction ---------------------------------------------------------------------------
-
-    def _trials_for(self, Y):
-        return self._data_.trials if Y.shape[0] == self._data_.trials.shape[0] else None
 
     def _map_draws(self, subset: bool = False):
         """Stored draws of the map; ``subset``: at most ``MAX_NEW_ROW_DRAWS`` evenly spaced ones
@@ -393,35 +389,8 @@ def _inducing_times(times, n):
     return jnp.linspace(t.min(), t.max(), int(min(n, len(np.unique(t)))))
 
 
-def _aligned_mean(X):
-    mean = posterior_mean_aligned(X)
-    return np.asarray(mean), np.asarray(mean)
-
-
 def _per_draw_means(model, Xs, W, beta, nv, disp, offset, trials=None):
     if trials is None:
         trials = jnp.ones((Xs.shape[1], model.n_outputs_))
-    return _means_jit(model.likelihood, model._spec_.intercept, Xs, W, beta, nv, disp, offset,
-                      trials)
-
-
-def _means_impl(kind, intercept, Xs, W, beta, nv, disp, offset, trials):
-    def one(X, W, beta, nv, disp):
-        psi = pred.linear_predictor(X, W, beta, offset, intercept)
-        return pred.expected_y(kind, psi, trials, nv, disp)
-    return jax.vmap(one)(Xs, W, beta, nv, disp)
-
-
-_means_jit = jax.jit(_means_impl, static_argnums=(0, 1))
-
-
-def _rhat(chains: np.ndarray) -> float:
-    """Split R-hat (Gelman et al. 2013) of a (chains, draws) array."""
-    n = chains.shape[1] // 2
-    if n < 2:
-        return float("nan")
-    split = np.concatenate([chains[:, :n], chains[:, n:2 * n]], axis=0)
-    within = split.var(axis=1, ddof=1).mean()
-    between = n * split.mean(axis=1).var(ddof=1)
-    var_plus = (n - 1) / n * within + between / n
-    return float(np.sqrt(var_plus / within)) if within > 0 else float("inf")
+    return pred.expected_y_per_draw(model.likelihood, model._spec_.intercept, Xs, W, beta, nv,
+                                    disp, offset, trials)

@@ -12,7 +12,7 @@ from gplvm.inference.mcmc._metropolis import metropolis_hastings_prior
 from gplvm.inference.mcmc.align import (align_samples, generalised_procrustes,
                                         posterior_mean_aligned, procrustes_rotation)
 from gplvm.inference.mcmc.diagnostics import (pairwise_distance_summary, random_row_pairs,
-                                              summary_rhat_ess, to_inference_data)
+                                              split_rhat, summary_rhat_ess, to_inference_data)
 from gplvm.inference.mcmc.driver import (ChainResult, concat_results, default_thin_heavy,
                                          run_chains)
 from gplvm.inference.mcmc.elliptical_slice import (ESSInfo, ESSState, elliptical_slice,
@@ -23,5 +23,6 @@ __all__ = [
     "default_thin_heavy", "elliptical_slice", "elliptical_slice_gaussian",
     "generalised_procrustes", "metropolis_hastings_prior", "pairwise_distance_summary",
     "posterior_mean_aligned", "procrustes_rotation", "random_row_pairs", "run_chains",
+    "split_rhat",
     "summary_rhat_ess", "to_inference_data",
 ]

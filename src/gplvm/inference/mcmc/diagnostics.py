@@ -123,3 +123,17 @@ def pairwise_distance_summary(X_samples: Array, n_pairs: int = 20,
     pairs = jnp.asarray(pairs)
     diff = X_samples[:, :, pairs[:, 0]] - X_samples[:, :, pairs[:, 1]]
     return jnp.sqrt(jnp.sum(diff**2, axis=-1))
+
+
+def split_rhat(chains) -> float:
+    """Split R-hat (Gelman et al. 2013, §11.4) of a (chains, draws) array, without ArviZ (an
+    optional extra): each chain is cut in half and the between/within variances compared."""
+    chains = np.asarray(chains, dtype=float)
+    n = chains.shape[1] // 2
+    if n < 2:
+        return float("nan")
+    split = np.concatenate([chains[:, :n], chains[:, n:2 * n]], axis=0)
+    within = split.var(axis=1, ddof=1).mean()
+    between = n * split.mean(axis=1).var(ddof=1)
+    var_plus = (n - 1) / n * within + between / n
+    return float(np.sqrt(var_plus / within)) if within > 0 else float("inf")

@@ -34,16 +34,18 @@ def _proposals(key: Array, W_star: Array):
 
 def update_frequencies_given_beta(key: Array, W_star: Array, X: Array, W: Array, beta: Array,
                                   kind: str, data, noise_var: Array, dispersion: Array,
-                                  intercept: bool):
+                                  Phi: Array, psi: Array):
     """One MH pass over the M/2 frequencies with β held fixed (count likelihoods).
+
+    Args:
+        Phi: the current design [φ_W(X), 1] (N, P); psi: Φβ without the offset (N, D) — both
+            already formed by the sweep's weight update, so not recomputed here.
 
     Returns:
         (W, number of accepted proposals).
     """
     n_freq = W.shape[0]
     log_u = _proposals(key, W_star)
-    Phi = design(X, W, intercept)
-    psi = Phi @ beta
 
     def ll(psi_):
         return total_log_lik(kind, data.Y, psi_ + data.offset, data.observed, data.trials,

@@ -37,12 +37,13 @@ def expected_y(kind: str, psi: Array, trials: Array, noise_var: Array, dispersio
 
 
 @partial(jax.jit, static_argnames=("kind", "intercept"))
-def posterior_mean_y(kind, intercept, X, W, beta, noise_var, dispersion, offset, trials):
-    """Average of E[y | ψ_s] over draws: X (S, N, Q), W (S, M/2, Q), beta (S, P, D), ..."""
+def expected_y_per_draw(kind, intercept, X, W, beta, noise_var, dispersion, offset, trials):
+    """E[y | ψ_s] for every stored draw s: X (S, N, Q), W (S, M/2, Q), beta (S, P, D), ...;
+    returns (S, N, J).  Averaging over s gives the posterior expected value."""
     def one(X, W, beta, noise_var, dispersion):
         psi = linear_predictor(X, W, beta, offset, intercept)
         return expected_y(kind, psi, trials, noise_var, dispersion)
-    return jnp.mean(jax.vmap(one)(X, W, beta, noise_var, dispersion), axis=0)
+    return jax.vmap(one)(X, W, beta, noise_var, dispersion)
 
 
 @partial(jax.jit, static_argnames=("kind", "intercept", "n_steps"))

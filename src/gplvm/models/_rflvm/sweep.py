@@ -93,10 +93,9 @@ def _update_weights_multinomial(key, data, state, Phi, b, kappa):
     return beta
 
 
-def _update_dispersion(key, spec, data, state, Phi, beta):
+def _update_dispersion(key, spec, data, state, psi):
     key_r, key_h = jax.random.split(key)
     a0, b0, g0 = spec.dispersion_prior
-    psi = Phi @ beta + data.offset
     Y_nan = jnp.where(data.observed > 0, data.Y, jnp.nan)
     r = sample_nb_dispersion(key_r, Y_nan, psi, state.dispersion, a0, state.dispersion_rate)
     # h | r ~ Ga(b0 + D a0, rate g0 + Σ_j r_j): the conjugate top of the hierarchy (eq. 29).
@@ -135,13 +134,14 @@ def _sweep_counts(key, spec, data, state, inducing_times):
         beta = sample_beta_ess(k_beta, Phi, state.beta, data.Y, data.observed, data.offset,
                                data.beta_prior_mean, data.beta_prior_prec)
     state = state._replace(beta=beta)
+    F = Phi @ beta                                   # ψ without the offset, shared below
     if spec.likelihood == "negative_binomial":
-        r, h = _update_dispersion(k_r, spec, data, state, Phi, beta)
+        r, h = _update_dispersion(k_r, spec, data, state, F + data.offset)
         state = state._replace(dispersion=r, dispersion_rate=h)
     W_star = propose_W(k_prop, spec, data, state)
     W, n_acc = update_frequencies_given_beta(k_w, W_star, state.X, state.W, beta,
                                              spec.likelihood, data, state.noise_var,
-                                             state.dispersion, spec.intercept)
+                                             state.dispersion, Phi, F)
     state = state._replace(W=W, accept_W=n_acc / spec.n_freq)
     return _update_latents(k_x, spec, data, state, data.Y, inducing_times)
 
