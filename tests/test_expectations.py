@@ -111,6 +111,26 @@ def test_rbf_psi2_matches_seed001_eq40_with_the_sum_outside_the_exponential():
     np.testing.assert_allclose(psi1, ref1, rtol=1e-12)
 
 
+def test_single_rbf_psi2_as_matrix_products_equals_the_difference_form_with_gradients():
+    # rbf_psi2 (one kernel: triangle of pairs, matrix products) against rbf_rbf_psi2 (any two
+    # RBF kernels: per-point differences), with group weights, chunking and reverse-mode gradients
+    from gplvm.expectations.analytic import rbf_psi2, rbf_rbf_psi2
+    Z, mu, S = problem(N=23, M=6, seed=11)
+    Wg = jnp.asarray(np.random.default_rng(2).uniform(0, 1, size=(3, 23)))
+    k = RBF(lengthscale=ELL3, variance=0.7)
+
+    def total(f, Z, mu, S):
+        return jnp.sum(jnp.sin(f(Z, mu, S)))
+
+    fast = lambda Z, mu, S: rbf_psi2(k, Z, mu, S, Wg, chunk_size=5)
+    slow = lambda Z, mu, S: rbf_rbf_psi2(k, k, Z, mu, S, Wg)
+    np.testing.assert_allclose(fast(Z, mu, S), slow(Z, mu, S), rtol=1e-12)
+    g_fast = jax.grad(lambda *a: total(fast, *a), argnums=(0, 1, 2))(Z, mu, S)
+    g_slow = jax.grad(lambda *a: total(slow, *a), argnums=(0, 1, 2))(Z, mu, S)
+    for a, b in zip(g_fast, g_slow):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-13)
+
+
 def test_rbf_is_translation_invariant_far_from_the_origin():
     # the psi2 exponent is written in differences μ − z, so a shift by 1e4 length-scales is exact
     Z, mu, S = problem(seed=4)
