@@ -19,6 +19,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from gplvm._random import as_key
 from gplvm._validation import as_2d_float, check_no_constant_columns
 from gplvm.inference import minimise
+from gplvm.io import SaveMixin
 from gplvm.kernels import RBF, AbstractKernel
 from gplvm.linalg import CholeskyError, inv_from_cholesky, safe_cholesky
 from gplvm.models import _bgplvm_core as core
@@ -29,7 +30,7 @@ from gplvm.priors import dynamical
 from gplvm.transforms import inverse_softplus
 
 
-class BayesianGPLVM(TransformerMixin, BaseEstimator):
+class BayesianGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
     """Bayesian Gaussian-process latent variable model with a collapsed variational bound.
 
     Args:

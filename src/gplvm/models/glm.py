@@ -23,6 +23,7 @@ from gplvm._random import as_key
 from gplvm._validation import as_1d_float, as_2d_float, check_consistent_length
 from gplvm.features import AbstractFeatureMap
 from gplvm.inference import minimise
+from gplvm.io import SaveMixin
 from gplvm.likelihoods import get_likelihood
 from gplvm.models import _quantiles
 from gplvm.models._common import (
@@ -34,7 +35,7 @@ from gplvm.transforms import inverse_softplus, softplus
 _SUPPORTED = ("gaussian", "bernoulli", "binomial", "poisson", "negative_binomial")
 
 
-class BayesianGLM(BaseEstimator):
+class BayesianGLM(SaveMixin, BaseEstimator):
     """Bayesian generalised linear model on random features, by stochastic variational inference.
 
     Args:
