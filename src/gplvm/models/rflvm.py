@@ -13,6 +13,7 @@ together under ``vmap`` with compiled blocks of sweeps (:mod:`gplvm.inference.mc
 from __future__ import annotations
 
 import functools
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -23,6 +24,7 @@ from gplvm._random import as_key
 from gplvm._validation import as_2d_float
 from gplvm.inference.mcmc import (align_samples, generalised_procrustes, run_chains,
                                   split_rhat)
+from gplvm.io import SaveMixin
 from gplvm.kernels import RBF
 from gplvm.likelihoods import get_likelihood
 from gplvm.models._common import check_is_fitted
@@ -39,7 +41,7 @@ from gplvm.models._rflvm_checks import check_fit_inputs
 MAX_NEW_ROW_DRAWS = 50
 
 
-class RFLVM(TransformerMixin, BaseEstimator):
+class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
     """Random-feature latent variable model, sampled by MCMC (seed 000).
 
     Args:
@@ -152,7 +154,7 @@ class RFLVM(TransformerMixin, BaseEstimator):
         data = prepare_data(spec, Ys, offset, n_trials, kernel, times)
         key = as_key(self.random_state)
         key_init, key_run = jax.random.split(key)
-        X0 = self._initial_latents(Ys, key_init)
+        X0 = self._initial_latents(Ys, key_init, offset)
         keys = jax.random.split(key_init, self.n_chains)
         jitter = 0.1
         states = jax.vmap(lambda k: init_state(k, spec, data, X0, jitter, self.n_clusters))(keys)
@@ -182,12 +184,14 @@ class RFLVM(TransformerMixin, BaseEstimator):
             self.scale_ = np.ones(Y.shape[1])
         return (Y - self.mean_) / self.scale_
 
-    def _initial_latents(self, Ys, key):
+    def _initial_latents(self, Ys, key, offset=None):
         Q = int(self.n_components)
         if self.init == "random":
             return jax.random.normal(key, (Ys.shape[0], Q))
         Z = np.where(np.isnan(Ys), np.nanmean(Ys, axis=0), Ys)
         if self.likelihood != "gaussian":
+            if offset is not None:               # counts per unit of exposure exp(offset)
+                Z = Z * np.exp(-(np.asarray(offset, float) - np.mean(offset))).reshape(-1, 1)
             Z = np.log1p(np.maximum(Z, 0.0))     # PCA of log counts (variance-stabilised)
         Z = Z - Z.mean(0)
         U, s, _ = np.linalg.svd(Z, full_matrices=False)
@@ -197,14 +201,22 @@ class RFLVM(TransformerMixin, BaseEstimator):
 
     def _set_fitted(self, result, Ys):
         draws, heavy = result.draws, result.heavy
-        X = np.asarray(draws["X"])                            # (C, S, N, Q)
         self.n_iter_ = int(result.n_done)
         self.interrupted_ = bool(result.interrupted)
         self.history_ = np.asarray(result.trace["log_lik"])
         self.accept_rate_ = float(np.mean(np.asarray(result.trace["accept_W"])))
-        if X.shape[1] == 0:
-            raise RuntimeError("no draws were kept after burn-in (the fit was interrupted "
-                               "during burn-in); fit again with more sweeps")
+        # Interrupted before a (heavy) draw was kept: the chains' last states stand in for the
+        # draws, so the model stays usable (API.md); they are not posterior draws.
+        last = lambda record: {k: np.asarray(v)[:, None]                        # noqa: E731
+                               for k, v in jax.vmap(record)(result.state).items()}
+        if np.asarray(draws["X"]).shape[1] == 0:
+            warnings.warn("the fit was interrupted during burn-in: the model holds the last "
+                          "state of each chain, not posterior draws", RuntimeWarning,
+                          stacklevel=3)
+            draws = last(_record_light)
+        if np.asarray(heavy["W"]).shape[1] == 0:
+            heavy = last(_record_heavy)
+        X = np.asarray(draws["X"])                            # (C, S, N, Q)
         aligned, reference = generalised_procrustes(X)
         self.X_samples_, self.X_mean_ = np.asarray(aligned), np.asarray(reference)
         self.X_var_ = np.var(self.X_samples_.reshape(-1, *X.shape[2:]), axis=0)
@@ -223,7 +235,8 @@ class RFLVM(TransformerMixin, BaseEstimator):
                             if self.likelihood == "negative_binomial" else None)
         self.relevance_ = np.mean(self._draws_["W"] ** 2, axis=(0, 1))
         self._light_ = {k: np.asarray(v) for k, v in draws.items() if k != "X"}
-        self.converged_ = split_rhat(self.history_[:, self.burn_in:]) < 1.1
+        kept_trace = self.history_[:, self.burn_in:]
+        self.converged_ = bool(kept_trace.shape[1] >= 4 and split_rhat(kept_trace) < 1.1)
         self._train_pattern_ = np.isnan(Ys)
         self._train_values_ = Ys
 
