@@ -125,6 +125,54 @@ def test_count_likelihoods_run_and_keep_their_parameters():
             assert model.beta_samples_.shape[-1] == 5        # J − 1 latent columns
 
 
+def test_negative_binomial_dispersion_starts_large_and_is_held_during_the_x_warm_up():
+    # r_j starts at spec.initial_dispersion; the prior is on the log-mean c_j + log r_j,
+    # centred at log ȳ_j, so the intercepts start at log(ȳ_j / r0) (ψ = log(mean / r) under
+    # the logit link); r_j is not resampled while X warms up
+    import jax
+    from gplvm.models._rflvm.init import init_state
+    from gplvm.models._rflvm.sweep import sweep as rflvm_sweep
+    Y = np.random.default_rng(5).poisson(20.0, (30, 6)).astype(float)
+    model = gplvm.RFLVM(likelihood="negative_binomial", n_features=10, n_iter=16, burn_in=8,
+                        n_chains=1, block_size=8, progress=False, random_state=0).fit(Y)
+    spec, data = model._spec_, model._data_
+    r0 = spec.initial_dispersion
+    assert r0 >= 10 and spec.map_sweeps == 4
+    np.testing.assert_allclose(data.beta_prior_mean[-1], np.log(Y.mean(0)), rtol=1e-12)
+    state = init_state(jax.random.PRNGKey(0), spec, data, model.X_mean_, 0.0, 5)
+    np.testing.assert_array_equal(state.dispersion, np.full(6, r0))
+    np.testing.assert_allclose(state.beta[-1], np.log(Y.mean(0) / r0), rtol=1e-12)
+    one = jax.jit(lambda key, st: rflvm_sweep(key, st, spec, data, None))
+    held = one(jax.random.PRNGKey(1), state._replace(n_sweeps=spec.map_sweeps - 1))
+    np.testing.assert_array_equal(held.dispersion, state.dispersion)
+    moved = one(jax.random.PRNGKey(1), state._replace(n_sweeps=spec.map_sweeps))
+    assert np.all(np.asarray(moved.dispersion) != r0)
+
+
+@pytest.mark.filterwarnings("ignore:.*interrupted after:RuntimeWarning")
+def test_interrupted_during_burn_in_leaves_a_usable_model(monkeypatch):
+    # Ctrl-C (a KeyboardInterrupt between blocks) during burn-in: the chains' last states stand
+    # in for draws, with a warning, and the model still transforms, scores and samples
+    import gplvm.models.rflvm as module
+    real = module.run_chains
+
+    def interrupt(n_done, state):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(module, "run_chains",
+                        lambda *a, **kw: real(*a, **{**kw, "callback": interrupt}))
+    Y = np.random.default_rng(6).poisson(3.0, (30, 6)).astype(float)
+    model = gplvm.RFLVM(likelihood="poisson", n_features=10, n_iter=16, burn_in=8,
+                        n_chains=2, block_size=4, progress=False, random_state=0)
+    with pytest.warns(RuntimeWarning, match="during burn-in"):
+        model.fit(Y)
+    assert model.interrupted_ and model.n_iter_ == 4 and not model.converged_
+    assert model.X_samples_.shape == (2, 1, 30, 2) and model.W_samples_.shape[0] == 2
+    assert np.all(np.isfinite(model.transform(Y[:3])))
+    assert np.isfinite(model.score(Y[:3]))
+    assert model.sample(5, random_state=0).shape == (5, 6)
+
+
 @pytest.mark.parametrize("kwargs, Y, match", [
     ({"likelihood": "poisson"}, [[1.0, -2.0], [0.0, 1.0], [2.0, 3.0]], "negative"),
     ({"likelihood": "poisson"}, [[1.5, 2.0], [0.0, 1.0], [2.0, 3.0]], "non-integer"),

@@ -24,6 +24,8 @@ def intercept_centre(kind: str, Y: np.ndarray, offset: np.ndarray, trials: np.nd
     from an N(0, 1) intercept; centring the prior at the column's empirical log-mean (logit of
     the mean proportion for the logistic family) puts ψ on the data's scale from the first
     sweep.  The prior variance around that centre is ``RFLVMSpec.intercept_prior_var``.
+    Negative binomial: the centre is that of the log-mean c_j + log r_j (ψ = log(mean / r)
+    under the logit link), so the prior says nothing about r; see :func:`nb_prior_mean`.
     """
     obs = ~np.isnan(Y)
     Y0 = np.where(obs, Y, 0.0)
@@ -68,6 +70,18 @@ def prepare_data(spec: RFLVMSpec, Y: np.ndarray, offset, trials, kernel, times) 
                      kernel=kernel, time=jnp.asarray(t))
 
 
+def nb_prior_mean(spec: RFLVMSpec, data: RFLVMData, dispersion: Array) -> Array:
+    """β's prior mean given r: the negative binomial's intercepts c_j = m_j − log r_j.
+
+    The prior is put on the log-mean m_j = c_j + log r_j, m_j ~ N(log ȳ_j, v), independent
+    of r_j ~ Ga(a0, h); given r_j that is c_j ~ N(log ȳ_j − log r_j, v).  A prior centred on
+    c_j itself would be an informative prior on r_j (the data fix c_j + log r_j).
+    """
+    if spec.likelihood != "negative_binomial" or not spec.intercept:
+        return data.beta_prior_mean
+    return data.beta_prior_mean.at[-1].add(-jnp.log(dispersion))
+
+
 def init_state(key: Array, spec: RFLVMSpec, data: RFLVMData, X0: Array, jitter: float,
                n_clusters: int) -> RFLVMState:
     """One chain's start: X0 plus N(0, jitter²) noise, W from the kernel's spectral density."""
@@ -78,10 +92,11 @@ def init_state(key: Array, spec: RFLVMSpec, data: RFLVMData, X0: Array, jitter: 
     dp = (dp_init(k_dp, W, default_niw_prior(Q), n_clusters=n_clusters)
           if spec.learn_kernel else None)
     D = spec.n_outputs
+    r0 = jnp.full(D, spec.initial_dispersion if spec.likelihood == "negative_binomial" else 1.0)
     span = jnp.maximum(jnp.max(data.time) - jnp.min(data.time), 1e-12)
     return RFLVMState(
-        X=X, W=W, beta=data.beta_prior_mean, noise_var=jnp.full(D, 0.1 if spec.likelihood ==
+        X=X, W=W, beta=nb_prior_mean(spec, data, r0), noise_var=jnp.full(D, 0.1 if spec.likelihood ==
                                                                 "gaussian" else 1.0),
-        dispersion=jnp.ones(D), dispersion_rate=jnp.ones(()), dp=dp, Y_fill=data.Y,
+        dispersion=r0, dispersion_rate=jnp.ones(()), dp=dp, Y_fill=data.Y,
         time_params=jnp.array([jnp.log(0.1 * span), 0.0]), log_lik=jnp.zeros(()),
         accept_W=jnp.zeros(()), n_sweeps=jnp.zeros((), jnp.int32))

@@ -8,7 +8,8 @@ before any step that conditions on it):
 * Gaussian: W | X, σ², Y (β out, eq. 22) → σ² | X, W, Y (β out) → β | X, W, σ², Y →
   X | β, W, σ², Y_obs (missing entries out) → missing y | β, X, W, σ².
 * Pólya-gamma family: ω | β (PG(b, ψ), eq. 28) → β | ω (eq. 28 / eqs. 35–36 column by column
-  for the multinomial) → NB: r_j by CRT (eqs. 30–31, corrected) and its prior rate h →
+  for the multinomial) → NB: r_j by CRT (eqs. 30–31, corrected) and its prior rate h, then
+  mean-preserving Metropolis moves of (r_j, intercept_j) (:mod:`.dispersion`) →
   W | β, X (eq. 22) → X | β, W.
 * Poisson: β | X, W (elliptical slice) → W | β, X → X | β, W.
 
@@ -21,7 +22,9 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from gplvm.models._rflvm.dispersion import mean_preserving_moves, update_dispersion_crt
 from gplvm.models._rflvm.features import design
+from gplvm.models._rflvm.init import nb_prior_mean
 from gplvm.models._rflvm.frequencies import (update_frequencies_collapsed,
                                              update_frequencies_given_beta)
 from gplvm.models._rflvm.latents import (map_x_dynamic, map_x_static, update_time_params,
@@ -32,7 +35,6 @@ from gplvm.models._rflvm.weights import (collapsed_terms, sample_beta_ess, sampl
                                          sample_beta_pg_column, sample_noise_var,
                                          sample_beta_gaussian)
 from gplvm.samplers import polya_gamma
-from gplvm.samplers.crt import sample_nb_dispersion
 from gplvm.samplers.dp_mixture import dp_update, default_niw_prior, propose_frequencies
 
 Array = jax.Array
@@ -65,8 +67,8 @@ def _update_weights_pg(key, spec, data, state, Phi):
     psi = Phi @ state.beta + data.offset
     omega = polya_gamma(key_omega, b, psi) * data.observed
     offset = jnp.broadcast_to(data.offset, psi.shape)
-    return sample_beta_pg(key_beta, Phi, omega, kappa, offset, data.beta_prior_mean,
-                          data.beta_prior_prec)
+    return sample_beta_pg(key_beta, Phi, omega, kappa, offset,
+                          nb_prior_mean(spec, data, state.dispersion), data.beta_prior_prec)
 
 
 def _update_weights_multinomial(key, data, state, Phi, b, kappa):
@@ -93,17 +95,6 @@ def _update_weights_multinomial(key, data, state, Phi, b, kappa):
     return beta
 
 
-def _update_dispersion(key, spec, data, state, psi):
-    key_r, key_h = jax.random.split(key)
-    a0, b0, g0 = spec.dispersion_prior
-    Y_nan = jnp.where(data.observed > 0, data.Y, jnp.nan)
-    r = sample_nb_dispersion(key_r, Y_nan, psi, state.dispersion, a0, state.dispersion_rate)
-    # h | r ~ Ga(b0 + D a0, rate g0 + Σ_j r_j): the conjugate top of the hierarchy (eq. 29).
-    shape = b0 + r.shape[0] * a0
-    h = jax.random.gamma(key_h, shape, dtype=r.dtype) / (g0 + jnp.sum(r))
-    return r, h
-
-
 def _sweep_gaussian(key, spec, data, state, inducing_times):
     k_w, k_prop, k_s2, k_beta, k_fill, k_x = jax.random.split(key, 6)
     s0 = spec.beta_prior_var
@@ -126,7 +117,7 @@ def _sweep_gaussian(key, spec, data, state, inducing_times):
 
 
 def _sweep_counts(key, spec, data, state, inducing_times):
-    k_beta, k_r, k_w, k_prop, k_x = jax.random.split(key, 5)
+    k_beta, k_r, k_w, k_prop, k_x, k_move = jax.random.split(key, 6)
     Phi = design(state.X, state.W, spec.intercept)
     if spec.polya_gamma:
         beta = _update_weights_pg(k_beta, spec, data, state, Phi)
@@ -136,8 +127,24 @@ def _sweep_counts(key, spec, data, state, inducing_times):
     state = state._replace(beta=beta)
     F = Phi @ beta                                   # ψ without the offset, shared below
     if spec.likelihood == "negative_binomial":
-        r, h = _update_dispersion(k_r, spec, data, state, F + data.offset)
-        state = state._replace(dispersion=r, dispersion_rate=h)
+        def update():
+            psi = F + data.offset
+            r, h = update_dispersion_crt(k_r, data.Y, data.observed, psi, state.dispersion,
+                                         state.dispersion_rate, spec.dispersion_prior,
+                                         beta[-1], (data.beta_prior_mean[-1],
+                                                    data.beta_prior_prec[-1]))
+            r, c, psi, _ = mean_preserving_moves(k_move, data.Y, data.observed, psi, r,
+                                                 beta[-1], spec.dispersion_prior[0], h)
+            return r, h, beta.at[-1].set(c), psi - data.offset
+
+        def hold():                      # X warm-up: r stays at its start (spec docstring)
+            return state.dispersion, state.dispersion_rate, beta, F
+
+        if spec.map_sweeps > 0:
+            r, h, beta, F = lax.cond(state.n_sweeps < spec.map_sweeps, hold, update)
+        else:
+            r, h, beta, F = update()
+        state = state._replace(beta=beta, dispersion=r, dispersion_rate=h)
     W_star = propose_W(k_prop, spec, data, state)
     W, n_acc = update_frequencies_given_beta(k_w, W_star, state.X, state.W, beta,
                                              spec.likelihood, data, state.noise_var,

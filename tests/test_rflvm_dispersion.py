@@ -1,0 +1,121 @@
+"""Negative-binomial dispersion kernels of the RFLVM (gplvm.models._rflvm.dispersion) against the
+exact posterior of (r, c) computed by 2-D grid quadrature.
+
+Model: y_n ~ NB(r, p = σ(c)) for n = 1..N (one column, the intercept c only), the log-mean
+m = c + log r ~ N(m0, 1/prec) and r ~ Ga(a0, rate h) with h ~ Ga(b0, rate g0).  Integrating h
+out, p(r) ∝ r^(a0−1) (g0 + r)^−(a0+b0), so the posterior on (log r, c) is a 2-D density that
+quadrature evaluates exactly.  The chain runs the library's CRT step (with its log-mean
+correction and the h step) and the mean-preserving moves, plus a test-side random-walk
+Metropolis step on c (the library updates c by Pólya-gamma Gibbs, tested elsewhere) to make
+the chain move off the ridge the moves follow.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from scipy.special import gammaln, logsumexp
+
+import gplvm  # noqa: F401  (float64)
+from gplvm.models._rflvm.dispersion import (mean_preserving_moves, nb_column_log_lik,
+                                            update_dispersion_crt)
+
+A0, B0, G0 = 1.0, 1.0, 1.0
+M0, PREC = 2.0, 4.0
+
+
+def _data():
+    rng = np.random.default_rng(0)
+    r_true, mean = 4.0, 15.0
+    y = rng.negative_binomial(r_true, r_true / (r_true + mean), size=40).astype(float)
+    return y
+
+
+def _grid_posterior(y):
+    log_r = np.linspace(-3.0, 6.0, 721)
+    c = np.linspace(-6.0, 8.0, 1121)
+    LR, C = np.meshgrid(log_r, c, indexing="ij")
+    R = np.exp(LR)
+    ll = sum(gammaln(v + R) - gammaln(R) + v * C - (v + R) * np.logaddexp(C, 0.0) for v in y)
+    log_prior_r = (A0 - 1) * LR - (A0 + B0) * np.log(G0 + R) + LR      # + log r: Jacobian
+    log_prior_m = -0.5 * PREC * (C + LR - M0) ** 2
+    logp = ll + log_prior_r + log_prior_m
+    w = np.exp(logp - logsumexp(logp))
+    assert w[0].sum() + w[-1].sum() + w[:, 0].sum() + w[:, -1].sum() < 1e-8   # grid covers it
+    moments = {}
+    for name, v in (("log_r", LR), ("c", C)):
+        mean = float(np.sum(w * v))
+        moments[name] = (mean, float(np.sqrt(np.sum(w * (v - mean) ** 2))))
+    return moments
+
+
+def _run(y, n_chains=8, n_iter=6000, use_crt=True, use_moves=True):
+    Y = jnp.asarray(y)[:, None]
+    obs = jnp.ones_like(Y)
+
+    def step(carry, key):
+        r, c, h = carry
+        k_c, k_u, k_crt, k_mv = jax.random.split(key, 4)
+        # test-side random-walk Metropolis on c given r (exact for the target)
+        def log_target_c(c):
+            psi = jnp.broadcast_to(c, Y.shape)
+            return nb_column_log_lik(Y, obs, psi, r) - 0.5 * PREC * (c + jnp.log(r) - M0) ** 2
+        c_new = c + 0.3 * jax.random.normal(k_c, c.shape)
+        acc = jnp.log(jax.random.uniform(k_u, c.shape)) < log_target_c(c_new) - log_target_c(c)
+        c = jnp.where(acc, c_new, c)
+        psi = jnp.broadcast_to(c, Y.shape)
+        if use_crt:
+            r, h = update_dispersion_crt(k_crt, Y, obs, psi, r, h, (A0, B0, G0), c,
+                                         (jnp.full(1, M0), PREC))
+        else:   # h | r alone, the conjugate step
+            h = jax.random.gamma(k_crt, B0 + A0) / (G0 + jnp.sum(r))
+        if use_moves:
+            r, c, psi, _ = mean_preserving_moves(k_mv, Y, obs, psi, r, c, A0, h)
+        return (r, c, h), (jnp.log(r[0]), c[0])
+
+    def chain(key):
+        init = (jnp.full(1, 30.0), jnp.full(1, M0 - np.log(30.0)), jnp.ones(()))
+        _, (lr, c) = lax.scan(step, init, jax.random.split(key, n_iter))
+        return lr[n_iter // 5:], c[n_iter // 5:]
+
+    lr, c = jax.jit(jax.vmap(chain))(jax.random.split(jax.random.PRNGKey(1), n_chains))
+    return np.asarray(lr), np.asarray(c)
+
+
+def _check(draws, exact, name):
+    per_chain = draws.mean(axis=1)
+    se = per_chain.std(ddof=1) / np.sqrt(len(per_chain))        # between-chain standard error
+    mean, sd = exact
+    assert abs(draws.mean() - mean) < 4 * se + 0.02 * sd, (name, draws.mean(), mean, se)
+    assert abs(draws.std() / sd - 1) < 0.1, (name, draws.std(), sd)
+
+
+def test_crt_step_and_mean_preserving_moves_sample_the_exact_posterior():
+    y = _data()
+    exact = _grid_posterior(y)
+    lr, c = _run(y)
+    _check(lr, exact["log_r"], "log r")
+    _check(c, exact["c"], "c")
+
+
+def test_mean_preserving_moves_alone_keep_the_posterior_and_move_r():
+    # without the CRT step, the moves (with the test's c step and h | r) still sample it
+    y = _data()
+    exact = _grid_posterior(y)
+    lr, c = _run(y, use_crt=False)
+    _check(lr, exact["log_r"], "log r")
+    _check(c, exact["c"], "c")
+
+
+def test_moves_leave_the_mean_unchanged():
+    rng = np.random.default_rng(3)
+    Y = jnp.asarray(rng.poisson(50.0, (30, 4)).astype(float))
+    psi = jnp.asarray(rng.normal(0.0, 0.3, (30, 4)))
+    r, c = jnp.full(4, 100.0), jnp.zeros(4)
+    r2, c2, psi2, n_acc = mean_preserving_moves(jax.random.PRNGKey(0), Y, jnp.ones_like(Y), psi,
+                                                r, c, 1.0, 0.01)
+    assert int(n_acc.sum()) > 0
+    np.testing.assert_allclose(r2 * jnp.exp(psi2), r * jnp.exp(psi), rtol=1e-12)
+    np.testing.assert_allclose(psi2 - psi, jnp.broadcast_to(c2 - c, psi.shape), atol=1e-12)
