@@ -24,6 +24,7 @@ Classes are rebuilt through :mod:`gplvm._io_registry` only (API.md: loading neve
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any
 
 import jax
@@ -49,6 +50,8 @@ class Encoder:
             return {"$": "numpy_scalar", "ref": self._store(np.asarray(value), where)}
         if type(value) in _SCALARS:
             return value
+        if isinstance(value, os.PathLike):      # e.g. a checkpoint path: kept as its string
+            return os.fspath(value)
         if isinstance(value, np.ndarray):
             return {"$": "numpy", "ref": self._store(value, where, value)}
         if isinstance(value, jax.Array):

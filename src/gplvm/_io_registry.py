@@ -21,6 +21,7 @@ def _classes() -> tuple[type, ...]:
     # Imported here, not at module level: the estimators import gplvm.io, so gplvm.io must not
     # import the estimators when it is first loaded.
     from gplvm import expectations, features, kernels, likelihoods, models
+    from gplvm.inference.mcmc.driver import ChainResult
     from gplvm.models._bgplvm_core import Static
     from gplvm.models._rflvm.spec import RFLVMData, RFLVMSpec, RFLVMState
     from gplvm.objectives.collapsed import MissingGroups
@@ -48,7 +49,7 @@ def _classes() -> tuple[type, ...]:
         expectations.MonteCarlo,
         # fitted state of the estimators
         Static, MissingGroups, SequenceLayout, FixedModel, LinearPosterior, DualLinearPosterior,
-        RFLVMSpec, RFLVMData, RFLVMState, DPMixtureState, NIWPrior,
+        RFLVMSpec, RFLVMData, RFLVMState, DPMixtureState, NIWPrior, ChainResult,
     )
 
 

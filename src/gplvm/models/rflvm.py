@@ -13,6 +13,7 @@ together under ``vmap`` with compiled blocks of sweeps (:mod:`gplvm.inference.mc
 from __future__ import annotations
 
 import functools
+import time
 import warnings
 
 import jax
@@ -24,6 +25,7 @@ from gplvm._random import as_key
 from gplvm._validation import as_2d_float
 from gplvm.inference.mcmc import (align_samples, generalised_procrustes, run_chains,
                                   split_rhat)
+from gplvm.inference.mcmc.driver import concat_results
 from gplvm.io import SaveMixin
 from gplvm.kernels import RBF
 from gplvm.likelihoods import get_likelihood
@@ -74,6 +76,11 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         standardize: Gaussian likelihood: centre and scale the columns of Y.
         random_state: seed; same seed, same result.
         progress: show a progress bar per block.
+        checkpoint: a file path: the model is saved there (:meth:`save`) after a block at most
+            every ``checkpoint_interval`` seconds and when the run ends or is interrupted, so a
+            killed process loses at most that much work; ``gplvm.load(path).resume()``
+            finishes the run with exactly the draws an uninterrupted one gives.
+        checkpoint_interval: seconds between checkpoint writes.
 
     Attributes:
         X_samples_ (chains, draws, N, Q) aligned to a common frame; X_mean_, X_var_ (N, Q);
@@ -92,7 +99,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
                  init: str = "pca", x_steps: int = 1, map_sweeps="auto",
                  transform_steps: int = 50,
                  block_size: int = 50, standardize: bool = True, random_state=0,
-                 progress: bool = True):
+                 progress: bool = True, checkpoint=None, checkpoint_interval: float = 60.0):
         self.n_components = n_components
         self.likelihood = likelihood
         self.n_features = n_features
@@ -115,6 +122,8 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         self.standardize = standardize
         self.random_state = random_state
         self.progress = progress
+        self.checkpoint = checkpoint
+        self.checkpoint_interval = checkpoint_interval
 
     # --- fitting ------------------------------------------------------------------------------
 
@@ -164,16 +173,55 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         # same size) instead of being compiled again.
         init = (states, _per_chain(data, self.n_chains), _per_chain(u, self.n_chains))
 
-        n_kept = max((self.n_iter - self.burn_in) // max(self.thin, 1), 1)
-        thin_heavy = max(int(np.ceil(n_kept * self.thin * self.n_chains / self.max_stored)), 1)
-        result = run_chains(
-            key_run, init, _sweep_for(spec), n_iter=int(self.n_iter), burn_in=int(self.burn_in),
-            thin=int(self.thin), record=_record_light, record_heavy=_record_heavy,
-            thin_heavy=thin_heavy, trace=_trace, block_size=int(self.block_size),
-            progress=self.progress, desc=f"RFLVM ({kind})")
         self._spec_, self._data_, self._u_ = spec, data, u
-        self._set_fitted(result, Ys)
+        self._key_run_ = key_run
+        self._train_pattern_, self._train_values_ = np.isnan(Ys), Ys
+        return self._run(init, start=0, earlier=None)
+
+    def resume(self):
+        """Finish an interrupted (or checkpointed) fit: the remaining sweeps from the stored
+        chain states, joined to the draws so far; the result equals an uninterrupted fit's.
+
+        Typical use: ``gplvm.load(path).resume()`` after a run with ``checkpoint=path`` was
+        killed, or ``model.resume()`` after Ctrl-C.  A finished fit is returned unchanged.
+        """
+        check_is_fitted(self, "_result_")
+        earlier = self._result_
+        if earlier.n_done >= self.n_iter:
+            return self
+        return self._run(earlier.state, start=int(earlier.n_done), earlier=earlier)
+
+    def _run(self, init, start: int, earlier):
+        spec = self._spec_
+        n_kept = max((self.n_iter - self.burn_in) // max(self.thin, 1), 1)
+        thin_heavy = (earlier.thin_heavy if earlier is not None else
+                      max(int(np.ceil(n_kept * self.thin * self.n_chains / self.max_stored)), 1))
+        on_block = None if self.checkpoint is None else self._checkpoint_writer(earlier)
+        result = run_chains(
+            self._key_run_, init, _sweep_for(spec), n_iter=int(self.n_iter),
+            burn_in=int(self.burn_in), thin=int(self.thin), record=_record_light,
+            record_heavy=_record_heavy, thin_heavy=thin_heavy, trace=_trace,
+            block_size=int(self.block_size), progress=self.progress,
+            desc=f"RFLVM ({self.likelihood})", start=start, on_block=on_block)
+        if earlier is not None:
+            result = concat_results(earlier, result)
+        self._set_fitted(result)
+        if self.checkpoint is not None:
+            self.save(self.checkpoint)
         return self
+
+    def _checkpoint_writer(self, earlier):
+        last = [time.monotonic()]
+
+        def write(partial):
+            if time.monotonic() - last[0] < float(self.checkpoint_interval):
+                return
+            joined = partial if earlier is None else concat_results(earlier, partial)
+            self._set_fitted(jax.tree_util.tree_map(np.array, joined), quiet=True)
+            self.save(self.checkpoint)
+            last[0] = time.monotonic()
+
+        return write
 
     def _standardise_fit(self, Y):
         if self.likelihood == "gaussian" and self.standardize:
@@ -199,7 +247,9 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         X0 = X0 / np.maximum(X0.std(0), 1e-12)   # unit variance, the N(0, I) prior's scale
         return jnp.asarray(X0)
 
-    def _set_fitted(self, result, Ys):
+    def _set_fitted(self, result, quiet: bool = False):
+        result = result._replace(state=jax.tree_util.tree_map(np.asarray, result.state))
+        self._result_ = result       # raw (unaligned) draws and chain states, for resume()
         draws, heavy = result.draws, result.heavy
         self.n_iter_ = int(result.n_done)
         self.interrupted_ = bool(result.interrupted)
@@ -210,9 +260,10 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         last = lambda record: {k: np.asarray(v)[:, None]                        # noqa: E731
                                for k, v in jax.vmap(record)(result.state).items()}
         if np.asarray(draws["X"]).shape[1] == 0:
-            warnings.warn("the fit was interrupted during burn-in: the model holds the last "
-                          "state of each chain, not posterior draws", RuntimeWarning,
-                          stacklevel=3)
+            if not quiet:
+                warnings.warn("the fit was interrupted during burn-in: the model holds the "
+                              "last state of each chain, not posterior draws", RuntimeWarning,
+                              stacklevel=3)
             draws = last(_record_light)
         if np.asarray(heavy["W"]).shape[1] == 0:
             heavy = last(_record_heavy)
@@ -237,8 +288,6 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         self._light_ = {k: np.asarray(v) for k, v in draws.items() if k != "X"}
         kept_trace = self.history_[:, self.burn_in:]
         self.converged_ = bool(kept_trace.shape[1] >= 4 and split_rhat(kept_trace) < 1.1)
-        self._train_pattern_ = np.isnan(Ys)
-        self._train_values_ = Ys
 
     # --- prediction ---------------------------------------------------------------------------
 

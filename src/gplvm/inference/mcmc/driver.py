@@ -150,7 +150,8 @@ def run_chains(key, init_state, sweep: Callable, *, n_iter: int, burn_in: int = 
                record_heavy: Optional[Callable] = None, thin_heavy: Optional[int] = None,
                trace: Optional[Callable] = None, block_size: Optional[int] = None,
                progress: bool = True, desc: str = "MCMC", start: int = 0,
-               callback: Optional[Callable[[int, Any], None]] = None) -> ChainResult:
+               callback: Optional[Callable[[int, Any], None]] = None,
+               on_block: Optional[Callable[["ChainResult"], None]] = None) -> ChainResult:
     """Run C chains of ``sweep`` for ``n_iter`` sweeps each.
 
     Args:
@@ -177,6 +178,9 @@ def run_chains(key, init_state, sweep: Callable, *, n_iter: int, burn_in: int = 
             run (join the two results with :func:`concat_results`).
         callback: ``callback(n_done, state)`` after each block, on the host (checkpointing);
             a ``KeyboardInterrupt`` raised there stops the run like Ctrl-C.
+        on_block: ``on_block(partial)`` after each block with the :class:`ChainResult` of the
+            sweeps done so far (its arrays are views of buffers the run keeps filling: copy
+            or write them out before returning), for checkpoints to a file.
 
     Returns:
         :class:`ChainResult`.  On Ctrl-C, every finished block is kept, with a warning.
@@ -217,6 +221,12 @@ def run_chains(key, init_state, sweep: Callable, *, n_iter: int, burn_in: int = 
             bar.update(n)
             if callback is not None:
                 callback(done, state)
+            if on_block is not None:
+                on_block(ChainResult(state, _head(draws, n_kept(done, burn_in, thin) - kept0),
+                                     _head(heavy, n_kept(done, burn_in, thin_heavy)
+                                           - kept_heavy0),
+                                     _head(traced, done - start), done, done < n_iter,
+                                     thin_heavy))
     except KeyboardInterrupt:
         interrupted = True
         warnings.warn(f"{desc}: interrupted after {done} of {n_iter} sweeps; keeping the "
