@@ -63,7 +63,8 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         n_clusters: initial number of DP components (paper: 20).
         beta_prior_var: prior variance of the feature weights (B0 = s0·I).
         intercept_prior_var: prior variance of the count models' per-column intercepts around
-            the column's empirical link-scale mean.
+            the column's empirical link-scale mean (negative binomial: of the log-mean
+            c_j + log r_j around log ȳ_j, so that it says nothing about the dispersion r_j).
         n_inducing_times: inducing times of the GP prior over time (dynamic RFLVM).
         init: ``'pca'`` (paper's code) or ``'random'`` initial latents.
         x_steps: elliptical-slice updates of X per sweep.
