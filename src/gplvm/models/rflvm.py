@@ -258,8 +258,10 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         self.accept_rate_ = float(np.mean(np.asarray(result.trace["accept_W"])))
         # Interrupted before a (heavy) draw was kept: the chains' last states stand in for the
         # draws, so the model stays usable (API.md); they are not posterior draws.
-        last = lambda record: {k: np.asarray(v)[:, None]                        # noqa: E731
-                               for k, v in jax.vmap(record)(result.state).items()}
+        def last(record):
+            return {k: np.asarray(v)[:, None]
+                    for k, v in jax.vmap(record)(result.state).items()}
+
         if np.asarray(draws["X"]).shape[1] == 0:
             if not quiet:
                 warnings.warn("the fit was interrupted during burn-in: the model holds the "

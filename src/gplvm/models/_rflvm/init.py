@@ -94,9 +94,9 @@ def init_state(key: Array, spec: RFLVMSpec, data: RFLVMData, X0: Array, jitter: 
     D = spec.n_outputs
     r0 = jnp.full(D, spec.initial_dispersion if spec.likelihood == "negative_binomial" else 1.0)
     span = jnp.maximum(jnp.max(data.time) - jnp.min(data.time), 1e-12)
+    noise_var = jnp.full(D, 0.1 if spec.likelihood == "gaussian" else 1.0)
     return RFLVMState(
-        X=X, W=W, beta=nb_prior_mean(spec, data, r0), noise_var=jnp.full(D, 0.1 if spec.likelihood ==
-                                                                "gaussian" else 1.0),
+        X=X, W=W, beta=nb_prior_mean(spec, data, r0), noise_var=noise_var,
         dispersion=r0, dispersion_rate=jnp.ones(()), dp=dp, Y_fill=data.Y,
         time_params=jnp.array([jnp.log(0.1 * span), 0.0]), log_lik=jnp.zeros(()),
         accept_W=jnp.zeros(()), n_sweeps=jnp.zeros((), jnp.int32))
