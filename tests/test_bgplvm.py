@@ -4,12 +4,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from scipy import stats
 from sklearn.exceptions import NotFittedError
 
 from gplvm import BayesianGPLVM
 from gplvm.baselines import ColumnMeanImputer
 from gplvm.expectations import psi_statistics
 from gplvm.metrics import affine_r2
+from gplvm.models import bgplvm as bgplvm_module
+from gplvm.models._bgplvm_init import initial_variances
 from gplvm.objectives import collapsed, new_rows
 
 
@@ -114,6 +117,25 @@ def test_sample_and_predict_shapes_and_units(fitted):
 def test_bad_input_raises_before_computation(bad, match):
     with pytest.raises(ValueError, match=match):
         BayesianGPLVM(n_components=2, progress=False).fit(bad)
+
+
+@pytest.mark.parametrize("value", [0.0, -0.1, np.nan])
+def test_bad_initial_variance_raises_before_computation(value, forbid_computation):
+    Y = np.random.default_rng(0).normal(size=(10, 3))
+    forbid_computation(bgplvm_module, "initial_latents", "minimise")
+    with pytest.raises(ValueError, match="init_X_var"):
+        BayesianGPLVM(init_X_var=value, progress=False).fit(Y)
+
+
+def test_initial_variances_gpy_draws_and_constant():
+    """Default: independent U(0, 0.1) draws (GPy's); a number gives that constant."""
+    key = jax.random.PRNGKey(0)
+    draws = initial_variances((200, 10), None, key)
+    # a KS test against U(0, 0.1) (the 1e-6 floor moves at most 1e-5 of the mass)
+    assert stats.kstest(draws.ravel(), stats.uniform(0, 0.1).cdf).pvalue > 1e-3
+    assert draws.min() >= 1e-6
+    np.testing.assert_array_equal(draws, initial_variances((200, 10), None, key))
+    np.testing.assert_array_equal(initial_variances((3, 2), 0.25, key), np.full((3, 2), 0.25))
 
 
 def test_all_missing_row_and_unfitted_use():

@@ -10,6 +10,7 @@ missing entries left out of the bound, an optional dynamical prior over time sta
 from __future__ import annotations
 
 import warnings
+from typing import Optional
 
 import jax
 import jax.numpy as jnp
@@ -23,7 +24,7 @@ from gplvm.io import SaveMixin
 from gplvm.kernels import RBF, AbstractKernel
 from gplvm.linalg import CholeskyError, inv_from_cholesky, safe_cholesky
 from gplvm.models import _bgplvm_core as core
-from gplvm.models._bgplvm_init import initial_latents, initial_inducing
+from gplvm.models._bgplvm_init import initial_inducing, initial_latents, initial_variances
 from gplvm.models._common import check_is_fitted
 from gplvm.objectives import collapsed, new_rows
 from gplvm.priors import dynamical
@@ -43,7 +44,11 @@ class BayesianGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         max_iter: L-BFGS iterations (``optimizer='adam'``: Adam steps).
         optimizer: ``'lbfgs'`` or ``'adam'``.
         learning_rate: Adam's step size.
-        init_X_var: initial q(X) variances (default 0.1).
+        init_X_var: initial q(X) variances: a number for that constant, or ``None`` (the
+            default) to draw each from U(0, 0.1) as GPy does (mean 0.05).  The issue's
+            constant 0.1 gave 5 oil-flow 1-NN errors (median over 5 seeds) in both this
+            library and GPy; GPy's draws gave 2 here (benchmarks/README.md).  Under the
+            dynamical prior the variances start near 0.1 (or near the number given).
         init_noise_fraction: initial noise variance as a fraction of the (standardised) variance.
         time_kernel: the kernel over time stamps for the dynamical prior (default RBF whose
             length-scale starts at a tenth of the time span).
@@ -61,7 +66,7 @@ class BayesianGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
     def __init__(self, n_components: int = 2, n_inducing: int = 30,
                  kernel: AbstractKernel | None = None, psi_rule=None, standardize: bool = True,
                  max_iter: int = 2000, optimizer: str = "lbfgs", learning_rate: float = 0.01,
-                 init_X_var: float = 0.1, init_noise_fraction: float = 0.01,
+                 init_X_var: Optional[float] = None, init_noise_fraction: float = 0.01,
                  time_kernel: AbstractKernel | None = None, transform_max_iter: int = 300,
                  random_state=None, progress: bool = True):
         self.n_components = n_components
@@ -92,6 +97,10 @@ class BayesianGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
                              f"at least {max(Q + 1, 3)}")
         if self.standardize:
             check_no_constant_columns(Y)
+        if self.init_X_var is not None and not (np.isfinite(self.init_X_var)
+                                                and self.init_X_var > 0):
+            raise ValueError(f"init_X_var={self.init_X_var!r}; give a positive number, or None "
+                             f"for GPy's U(0, 0.1) draws")
         if self.optimizer not in ("lbfgs", "adam"):
             raise ValueError(f"optimizer={self.optimizer!r}; use 'lbfgs' or 'adam'")
         if times is not None:
@@ -139,13 +148,14 @@ class BayesianGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         layout, time_template = None, None
         if times is None:
             u["X_mean"] = jnp.asarray(X0)
-            u["X_var"] = inverse_softplus(jnp.full(X0.shape, self.init_X_var))
+            u["X_var"] = inverse_softplus(initial_variances(X0.shape, self.init_X_var, key))
         else:
             span = float(np.ptp(times)) or 1.0
             time_template = self.time_kernel if self.time_kernel is not None else RBF(
                 lengthscale=span / 10.0, variance=1.0)
             layout = dynamical.sequence_layout(times, groups)
-            u.update(_dynamic_init(time_template, layout, X0, self.init_X_var))
+            u.update(_dynamic_init(time_template, layout, X0,
+                                   0.1 if self.init_X_var is None else self.init_X_var))
             u["time_kernel"] = time_template.unconstrained()
         jitter = _initial_jitter(kernel, Z0)
         static = core.Static(jnp.asarray(np.nan_to_num(Ys)), groups_info, layout, jitter)
