@@ -2,12 +2,12 @@
 
 The issue 4 comparison (item 6).  All three fit the same model — Titsias & Lawrence's (2010)
 collapsed bound, Q = 10, M = 30, an ARD RBF kernel — to the same standardised 1000 × 12 data from
-the same initial values, which are ours: PCA means with unit-variance columns, q(X) variances 0.1,
-Z by k-means, length-scales 1/(fraction of variance), kernel variance 1, noise variance 0.01.  They
-are extracted from a ``BayesianGPLVM`` fitted for zero iterations and written to an ``.npz`` that
-the peers load in their own virtual environments (``benchmarks/_peer_venvs.py``).  Everything runs
-on one thread (set before jax / numpy / TensorFlow are imported; printed) and, unless ``--no-pin``,
-pinned to one logical CPU.
+the same initial values, which are ours: PCA means with unit-variance columns, q(X) variances
+drawn from U(0, 0.1), Z by k-means, length-scales 1/(fraction of variance), kernel variance 1,
+noise variance 0.01.  They are extracted from a ``BayesianGPLVM`` fitted for zero iterations
+and written to an ``.npz`` that the peers load in their own virtual environments
+(``benchmarks/_peer_venvs.py``).  Everything runs on one thread (set before jax / numpy /
+TensorFlow are imported; printed) and, unless ``--no-pin``, pinned to one logical CPU.
 
 Reported per library: the bound at the initial point (a check that the three objectives agree),
 the median wall and CPU time of one objective-plus-gradient at that point (after warm-up; ours is
@@ -25,6 +25,12 @@ after that many *function evaluations*.  A diagnostic row ``ours+sp`` (``--skip-
 it) minimises our objective from our initial point with SciPy's L-BFGS-B, the optimiser both
 peers use, so that a gap in the final bound can be put on the optimiser or on the objective.
 
+``--gpy-own-init`` adds two rows per seed: GPy from *its own* default initialisation (what
+``GPy.models.BayesianGPLVM(Y, Q, num_inducing=M)`` does after ``np.random.seed(seed)``: PCA
+means scaled to unit variance, q(X) variances U(0, 0.1), Z a random subset of the means,
+length-scales 1/fraction, noise variance 1) and ours from that same point with the optimiser
+``fit`` uses.  It separates the effect of the initial point from that of the library.
+
 ``--kernel matern32`` fits ours with an ARD Matérn 3/2 and the unscented psi-statistic rule and
 GPy with its Matérn 3/2, whose psi-statistics fall back to a 1-D Gauss–Hermite rule
 (``PSICOMP_GH``); GPflow is skipped there (its quadrature for a Q-dimensional diagonal Gaussian is
@@ -32,6 +38,7 @@ a full tensor grid, H^Q points).  Run::
 
     .venv/bin/python benchmarks/bgplvm_vs_peers.py [--max-iter 2000] [--seeds 0 1]
         [--kernel rbf|matern32] [--skip-gpy] [--skip-gpflow] [--skip-scipy] [--reps 20]
+        [--gpy-own-init]
 """
 
 from __future__ import annotations
@@ -113,13 +120,26 @@ _PEER_COMMON = """
 
 GPY_PROGRAM = textwrap.dedent(_PEER_COMMON) + textwrap.dedent("""
     import GPy, scipy
-    if cfg["kernel"] == "rbf":
-        kern = GPy.kern.RBF(q, variance=float(d["variance"]), lengthscale=ell0, ARD=True)
+    if cfg.get("own_init"):
+        # GPy's own defaults: PCA means scaled to unit variance, variances U(0, 0.1), Z a random
+        # subset of the means, ARD RBF with length-scales 1/fraction, noise variance 1
+        np.random.seed(cfg["seed"])
+        m = GPy.models.BayesianGPLVM(Y, q, num_inducing=Z0.shape[0])
+        kern = m.kern
+        init = dict(init_X_mean=np.array(m.X.mean), init_X_var=np.array(m.X.variance),
+                    init_Z=np.array(m.Z), init_lengthscale=np.array(kern.lengthscale),
+                    init_variance=float(kern.variance[0]),
+                    init_noise_var=float(m.likelihood.variance[0]))
     else:
-        kern = GPy.kern.Matern32(q, variance=float(d["variance"]), lengthscale=ell0, ARD=True)
-    m = GPy.models.BayesianGPLVM(Y, q, X=X0.copy(), X_variance=S0.copy(), Z=Z0.copy(),
-                                 num_inducing=Z0.shape[0], kernel=kern)
-    m.likelihood.variance = float(d["noise_var"])
+        if cfg["kernel"] == "rbf":
+            kern = GPy.kern.RBF(q, variance=float(d["variance"]), lengthscale=ell0, ARD=True)
+        else:
+            kern = GPy.kern.Matern32(q, variance=float(d["variance"]), lengthscale=ell0,
+                                     ARD=True)
+        m = GPy.models.BayesianGPLVM(Y, q, X=X0.copy(), X_variance=S0.copy(), Z=Z0.copy(),
+                                     num_inducing=Z0.shape[0], kernel=kern)
+        m.likelihood.variance = float(d["noise_var"])
+        init = {}
     x0 = m.optimizer_array.copy()
     bound0 = float(np.ravel(m.log_likelihood())[0])
     wall, cpu = time_evals(lambda: m._objective_grads(x0), cfg["reps"])
@@ -133,7 +153,7 @@ GPY_PROGRAM = textwrap.dedent(_PEER_COMMON) + textwrap.dedent("""
              Z=np.asarray(m.Z), lengthscale=np.asarray(kern.lengthscale),
              variance=float(kern.variance[0]), noise_var=float(m.likelihood.variance[0]),
              version=f"GPy {GPy.__version__}, numpy {np.__version__}, scipy {scipy.__version__}",
-             psicomp=type(kern.psicomp).__name__, threads=threads())
+             psicomp=type(kern.psicomp).__name__, threads=threads(), **init)
 """)
 
 GPFLOW_PROGRAM = textwrap.dedent(_PEER_COMMON) + textwrap.dedent("""
@@ -289,6 +309,37 @@ def run_ours(Y, seed, kernel_name, max_iter, reps):
     return row, seen
 
 
+def run_ours_from(seen, p, max_iter, row_ours):
+    """Our objective and optimiser (the L-BFGS step ``fit`` uses) from another library's initial
+    point ``p`` (constrained values, e.g. GPy's own initialisation)."""
+    template, time_template, rule, static = seen["args"]
+    kern = type(template)(lengthscale=jnp.asarray(p["lengthscale"]),
+                          variance=jnp.asarray(p["variance"]))
+    u = {"X_mean": jnp.asarray(p["X_mean"]), "X_var": inverse_softplus(jnp.asarray(p["X_var"])),
+         "Z": jnp.asarray(p["Z"]), "kernel": kern.unconstrained(),
+         "noise_var": inverse_softplus(jnp.asarray(p["noise_var"]))}
+    bound0 = -float(core.negative_bound_jit(u, *seen["args"]))
+    counter = EvalCounter()
+    fun = counter(core.negative_bound)
+    bgplvm_module.minimise(fun, u, method="lbfgs", n_iter=1, progress=False,
+                           args=seen["args"])           # compile outside the timing
+    counter.n = 0
+    t = time.perf_counter()
+    res = bgplvm_module.minimise(fun, u, method="lbfgs", n_iter=max_iter, progress=False,
+                                 args=seen["args"])
+    fit_s = time.perf_counter() - t
+    u = res.params
+    kern = template.from_unconstrained(u["kernel"])
+    return {**row_ours, "bound0": bound0, "fit_s": fit_s,
+            "elbo": -float(core.negative_bound_jit(u, *seen["args"])),
+            "n_iter": int(res.n_iter), "n_evals": counter.n,
+            "status": "converged" if res.converged else "iteration limit",
+            "X_mean": np.asarray(u["X_mean"]), "X_var": np.asarray(softplus(u["X_var"])),
+            "Z": np.asarray(u["Z"]),
+            "lengthscale": np.broadcast_to(np.asarray(kern.lengthscale), (Q,)),
+            "variance": float(kern.variance), "noise_var": float(softplus(u["noise_var"]))}
+
+
 def run_ours_scipy(seen, max_iter, row_ours):
     """Diagnostic: our objective and initial point under SciPy's L-BFGS-B (the optimiser GPy and
     GPflow use), to separate the optimiser from the objective."""
@@ -340,7 +391,7 @@ def summarise(row, labels, seen) -> dict:
             "ours_at": our_bound_at(seen, row), "top2": tuple(int(i) for i in top2)}
 
 
-HEADER = (f"{'seed':>4} {'library':<8} {'psi-stats':<17} {'bound@init':>11} {'ms f+g':>7} "
+HEADER = (f"{'seed':>4} {'library':<12} {'psi-stats':<17} {'bound@init':>11} {'ms f+g':>7} "
           f"{'cpu ms':>7} {'fit s':>7} {'iters':>6} {'f-evals':>7} {'final ELBO':>11} "
           f"{'ours@opt':>11} {'1-NN err':>8} {'dims>5%':>7} {'top-2':>6}  status")
 
@@ -348,7 +399,7 @@ HEADER = (f"{'seed':>4} {'library':<8} {'psi-stats':<17} {'bound@init':>11} {'ms
 def format_row(seed, name, row, s) -> str:
     it = "-" if row["n_iter"] < 0 else str(row["n_iter"])
     ev = "-" if row["n_evals"] < 0 else str(row["n_evals"])
-    return (f"{seed:>4} {name:<8} {row['psicomp'][:17]:<17} {row['bound0']:>11.2f} "
+    return (f"{seed:>4} {name:<12} {row['psicomp'][:17]:<17} {row['bound0']:>11.2f} "
             f"{s['ms_wall']:>7.2f} {s['ms_cpu']:>7.2f} {row['fit_s']:>7.1f} {it:>6} {ev:>7} "
             f"{row['elbo']:>11.2f} {s['ours_at']:>11.2f} {s['errors']:>8d} {s['n_relevant']:>7d} "
             f"{'%d,%d' % s['top2']:>6}  {row['status']}")
@@ -375,12 +426,17 @@ def main(argv=None):
     parser.add_argument("--skip-gpflow", action="store_true")
     parser.add_argument("--skip-scipy", action="store_true",
                         help="skip the diagnostic row: our objective under SciPy's L-BFGS-B")
+    parser.add_argument("--gpy-own-init", action="store_true",
+                        help="also fit GPy from its own default initialisation (rows 'GPy-own') "
+                             "and ours from that same point (rows 'ours@GPy-own'); rbf only")
     parser.add_argument("--no-pin", action="store_true",
                         help="do not pin the processes to one logical CPU")
     parser.add_argument("--save", type=Path, default=None,
                         help="write each fit's parameters to SAVE/<kernel>_seed<s>_<library>.npz")
     parser.add_argument("--reps", type=int, default=20, help="timed objective+gradient calls")
     args = parser.parse_args(argv)
+    if args.gpy_own_init and (args.kernel != "rbf" or args.skip_gpy):
+        parser.error("--gpy-own-init needs GPy and the rbf kernel")
     print_header(args)
 
     pythons = {}
@@ -414,6 +470,14 @@ def main(argv=None):
             for name, (python, program) in pythons.items():
                 print(f"# seed {seed}: running {name} ...", file=sys.stderr, flush=True)
                 results[name] = run_peer(python, program, inputs, cfg)
+            if args.gpy_own_init and "GPy" in pythons:
+                print(f"# seed {seed}: running GPy from its own initialisation, then ours from "
+                      "there ...", file=sys.stderr, flush=True)
+                own = run_peer(pythons["GPy"][0], GPY_PROGRAM, inputs,
+                               {**cfg, "own_init": True, "seed": seed})
+                results["GPy-own"] = own
+                start = {k[len("init_"):]: own[k] for k in own if k.startswith("init_")}
+                results["ours@GPy-own"] = run_ours_from(seen, start, args.max_iter, ours)
         summaries = {name: summarise(row, labels, seen) for name, row in results.items()}
         if args.save is not None:
             args.save.mkdir(parents=True, exist_ok=True)
