@@ -47,7 +47,7 @@ def initial_variances(shape, init_X_var, key) -> np.ndarray:
 
     On oil flow (Q = 10, M = 30, 2000 L-BFGS steps) the constant 0.1 led both this library and
     GPy, from the same starting points, to optima with 5 leave-one-out 1-NN errors (median of 5
-    seeds); the draws led to 2, at higher bounds (benchmarks/README.md, issue 4).
+    seeds); the draws led to 2 (benchmarks/README.md, issue 4).
     """
     if init_X_var is not None:
         return np.full(shape, float(init_X_var))
