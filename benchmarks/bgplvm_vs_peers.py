@@ -240,13 +240,27 @@ class EvalCounter:
         return self._wrapped[fun]
 
 
-def initial_values(seen) -> dict:
-    """Initial values in constrained form from the captured unconstrained parameters."""
-    u, (template, _, _, _) = seen["params"], seen["args"]
+def constrained(template, u) -> dict:
+    """Our unconstrained parameters ``u`` as the constrained values the peers exchange."""
     kern = template.from_unconstrained(u["kernel"])
     return {"X_mean": np.asarray(u["X_mean"]), "X_var": np.asarray(softplus(u["X_var"])),
-            "Z": np.asarray(u["Z"]), "lengthscale": np.asarray(kern.lengthscale),
+            "Z": np.asarray(u["Z"]),
+            "lengthscale": np.broadcast_to(np.asarray(kern.lengthscale), (Q,)),
             "variance": float(kern.variance), "noise_var": float(softplus(u["noise_var"]))}
+
+
+def unconstrained(template, p) -> dict:
+    """The inverse of :func:`constrained`: a peer's values ``p`` as our parameter pytree."""
+    kern = type(template)(lengthscale=jnp.asarray(p["lengthscale"]),
+                          variance=jnp.asarray(p["variance"]))
+    return {"X_mean": jnp.asarray(p["X_mean"]), "X_var": inverse_softplus(jnp.asarray(p["X_var"])),
+            "Z": jnp.asarray(p["Z"]), "kernel": kern.unconstrained(),
+            "noise_var": inverse_softplus(jnp.asarray(p["noise_var"]))}
+
+
+def initial_values(seen) -> dict:
+    """Initial values in constrained form from the captured unconstrained parameters."""
+    return constrained(seen["args"][0], seen["params"])
 
 
 def time_ours(seen, reps, warmup=3):
@@ -266,13 +280,7 @@ def time_ours(seen, reps, warmup=3):
 
 def our_bound_at(seen, p) -> float:
     """Our bound at constrained parameters ``p`` (a peer's optimum), same kernel and rule."""
-    template, time_template, rule, static = seen["args"]
-    kern = type(template)(lengthscale=jnp.asarray(p["lengthscale"]),
-                          variance=jnp.asarray(p["variance"]))
-    u = {"X_mean": jnp.asarray(p["X_mean"]), "X_var": inverse_softplus(jnp.asarray(p["X_var"])),
-         "Z": jnp.asarray(p["Z"]), "kernel": kern.unconstrained(),
-         "noise_var": inverse_softplus(jnp.asarray(p["noise_var"]))}
-    return -float(core.negative_bound_jit(u, template, time_template, rule, static))
+    return -float(core.negative_bound_jit(unconstrained(seen["args"][0], p), *seen["args"]))
 
 
 def run_ours(Y, seed, kernel_name, max_iter, reps):
@@ -312,13 +320,8 @@ def run_ours(Y, seed, kernel_name, max_iter, reps):
 def run_ours_from(seen, p, max_iter, row_ours):
     """Our objective and optimiser (the L-BFGS step ``fit`` uses) from another library's initial
     point ``p`` (constrained values, e.g. GPy's own initialisation)."""
-    template, time_template, rule, static = seen["args"]
-    kern = type(template)(lengthscale=jnp.asarray(p["lengthscale"]),
-                          variance=jnp.asarray(p["variance"]))
-    u = {"X_mean": jnp.asarray(p["X_mean"]), "X_var": inverse_softplus(jnp.asarray(p["X_var"])),
-         "Z": jnp.asarray(p["Z"]), "kernel": kern.unconstrained(),
-         "noise_var": inverse_softplus(jnp.asarray(p["noise_var"]))}
-    bound0 = -float(core.negative_bound_jit(u, *seen["args"]))
+    u = unconstrained(seen["args"][0], p)
+    bound0 = our_bound_at(seen, p)
     counter = EvalCounter()
     fun = counter(core.negative_bound)
     bgplvm_module.minimise(fun, u, method="lbfgs", n_iter=1, progress=False,
@@ -328,16 +331,10 @@ def run_ours_from(seen, p, max_iter, row_ours):
     res = bgplvm_module.minimise(fun, u, method="lbfgs", n_iter=max_iter, progress=False,
                                  args=seen["args"])
     fit_s = time.perf_counter() - t
-    u = res.params
-    kern = template.from_unconstrained(u["kernel"])
-    return {**row_ours, "bound0": bound0, "fit_s": fit_s,
-            "elbo": -float(core.negative_bound_jit(u, *seen["args"])),
+    return {**row_ours, **constrained(seen["args"][0], res.params), "bound0": bound0,
+            "fit_s": fit_s, "elbo": -float(core.negative_bound_jit(res.params, *seen["args"])),
             "n_iter": int(res.n_iter), "n_evals": counter.n,
-            "status": "converged" if res.converged else "iteration limit",
-            "X_mean": np.asarray(u["X_mean"]), "X_var": np.asarray(softplus(u["X_var"])),
-            "Z": np.asarray(u["Z"]),
-            "lengthscale": np.broadcast_to(np.asarray(kern.lengthscale), (Q,)),
-            "variance": float(kern.variance), "noise_var": float(softplus(u["noise_var"]))}
+            "status": "converged" if res.converged else "iteration limit"}
 
 
 def run_ours_scipy(seen, max_iter, row_ours):
@@ -359,15 +356,9 @@ def run_ours_scipy(seen, max_iter, row_ours):
     res = scipy.optimize.minimize(f, np.asarray(x0), jac=True, method="L-BFGS-B",
                                   options={"maxiter": max_iter})
     fit_s = time.perf_counter() - t
-    u = unravel(jnp.asarray(res.x))
-    kern = template.from_unconstrained(u["kernel"])
-    return {**row_ours, "fit_s": fit_s, "elbo": -float(res.fun), "n_iter": int(res.nit),
-            "n_evals": int(res.nfev), "status": str(res.message),
-            "X_mean": np.asarray(u["X_mean"]), "X_var": np.asarray(softplus(u["X_var"])),
-            "Z": np.asarray(u["Z"]), "lengthscale": np.broadcast_to(
-                np.asarray(kern.lengthscale), (Q,)),
-            "variance": float(kern.variance), "noise_var": float(softplus(u["noise_var"])),
-            "version": f"scipy {scipy.__version__}"}
+    return {**row_ours, **constrained(template, unravel(jnp.asarray(res.x))), "fit_s": fit_s,
+            "elbo": -float(res.fun), "n_iter": int(res.nit), "n_evals": int(res.nfev),
+            "status": str(res.message), "version": f"scipy {scipy.__version__}"}
 
 
 def _our_threadpools() -> str:
