@@ -22,12 +22,14 @@ from __future__ import annotations
 from typing import Any, Optional, Union
 
 from gplvm._pytree import pytree_dataclass, static_field
+from gplvm.registry import register
 
 
 class AbstractRule:
     """A way to take expectations of kernel values under a diagonal Gaussian."""
 
 
+@register("gplvm.expectations.Analytic")
 @pytree_dataclass
 class Analytic(AbstractRule):
     """Closed-form psi-statistics (RBF, Linear, White, Constant and their sums)."""
@@ -35,6 +37,7 @@ class Analytic(AbstractRule):
     chunk_size: Optional[int] = static_field(default=None)
 
 
+@register("gplvm.expectations.Unscented")
 @pytree_dataclass
 class Unscented(AbstractRule):
     """The symmetric unscented transform of seed 004 §B.1 (2Q sigma points, no tuning knob)."""
@@ -42,6 +45,7 @@ class Unscented(AbstractRule):
     chunk_size: Optional[int] = static_field(default=None)
 
 
+@register("gplvm.expectations.GaussHermite")
 @pytree_dataclass
 class GaussHermite(AbstractRule):
     """Tensor-product Gauss–Hermite quadrature with ``n_points`` nodes per latent dimension.
@@ -53,6 +57,7 @@ class GaussHermite(AbstractRule):
     chunk_size: Optional[int] = static_field(default=None)
 
 
+@register("gplvm.expectations.MonteCarlo")
 @pytree_dataclass
 class MonteCarlo(AbstractRule):
     """``n_samples`` reparameterised draws per point, x = μ_n + √S_n ⊙ ε with ε ~ N(0, I).

@@ -18,8 +18,10 @@ from gplvm._pytree import pytree_dataclass, replace
 from gplvm.features.base import AbstractFeatureMap, sin_cos_features
 from gplvm.features.fourier import _check_even
 from gplvm.transforms import inverse_softplus, softplus
+from gplvm.registry import register
 
 
+@register("gplvm.features.ALaCarteFeatures")
 @pytree_dataclass
 class ALaCarteFeatures(AbstractFeatureMap):
     """[sin, cos] features on trainable frequencies W (M/2 × Q) with a variance σ²."""

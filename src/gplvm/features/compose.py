@@ -14,8 +14,10 @@ import jax.numpy as jnp
 
 from gplvm._pytree import pytree_dataclass, replace, static_field
 from gplvm.features.base import AbstractFeatureMap
+from gplvm.registry import register
 
 
+@register("gplvm.features.Concat")
 @pytree_dataclass
 class Concat(AbstractFeatureMap):
     """Φ = [φ_1(X), ..., φ_P(X)]; ``blocks`` keeps each part's width."""
@@ -55,6 +57,7 @@ class Concat(AbstractFeatureMap):
         return replace(self, maps=tuple(m.from_unconstrained(ui) for m, ui in zip(self.maps, u)))
 
 
+@register("gplvm.features.ColumnSubset")
 @pytree_dataclass
 class ColumnSubset(AbstractFeatureMap):
     """φ applied to ``X[:, columns]`` of a wider X with ``total_dim`` columns."""
@@ -97,6 +100,7 @@ class ColumnSubset(AbstractFeatureMap):
         return replace(self, inner=self.inner.from_unconstrained(u))
 
 
+@register("gplvm.features.Bias")
 @pytree_dataclass
 class Bias(AbstractFeatureMap):
     """A single constant feature equal to 1 (an intercept); nothing trainable."""

@@ -30,6 +30,7 @@ from gplvm.features.base import AbstractFeatureMap, sin_cos_features
 from gplvm.features.fourier import _check_even
 from gplvm.kernels.stationary import RBF, AbstractStationary
 from gplvm.transforms import inverse_softplus, softplus
+from gplvm.registry import register
 
 
 def fwht(x: jnp.ndarray) -> jnp.ndarray:
@@ -58,6 +59,7 @@ def _draw_blocks(key, unit_kernel, n_blocks: int, d: int):
     return B, perm, G, S
 
 
+@register("gplvm.features.FastfoodFeatures")
 @pytree_dataclass
 class FastfoodFeatures(AbstractFeatureMap):
     """[sin, cos] features with Fastfood frequencies.  Build with :meth:`create`."""

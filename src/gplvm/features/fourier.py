@@ -17,6 +17,7 @@ from gplvm._pytree import pytree_dataclass, replace
 from gplvm.features.base import AbstractFeatureMap, sin_cos_features
 from gplvm.kernels.stationary import AbstractStationary
 from gplvm.transforms import inverse_softplus, softplus
+from gplvm.registry import register
 
 
 def _check_even(n_features: int) -> None:
@@ -25,6 +26,7 @@ def _check_even(n_features: int) -> None:
                          f"n_features must be an even number >= 2")
 
 
+@register("gplvm.features.RandomFourierFeatures")
 @pytree_dataclass
 class RandomFourierFeatures(AbstractFeatureMap):
     """[sin, cos] random features of a stationary kernel.

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 
 from gplvm._pytree import pytree_dataclass
 from gplvm.transforms import to_constrained_positive, to_unconstrained_positive
+from gplvm.registry import register
 
 
 def _as_2d(X):
@@ -65,6 +66,7 @@ class AbstractKernel:
         return False
 
 
+@register("gplvm.kernels.Sum")
 @pytree_dataclass
 class Sum(AbstractKernel):
     """k(x, x') = k1(x, x') + k2(x, x')."""
@@ -82,6 +84,7 @@ class Sum(AbstractKernel):
         return self.k1.diag(X) + self.k2.diag(X)
 
 
+@register("gplvm.kernels.Product")
 @pytree_dataclass
 class Product(AbstractKernel):
     """k(x, x') = k1(x, x') · k2(x, x') (a valid kernel by the Schur product theorem)."""

@@ -6,8 +6,10 @@ import jax.numpy as jnp
 
 from gplvm._pytree import pytree_dataclass
 from gplvm.kernels.base import AbstractKernel
+from gplvm.registry import register
 
 
+@register("gplvm.kernels.Linear")
 @pytree_dataclass
 class Linear(AbstractKernel):
     """k(x, x') = Σ_q σ²_q x_q x'_q (``variance`` scalar, or (Q,) for ARD)."""
@@ -22,6 +24,7 @@ class Linear(AbstractKernel):
         return jnp.sum(X**2 * jnp.asarray(self.variance, dtype=float), axis=1)
 
 
+@register("gplvm.kernels.White")
 @pytree_dataclass
 class White(AbstractKernel):
     """Independent noise: σ² I on ``k(X)``; a cross-covariance ``k(X1, X2)`` is 0.
@@ -43,6 +46,7 @@ class White(AbstractKernel):
         return jnp.full(X.shape[0], jnp.asarray(self.variance, dtype=float))
 
 
+@register("gplvm.kernels.Constant")
 @pytree_dataclass
 class Constant(AbstractKernel):
     """k(x, x') = σ² (a random offset shared by all points)."""

@@ -35,6 +35,7 @@ from jax.scipy.special import gammaln
 
 from gplvm._pytree import pytree_dataclass
 from gplvm.kernels.base import AbstractKernel
+from gplvm.registry import register
 
 
 def _safe_sqrt(x):
@@ -99,6 +100,7 @@ class AbstractStationary(AbstractKernel):
         raise NotImplementedError(f"{type(self).__name__} has no closed-form spectral density")
 
 
+@register("gplvm.kernels.RBF")
 @pytree_dataclass
 class RBF(AbstractStationary):
     """Squared exponential k = σ² exp(−r²/2); spectral density N(0, diag ℓ⁻²)."""
@@ -143,6 +145,7 @@ class AbstractMatern(AbstractStationary):
                 + jnp.sum(jnp.log(ell)))
 
 
+@register("gplvm.kernels.Matern12")
 @pytree_dataclass
 class Matern12(AbstractMatern):
     """Exponential kernel σ² exp(−r) (Matérn ν = ½); spectral density multivariate Cauchy."""
@@ -155,6 +158,7 @@ class Matern12(AbstractMatern):
         return jnp.exp(-_safe_sqrt(r2))
 
 
+@register("gplvm.kernels.Matern32")
 @pytree_dataclass
 class Matern32(AbstractMatern):
     """σ² (1 + √3 r) exp(−√3 r); spectral density multivariate t with 3 degrees of freedom."""
@@ -168,6 +172,7 @@ class Matern32(AbstractMatern):
         return (1.0 + s) * jnp.exp(-s)
 
 
+@register("gplvm.kernels.Matern52")
 @pytree_dataclass
 class Matern52(AbstractMatern):
     """σ² (1 + √5 r + 5r²/3) exp(−√5 r); spectral density multivariate t with 5 dof."""
@@ -181,6 +186,7 @@ class Matern52(AbstractMatern):
         return (1.0 + s + 5.0 * r2 / 3.0) * jnp.exp(-s)
 
 
+@register("gplvm.kernels.RationalQuadratic")
 @pytree_dataclass
 class RationalQuadratic(AbstractStationary):
     """σ² (1 + r²/(2α))^(−α): a Gamma(α, rate α) scale mixture of RBFs.

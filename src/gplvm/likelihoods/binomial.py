@@ -24,10 +24,12 @@ from gplvm._pytree import pytree_dataclass
 from gplvm._validation import _where, check_counts
 from gplvm.likelihoods._common import as_float, softplus
 from gplvm.likelihoods.base import AbstractLikelihood
+from gplvm.registry import register
 
 Array = jax.Array
 
 
+@register("gplvm.likelihoods.Bernoulli")
 @pytree_dataclass
 class Bernoulli(AbstractLikelihood):
     """y | f ~ Bernoulli(σ(f)) for binary data coded 0/1 (NaN = missing)."""
@@ -66,6 +68,7 @@ class Bernoulli(AbstractLikelihood):
         return self._pg_masked(Y, Y, jnp.ones_like(Y))
 
 
+@register("gplvm.likelihoods.Binomial")
 @pytree_dataclass
 class Binomial(AbstractLikelihood):
     """y | f ~ Binomial(n_trials, σ(f)).

@@ -14,10 +14,12 @@ from gplvm._pytree import pytree_dataclass, replace
 from gplvm.likelihoods._common import as_float, check_positive
 from gplvm.likelihoods.base import AbstractLikelihood
 from gplvm.transforms import inverse_softplus, softplus
+from gplvm.registry import register
 
 Array = jax.Array
 
 
+@register("gplvm.likelihoods.Gaussian")
 @pytree_dataclass
 class Gaussian(AbstractLikelihood):
     """y | f ~ N(f, noise_var), identity link.

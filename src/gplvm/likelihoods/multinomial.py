@@ -43,6 +43,7 @@ from gplvm._pytree import pytree_dataclass
 from gplvm._validation import _where, check_counts
 from gplvm.likelihoods._common import as_float
 from gplvm.likelihoods.base import AbstractLikelihood
+from gplvm.registry import register
 
 Array = jax.Array
 
@@ -71,6 +72,7 @@ def logsumexp_others(L: Array) -> Array:
     return jnp.where(is_max, xi_max, xi_others)
 
 
+@register("gplvm.likelihoods.Multinomial")
 @pytree_dataclass
 class Multinomial(AbstractLikelihood):
     """Rows of ``Y`` ~ Multinomial(N_i, softmax([F_i, 0])); see the module docstring.

@@ -28,10 +28,12 @@ from gplvm._validation import check_counts
 from gplvm.likelihoods._common import as_float, check_positive
 from gplvm.likelihoods.base import AbstractLikelihood
 from gplvm.transforms import inverse_softplus, softplus
+from gplvm.registry import register
 
 Array = jax.Array
 
 
+@register("gplvm.likelihoods.NegativeBinomial")
 @pytree_dataclass
 class NegativeBinomial(AbstractLikelihood):
     """y | ψ ~ NB(r, σ(ψ)) of seed 000, eq. 29: mean r·e^ψ, variance mean·(1 + e^ψ).

@@ -15,10 +15,12 @@ from gplvm._pytree import pytree_dataclass
 from gplvm._validation import check_counts
 from gplvm.likelihoods._common import as_float
 from gplvm.likelihoods.base import AbstractLikelihood
+from gplvm.registry import register
 
 Array = jax.Array
 
 
+@register("gplvm.likelihoods.Poisson")
 @pytree_dataclass
 class Poisson(AbstractLikelihood):
     """y | f ~ Poisson(λ = e^f).

@@ -21,6 +21,7 @@ from gplvm._random import as_key
 from gplvm._validation import as_2d_float, check_no_constant_columns
 from gplvm.inference import minimise
 from gplvm.io import SaveMixin
+from gplvm.registry import register
 from gplvm.kernels import RBF, AbstractKernel
 from gplvm.linalg import CholeskyError, inv_from_cholesky, safe_cholesky
 from gplvm.models import _bgplvm_core as core
@@ -31,6 +32,7 @@ from gplvm.priors import dynamical
 from gplvm.transforms import inverse_softplus
 
 
+@register("gplvm.BayesianGPLVM", estimator=True)
 class BayesianGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
     """Bayesian Gaussian-process latent variable model with a collapsed variational bound.
 

@@ -24,6 +24,7 @@ from gplvm._validation import as_1d_float, as_2d_float, check_consistent_length
 from gplvm.features import AbstractFeatureMap
 from gplvm.inference import minimise
 from gplvm.io import SaveMixin
+from gplvm.registry import register
 from gplvm.likelihoods import get_likelihood
 from gplvm.models import _quantiles
 from gplvm.models._common import (
@@ -35,6 +36,7 @@ from gplvm.transforms import inverse_softplus, softplus
 _SUPPORTED = ("gaussian", "bernoulli", "binomial", "poisson", "negative_binomial")
 
 
+@register("gplvm.BayesianGLM", estimator=True)
 class BayesianGLM(SaveMixin, BaseEstimator):
     """Bayesian generalised linear model on random features, by stochastic variational inference.
 

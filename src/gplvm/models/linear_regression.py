@@ -19,6 +19,7 @@ from gplvm._validation import as_1d_float, as_2d_float, check_consistent_length
 from gplvm.features import AbstractFeatureMap
 from gplvm.inference import minimise
 from gplvm.io import SaveMixin
+from gplvm.registry import register
 from gplvm.models._common import (
     block_expand, check_features, check_is_fitted, default_features, freeze_feature_variance,
 )
@@ -26,6 +27,7 @@ from gplvm.objectives import linear_model as lm
 from gplvm.transforms import inverse_softplus, softplus
 
 
+@register("gplvm.BayesianLinearRegression", estimator=True)
 class BayesianLinearRegression(SaveMixin, RegressorMixin, BaseEstimator):
     """Bayesian linear regression on random features with learned hyper-parameters.
 

@@ -27,6 +27,7 @@ from gplvm.inference.mcmc import (align_samples, generalised_procrustes, run_cha
                                   split_rhat)
 from gplvm.inference.mcmc.driver import concat_results
 from gplvm.io import SaveMixin
+from gplvm.registry import register
 from gplvm.kernels import RBF
 from gplvm.likelihoods import get_likelihood
 from gplvm.models._common import check_is_fitted
@@ -43,6 +44,7 @@ from gplvm.models._rflvm_checks import check_fit_inputs
 MAX_NEW_ROW_DRAWS = 50
 
 
+@register("gplvm.RFLVM", estimator=True)
 class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
     """Random-feature latent variable model, sampled by MCMC (seed 000).
 

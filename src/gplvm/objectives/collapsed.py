@@ -30,8 +30,10 @@ import jax
 import jax.numpy as jnp
 
 from gplvm.linalg import solve_triangular
+from gplvm.registry import register
 
 
+@register("gplvm.state.MissingGroups")
 class MissingGroups(NamedTuple):
     """Columns grouped by their pattern of observed rows (computed once, outside jit)."""
 

@@ -36,8 +36,10 @@ from typing import NamedTuple
 import jax.numpy as jnp
 
 from gplvm.linalg import logdet_from_cholesky, solve_triangular
+from gplvm.registry import register
 
 
+@register("gplvm.state.LinearPosterior")
 class LinearPosterior(NamedTuple):
     """N(m, C) over the weights (primal form): C = S B⁻¹ S, S = Λ^{1/2}, B = L Lᵀ."""
 
@@ -55,6 +57,7 @@ class LinearPosterior(NamedTuple):
         return Phi_star @ self.m, self.noise_var + jnp.sum(V**2, axis=0)
 
 
+@register("gplvm.state.DualLinearPosterior")
 class DualLinearPosterior(NamedTuple):
     """N(m, C) over the weights (dual form): C = Λ − (ΦΛ)ᵀ K⁻¹ (ΦΛ), K = L Lᵀ (N × N)."""
 

@@ -36,8 +36,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from gplvm.linalg import solve_triangular
+from gplvm.registry import register
 
 
+@register("gplvm.state.SequenceLayout")
 class SequenceLayout(NamedTuple):
     """Rows of each sequence padded to a common length (built once, outside jit)."""
 

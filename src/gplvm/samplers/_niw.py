@@ -29,10 +29,12 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 from jax.scipy.special import gammaln
+from gplvm.registry import register
 
 Array = jax.Array
 
 
+@register("gplvm.state.NIWPrior")
 class NIWPrior(NamedTuple):
     """Normal-inverse-Wishart base measure H of the Dirichlet process (seed 000, eq. 21).
 

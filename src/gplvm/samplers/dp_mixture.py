@@ -31,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from gplvm.registry import register
 from gplvm.samplers._niw import (NIWPrior, cluster_statistics, default_niw_prior,
                                  gaussian_logpdf, gaussian_logpdf_whitened,
                                  log_prior_predictive, niw_posterior, sample_niw_slots,
@@ -43,6 +44,7 @@ __all__ = ["DPMixtureState", "NIWPrior", "default_niw_prior", "dp_init", "dp_upd
            "sample_cluster_params", "sample_concentration"]
 
 
+@register("gplvm.state.DPMixtureState")
 class DPMixtureState(NamedTuple):
     """One chain's DP-mixture position; K_max = M2 slots.
 

@@ -34,10 +34,12 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from gplvm.inference.mcmc._block import compiled_block
+from gplvm.registry import register
 
 MAX_HEAVY_DRAWS = 200
 
 
+@register("gplvm.state.ChainResult")
 class ChainResult(NamedTuple):
     """What :func:`run_chains` returns.
 

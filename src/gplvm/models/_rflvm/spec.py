@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import jax
+from gplvm.registry import register
 
 Array = jax.Array
 
@@ -19,6 +20,7 @@ LIKELIHOODS = ("gaussian", "poisson", "bernoulli", "binomial", "negative_binomia
 POLYA_GAMMA = ("bernoulli", "binomial", "negative_binomial", "multinomial")
 
 
+@register("gplvm.state.RFLVMSpec")
 @dataclass(frozen=True)
 class RFLVMSpec:
     """Everything about the model that fixes array shapes or control flow (hashable, static).
@@ -78,6 +80,7 @@ class RFLVMSpec:
         return self.likelihood in POLYA_GAMMA
 
 
+@register("gplvm.state.RFLVMData")
 class RFLVMData(NamedTuple):
     """The observed data, prepared once (NaN-free arrays, so nothing inside jit sees a NaN).
 
@@ -104,6 +107,7 @@ class RFLVMData(NamedTuple):
     time: Array
 
 
+@register("gplvm.state.RFLVMState")
 class RFLVMState(NamedTuple):
     """One chain's position.
 
