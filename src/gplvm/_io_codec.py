@@ -14,11 +14,17 @@ jax            ``jax.Array`` (``ref``; ``weak`` when JAX's weak type is to be ke
 jax_key        a typed ``jax.random`` key (``ref`` to its key data, ``impl``)
 tuple, list    ``items``
 dict           ``keys`` and ``values`` (keys need not be strings)
-namedtuple     ``class`` (a whitelisted qualified name) and ``fields``
-dataclass      ``class`` (a whitelisted qualified name) and ``fields``
+namedtuple     ``class`` (a registered name) and ``fields``
+dataclass      ``class`` (a registered name) and ``fields``
 =============  =====================================================================
 
-Classes are rebuilt through :mod:`gplvm._io_registry` only (API.md: loading never executes).
+Format 2 names a class by the stable name it is registered under with
+:func:`gplvm.registry.register` (``"gplvm.kernels.RBF"``, ``"gplvm.state.MissingGroups"``);
+format 1 named it by its Python path (``"gplvm.kernels.stationary.RBF"``), which the
+:class:`Decoder` of a format-1 file translates through :data:`gplvm.registry.FORMAT1_NAMES`.
+Classes are rebuilt through :func:`gplvm.registry.lookup` only, so the registry is the
+whitelist: nothing named in a file is imported or evaluated, and nothing is unpickled
+(API.md: loading never executes).
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gplvm._io_registry import lookup, qualified_name, registry
+from gplvm.registry import lookup, name_of
 
 _SCALARS = (type(None), bool, int, float, str)
 
@@ -79,10 +85,13 @@ class Encoder:
                 "weak": bool(value.weak_type)}
 
     def _encode_object(self, kind: str, value: Any, fields: dict, where: str) -> dict:
-        name = qualified_name(type(value))
-        if registry().get(name) is not type(value):
-            raise TypeError(f"cannot save {where}: {name} is not in gplvm's whitelist of "
-                            f"classes a file may hold (add it to gplvm._io_registry)")
+        try:
+            name = name_of(type(value))
+        except TypeError as err:
+            raise TypeError(f"cannot save {where}: {err}") from None
+        if lookup(name) is not type(value):     # two classes claimed one name: refuse both
+            raise TypeError(f"cannot save {where}: the registered name {name!r} now names "
+                            f"another class, so the file would not load")
         return {"$": kind, "class": name,
                 "fields": {k: self.encode(v, f"{where}.{k}") for k, v in fields.items()}}
 
@@ -111,12 +120,18 @@ def _dataclass_fields(value: Any, where: str) -> dict:
 class Decoder:
     """Rebuilds values from their JSON form and the arrays of an open ``.npz`` file.
 
+    Args:
+        arrays: the open ``.npz`` archive (name → array).
+        format_version: the file's format version; class names of a version-1 file are
+            translated through :data:`gplvm.registry.FORMAT1_NAMES`.
+
     A document of the wrong shape may also raise KeyError, TypeError or AttributeError;
     :func:`gplvm.io.load` reports those as a damaged file.
     """
 
-    def __init__(self, arrays) -> None:
+    def __init__(self, arrays, format_version: int) -> None:
         self.arrays = arrays
+        self.format_version = format_version        # the file's; steers class-name lookup
         self._built: dict[tuple[str, str], Any] = {}   # (tag, name) → the array rebuilt
 
     def decode(self, doc: Any) -> Any:
@@ -157,7 +172,7 @@ class Decoder:
         return self.arrays[ref]
 
     def _object(self, kind: str, doc: dict) -> Any:
-        cls = lookup(doc.get("class"))
+        cls = lookup(doc.get("class"), format_version=self.format_version)
         is_namedtuple = issubclass(cls, tuple) and hasattr(cls, "_fields")
         if is_namedtuple != (kind == "namedtuple") or (
                 kind == "dataclass" and not dataclasses.is_dataclass(cls)):

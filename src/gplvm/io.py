@@ -3,19 +3,30 @@ versioned file that loading never executes (no pickle)".
 
 A file is one ``.npz`` archive (``numpy.savez``, read back with ``allow_pickle=False``).  Its
 entry ``__gplvm__`` is a UTF-8 JSON document stored as a uint8 array; the other entries
-``a0``, ``a1``, ... are the arrays the document refers to.  The document::
+``a0``, ``a1``, ... are the arrays the document refers to.  The document (format version 2)::
 
-    {"format": "gplvm-estimator", "format_version": 1, "gplvm_version": "0.1.0",
-     "class": "gplvm.models.rflvm.RFLVM",
+    {"format": "gplvm-estimator", "format_version": 2, "gplvm_version": "0.1.0",
+     "class": "gplvm.RFLVM",
      "params": {...},     # the constructor arguments, get_params(deep=False)
      "fitted": {...}}     # every other instance attribute
 
 ``fitted`` holds the public fitted attributes (trailing underscore) and the private state that
-``transform``/``predict``/``score``/``impute``/``sample`` use (e.g. RFLVM's ``_spec_``,
-``_data_``, ``_draws_``; BayesianGPLVM's ``_static``, ``_fixed``, ``_train_Y``), each encoded
-by :mod:`gplvm._io_codec`.  Classes are rebuilt only from the whitelist of
-:mod:`gplvm._io_registry`, looked up by qualified name; nothing named in a file is imported
-or evaluated.
+``transform``/``predict``/``score``/``impute``/``sample`` use, each encoded by
+:mod:`gplvm._io_codec`.  Every class in a file (the estimator at the top, kernels, feature maps,
+likelihoods and fitted-state types inside) is named by the stable name it registered with
+:func:`gplvm.registry.register`, never by the module defining it, so moving code does not break
+saved files.  Classes are rebuilt only from that registry; nothing named in a file is imported
+or evaluated.  This module imports no estimator: the estimators import it (for
+:class:`SaveMixin`) and register themselves, and ``import gplvm`` imports them all.
+
+Versions.  Format 1 (gplvm before issue 11) named classes by ``module.QualName``; such names
+are translated through :data:`gplvm.registry.FORMAT1_NAMES`, and the two private Bayesian GPLVM
+types they held live on in :mod:`gplvm._io_format1`.  When a file's version is below
+:data:`FORMAT_VERSION`, :func:`load` hands the decoded fitted attributes to the estimator's
+classmethod ``_upgrade_fitted(fitted, format_version)``, which returns today's attributes (the
+default, :meth:`SaveMixin._upgrade_fitted`, returns them unchanged); likewise its constructor
+arguments to ``_upgrade_params(params, format_version)``.  A file of a version above
+:data:`FORMAT_VERSION` was written by a newer gplvm and is refused with a message saying so.
 """
 
 from __future__ import annotations
@@ -27,14 +38,16 @@ from typing import Any
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from gplvm import _io_format1  # noqa: F401  (registers the format-1 types old files hold)
 from gplvm._io_codec import Decoder, Encoder
-from gplvm._io_registry import estimators, lookup, qualified_name
 from gplvm._version import __version__
+from gplvm.registry import estimators, lookup, name_of
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "SaveMixin", "load", "save"]
 
 FORMAT = "gplvm-estimator"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+_READABLE_VERSIONS = (1, 2)
 _DOCUMENT = "__gplvm__"
 
 
@@ -50,6 +63,36 @@ class SaveMixin:
         """
         save(self, path)
 
+    @classmethod
+    def _upgrade_fitted(cls, fitted: dict[str, Any], format_version: int) -> dict[str, Any]:
+        """Today's fitted attributes from those of a file of an older format version.
+
+        :func:`gplvm.load` calls this, for files whose ``format_version`` is below
+        :data:`FORMAT_VERSION`, with the decoded instance attributes (everything but the
+        constructor parameters); the model is given what it returns.  An estimator whose
+        fitted state changed since that version overrides this to convert the old state
+        (rename, rebuild, add what older versions did not keep).  The default keeps the
+        attributes as they are.
+
+        Args:
+            fitted: attribute name → decoded value, as the old version stored them.
+            format_version: the file's format version (1 ≤ it < :data:`FORMAT_VERSION`).
+
+        Returns:
+            attribute name → value, as a model fitted by this version of gplvm holds them.
+        """
+        return fitted
+
+    @classmethod
+    def _upgrade_params(cls, params: dict[str, Any], format_version: int) -> dict[str, Any]:
+        """Today's constructor arguments from those of a file of an older format version.
+
+        Called by :func:`gplvm.load` like :meth:`_upgrade_fitted`, before the estimator is
+        constructed from what it returns; an estimator that renamed or removed a constructor
+        parameter since that version overrides this.  The default keeps the arguments.
+        """
+        return params
+
 
 def save(model: Any, path: str | os.PathLike) -> None:
     """Write a fitted gplvm estimator to ``path``, exactly that name (no suffix is added)."""
@@ -62,7 +105,7 @@ def save(model: Any, path: str | os.PathLike) -> None:
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "gplvm_version": __version__,
-        "class": qualified_name(type(model)),
+        "class": name_of(type(model)),
         "params": {k: encoder.encode(v, f"parameter {k}") for k, v in params.items()},
         "fitted": {k: encoder.encode(v, f"attribute {k}") for k, v in vars(model).items()
                    if k not in params},
@@ -77,7 +120,8 @@ def load(path: str | os.PathLike) -> Any:
 
     Raises:
         ValueError: the file is not a gplvm file, has a format version this gplvm cannot
-            read, names a class outside the whitelist, or is damaged.
+            read (a newer one: upgrade gplvm), names a class that is not registered, or is
+            damaged.
     """
     archive = np.load(os.fspath(path), allow_pickle=False)
     if not isinstance(archive, np.lib.npyio.NpzFile):
@@ -88,26 +132,37 @@ def load(path: str | os.PathLike) -> Any:
             raise ValueError(f"{os.fspath(path)!r} is not a gplvm file (it has no "
                              f"{_DOCUMENT!r} entry); write one with model.save(path)")
         document = _read_document(archive[_DOCUMENT])
-        _check_format(document)
-        cls = lookup(document.get("class"))
+        version = _check_format(document)
+        cls = lookup(document.get("class"), format_version=version)
         if cls not in estimators():
             raise ValueError(f"the file's top-level class {document['class']!r} is not a gplvm "
                              f"estimator")
         try:
-            return _rebuild(cls, document, Decoder(archive))
+            return _rebuild(cls, document, Decoder(archive, version), version)
         except (KeyError, TypeError, AttributeError) as err:
             raise ValueError(f"damaged file: the document does not describe a "
                              f"{cls.__name__} ({type(err).__name__}: {err})") from err
 
 
-def _rebuild(cls: type, document: dict, decoder: Decoder) -> Any:
-    """The estimator: constructed from its parameters, then given its fitted state."""
-    model = cls(**{k: decoder.decode(v) for k, v in document["params"].items()})
+def _rebuild(cls: type, document: dict, decoder: Decoder, version: int) -> Any:
+    """The estimator: constructed from its parameters, then given its fitted state (brought
+    up to date by ``cls._upgrade_fitted`` when the file is of an older format version)."""
+    params = {k: decoder.decode(v) for k, v in document["params"].items()}
     fitted = {k: decoder.decode(v) for k, v in document["fitted"].items()}
-    if not all(k.isidentifier() and not k.startswith("__") for k in fitted):
-        raise ValueError("damaged file: an attribute name is not a plain identifier")
+    _check_attribute_names(fitted)
+    if version < FORMAT_VERSION:
+        params = cls._upgrade_params(params, version)
+        fitted = cls._upgrade_fitted(fitted, version)
+        _check_attribute_names(fitted)
+    model = cls(**params)
     vars(model).update(fitted)
     return model
+
+
+def _check_attribute_names(fitted: dict) -> None:
+    if not all(isinstance(k, str) and k.isidentifier() and not k.startswith("__")
+               for k in fitted):
+        raise ValueError("damaged file: an attribute name is not a plain identifier")
 
 
 def _read_document(raw: np.ndarray) -> dict:
@@ -123,15 +178,22 @@ def _read_document(raw: np.ndarray) -> dict:
     return document
 
 
-def _check_format(document: dict) -> None:
+def _check_format(document: dict) -> int:
+    """The file's format version, once the document is known to be one gplvm can read."""
     if document.get("format") != FORMAT:
         raise ValueError(f"the file's format is {document.get('format')!r}, not {FORMAT!r}; "
                          f"it was not written by gplvm's save")
     version = document.get("format_version")
-    if version != FORMAT_VERSION or isinstance(version, bool):
-        raise ValueError(f"the file has format version {version!r} but gplvm {__version__} "
-                         f"reads version {FORMAT_VERSION}; load it with the gplvm version "
-                         f"that wrote it ({document.get('gplvm_version', 'unknown')})")
+    wrote = document.get("gplvm_version", "unknown")
+    if type(version) is int and version > FORMAT_VERSION:
+        raise ValueError(f"the file has format version {version}, written by a newer gplvm "
+                         f"({wrote}) than this one ({__version__}, which reads format "
+                         f"versions up to {FORMAT_VERSION}); upgrade gplvm to load it")
+    if type(version) is not int or version not in _READABLE_VERSIONS:
+        raise ValueError(f"the file has format version {version!r}, which no gplvm writes "
+                         f"(gplvm {__version__} reads format versions "
+                         f"{', '.join(map(str, _READABLE_VERSIONS))}); the file is damaged")
     for key in ("params", "fitted"):
         if not isinstance(document.get(key), dict):
             raise ValueError(f"damaged file: the document has no {key!r} object")
+    return version
