@@ -85,7 +85,7 @@ from _peer_venvs import ensure_venv  # noqa: E402
 from gplvm.data.loaders import load_oil_flow  # noqa: E402
 from gplvm.kernels import Matern32  # noqa: E402
 from gplvm.metrics import loo_1nn_errors  # noqa: E402
-from gplvm.models import _bgplvm_core as core  # noqa: E402
+from gplvm.models.gplvm_family import bound as core  # noqa: E402
 from gplvm.models import bgplvm as bgplvm_module  # noqa: E402
 from gplvm.transforms import inverse_softplus, softplus  # noqa: E402
 
@@ -260,7 +260,7 @@ def unconstrained(template, p) -> dict:
 
 def initial_values(seen) -> dict:
     """Initial values in constrained form from the captured unconstrained parameters."""
-    return constrained(seen["args"][0], seen["params"])
+    return constrained(seen["args"][0].kernel, seen["params"])
 
 
 def time_ours(seen, reps, warmup=3):
@@ -280,7 +280,7 @@ def time_ours(seen, reps, warmup=3):
 
 def our_bound_at(seen, p) -> float:
     """Our bound at constrained parameters ``p`` (a peer's optimum), same kernel and rule."""
-    return -float(core.negative_bound_jit(unconstrained(seen["args"][0], p), *seen["args"]))
+    return -float(core.negative_bound_jit(unconstrained(seen["args"][0].kernel, p), *seen["args"]))
 
 
 def run_ours(Y, seed, kernel_name, max_iter, reps):
@@ -310,7 +310,7 @@ def run_ours(Y, seed, kernel_name, max_iter, reps):
            "n_evals": counter.n, "status": "converged" if model.converged_ else "iteration limit",
            "X_mean": model.X_mean_, "X_var": model.X_var_, "Z": model.Z_,
            "lengthscale": np.broadcast_to(np.asarray(model.kernel_.lengthscale), (Q,)),
-           "variance": float(model.kernel_.variance), "noise_var": model.noise_var_std_,
+           "variance": float(model.kernel_.variance), "noise_var": float(model.fitted_.map.noise_var),
            "version": f"gplvm, jax {jax.__version__}, numpy {np.__version__}",
            "psicomp": type(model.rule_).__name__ if model.rule_ is not None else "Analytic",
            "threads": "XLA_FLAGS=" + os.environ["XLA_FLAGS"] + "; " + _our_threadpools()}
@@ -320,7 +320,7 @@ def run_ours(Y, seed, kernel_name, max_iter, reps):
 def run_ours_from(seen, p, max_iter, row_ours):
     """Our objective and optimiser (the L-BFGS step ``fit`` uses) from another library's initial
     point ``p`` (constrained values, e.g. GPy's own initialisation)."""
-    u = unconstrained(seen["args"][0], p)
+    u = unconstrained(seen["args"][0].kernel, p)
     bound0 = our_bound_at(seen, p)
     counter = EvalCounter()
     fun = counter(core.negative_bound)
@@ -331,7 +331,7 @@ def run_ours_from(seen, p, max_iter, row_ours):
     res = bgplvm_module.minimise(fun, u, method="lbfgs", n_iter=max_iter, progress=False,
                                  args=seen["args"])
     fit_s = time.perf_counter() - t
-    return {**row_ours, **constrained(seen["args"][0], res.params), "bound0": bound0,
+    return {**row_ours, **constrained(seen["args"][0].kernel, res.params), "bound0": bound0,
             "fit_s": fit_s, "elbo": -float(core.negative_bound_jit(res.params, *seen["args"])),
             "n_iter": int(res.n_iter), "n_evals": counter.n,
             "status": "converged" if res.converged else "iteration limit"}
@@ -343,7 +343,7 @@ def run_ours_scipy(seen, max_iter, row_ours):
     import scipy
     from jax.flatten_util import ravel_pytree
 
-    template = seen["args"][0]
+    template = seen["args"][0].kernel
     x0, unravel = ravel_pytree(seen["params"])
     fg = jax.jit(lambda x: jax.value_and_grad(core.negative_bound)(unravel(x), *seen["args"]))
 

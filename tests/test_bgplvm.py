@@ -12,7 +12,7 @@ from gplvm.baselines import ColumnMeanImputer
 from gplvm.expectations import psi_statistics
 from gplvm.metrics import affine_r2
 from gplvm.models import bgplvm as bgplvm_module
-from gplvm.models._bgplvm_init import initial_variances
+from gplvm.models.gplvm_family.init import initial_variances
 from gplvm.objectives import collapsed, new_rows
 
 
@@ -47,25 +47,40 @@ def test_recovers_planted_one_dimensional_latent(fitted):
 def test_new_row_bound_at_optimal_q_u_equals_collapsed_bound(fitted):
     """Σ_n L_n − KL(q(U) ‖ p(U)) − KL(q(X)) at the optimal q(U) is the collapsed bound."""
     model, Y, _ = fitted
-    static = model._static
+    Y0 = model._problem.Y0
     X_mean, X_var = jnp.asarray(model.X_mean_), jnp.asarray(model.X_var_)
     Z, kern = jnp.asarray(model.Z_), model.kernel_
-    fixed = model._fixed
+    fmap = model.fitted_.map
     N = X_mean.shape[0]
-    observed = jnp.ones_like(static.Y0)
-    R = new_rows.row_matrices(fixed, observed)
-    psi0, psi1, psi2 = psi_statistics(kern, Z, X_mean, X_var, rule=model.rule_,
+    observed = jnp.ones_like(Y0)
+    R = new_rows.row_matrices(fmap, observed)
+    psi0, psi1, psi2 = psi_statistics(kern, Z, X_mean, X_var, rule=model.fitted_.rule,
                                       weights=jnp.eye(N))
-    ell = new_rows.expected_log_likelihood(fixed, static.Y0, observed, R, psi0, psi1, psi2)
+    ell = new_rows.expected_log_likelihood(fmap, Y0, observed, R, psi0, psi1, psi2)
     Kuu = np.asarray(kern(Z)) + model.jitter_ * np.eye(Z.shape[0])
-    U_mean = np.asarray(Kuu @ fixed.V)
-    Sigma_u = np.asarray(Kuu @ fixed.H[0] @ Kuu)
+    U_mean = np.asarray(Kuu @ fmap.V)
+    Sigma_u = np.asarray(Kuu @ fmap.H[0] @ Kuu)
     M, D = U_mean.shape
     Kinv = np.linalg.inv(Kuu)
     kl_u = 0.5 * (D * np.trace(Kinv @ Sigma_u) + np.sum(U_mean * (Kinv @ U_mean)) - D * M
                   + D * (np.linalg.slogdet(Kuu)[1] - np.linalg.slogdet(Sigma_u)[1]))
     kl_x = float(collapsed.kl_standard_normal(X_mean, X_var))
     np.testing.assert_allclose(float(ell) - kl_u - kl_x, model.elbo_, rtol=1e-8)
+
+
+def test_transform_of_a_row_does_not_depend_on_the_other_rows(fitted):
+    """Rows are independent given the fitted model (API.md): a batch call and one-row calls
+    give the same latents and the same per-row bounds, bit for bit."""
+    model, Y, _ = fitted
+    Y_new = Y[:6].copy()
+    Y_new[1, :4] = np.nan
+    X_batch, V_batch = model.transform(Y_new, return_var=True)
+    for i in (0, 1, 5):
+        X_one, V_one = model.transform(Y_new[i:i + 1], return_var=True)
+        np.testing.assert_array_equal(X_one[0], X_batch[i])
+        np.testing.assert_array_equal(V_one[0], V_batch[i])
+    total = sum(model.score(Y_new[i:i + 1]) for i in range(6))
+    np.testing.assert_allclose(model.score(Y_new), total, rtol=1e-10)
 
 
 def test_transform_of_training_rows_finds_their_latents(fitted):
@@ -98,14 +113,60 @@ def test_same_random_state_same_result():
     np.testing.assert_array_equal(a.sample(5)[0], b.sample(5)[0])
 
 
-def test_sample_and_predict_shapes_and_units(fitted):
+def test_sample_moments_match_the_predictive_distribution(fitted):
+    """Draws of ``sample`` at fixed latent points have the predictive mean and variance (noise
+    included) of ``predict``: 400 independent draws, each moment within 4.5 standard errors."""
     model, Y, _ = fitted
+    X = model.X_mean_[[0, 20, 40, 60]]
+    draws = np.stack([model.sample(X=X, random_state=s)[0] for s in range(400)])
+    mean, var = model.predict(X, return_var=True)
+    se_mean = np.sqrt(var / 400)
+    assert np.all(np.abs(draws.mean(0) - mean) < 4.5 * se_mean)
+    se_var = var * np.sqrt(2 / 399)                  # sd of a Gaussian sample variance
+    assert np.all(np.abs(draws.var(0, ddof=1) - var) < 4.5 * se_var)
     Ys, Xs = model.sample(7)
     assert Ys.shape == (7, Y.shape[1]) and Xs.shape == (7, 2)
-    mean, var = model.predict(model.X_mean_[:5], return_var=True)
-    assert mean.shape == var.shape == (5, Y.shape[1]) and np.all(var > 0)
-    # noise variance reported in original units: the standardised value times the column variance
-    np.testing.assert_allclose(model.noise_var_, model.noise_var_std_ * Y.std(0) ** 2)
+
+
+def test_results_are_reported_in_original_units():
+    """Standardisation makes the fit of a·Y + b the fit of Y: the noise variance scales by a²,
+    predictions map by y → a·y + b, and the score shifts by −Σ log a over observed entries."""
+    Y, _ = planted(n=40, d=6)
+    Y[3, 2] = np.nan
+    kw = dict(n_components=2, n_inducing=6, max_iter=40, random_state=0, progress=False)
+    a, b = 7.0, -300.0
+    m1 = BayesianGPLVM(**kw).fit(Y)
+    m2 = BayesianGPLVM(**kw).fit(a * Y + b)
+    np.testing.assert_allclose(m2.noise_var_, a**2 * m1.noise_var_, rtol=1e-7)
+    X = m1.X_mean_[:3]
+    np.testing.assert_allclose(m2.predict(X), a * m1.predict(X) + b, rtol=1e-7, atol=1e-6)
+    n_obs = np.sum(~np.isnan(Y[:5]))
+    np.testing.assert_allclose(m2.score(a * Y[:5] + b), m1.score(Y[:5]) - n_obs * np.log(a),
+                               rtol=1e-6)
+
+
+def test_restarts_after_a_non_finite_bound_climb_the_jitter_policy(monkeypatch):
+    """A run stopped by a non-finite bound restarts with the next rung of the one jitter policy
+    (sqrt(eps)·mean diag Kuu); history_ and n_iter_ span both runs."""
+    Y, _ = planted(n=30, d=5)
+    real = bgplvm_module.minimise
+    calls = []
+
+    def first_stops_early(fun, params, **kw):
+        result = real(fun, params, **{**kw, "n_iter": 3 if not calls else kw["n_iter"]})
+        calls.append(result.n_iter)
+        return result
+
+    monkeypatch.setattr(bgplvm_module, "minimise", first_stops_early)
+    with pytest.warns(RuntimeWarning, match="jitter"):
+        model = BayesianGPLVM(n_components=2, n_inducing=6, max_iter=20, random_state=0,
+                              progress=False).fit(Y)
+    assert calls == [3, 17] and model.n_iter_ == 20 and len(model.history_) == 20
+    kernel, Z = model.kernel_, model.Z_
+    scale = float(np.mean(np.asarray(kernel.diag(jnp.asarray(Z)))))
+    # the rung is computed at the restart's parameters; after 3 more steps Z and σ² moved a bit
+    assert 0.5 * np.sqrt(np.finfo(float).eps) * scale < model.jitter_ < 2 * np.sqrt(
+        np.finfo(float).eps) * scale
 
 
 @pytest.mark.parametrize("bad,match", [

@@ -93,3 +93,17 @@ def test_impossible_matrix_raises_error_naming_the_knob():
 def test_safe_cholesky_refuses_tracers():
     with pytest.raises(TypeError, match="outside"):
         jax.jit(lambda A: la.safe_cholesky(A).L)(np.eye(2))
+
+
+def test_escalate_jitter_climbs_the_one_policy():
+    """Rungs: sqrt(eps)·scale, then ×10 each time, refused past max_jitter·scale with an error
+    that names the knob (DESIGN.md, "Numbers and numerics")."""
+    scale, eps = 4.0, np.finfo(np.float64).eps
+    rung = la.escalate_jitter(0.0, scale)
+    assert rung == pytest.approx(np.sqrt(eps) * scale, rel=1e-15)
+    rungs = [rung]
+    with pytest.raises(la.CholeskyError, match="max_jitter"):
+        while True:
+            rungs.append(la.escalate_jitter(rungs[-1], scale))
+    np.testing.assert_allclose(np.diff(np.log10(rungs)), 1.0, rtol=1e-12)
+    assert rungs[-1] <= 1e-2 * scale < 10 * rungs[-1]

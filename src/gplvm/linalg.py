@@ -40,13 +40,6 @@ class CholeskyResult(NamedTuple):
     jitter: float
 
 
-def default_jitter(A) -> float:
-    """sqrt(machine eps) scaled by the mean diagonal (the policy's first rung)."""
-    eps = np.finfo(np.asarray(A).dtype).eps
-    scale = float(np.mean(np.abs(np.diag(np.asarray(A)))))
-    return float(np.sqrt(eps)) * (scale if scale > 0 else 1.0)
-
-
 def cholesky(A, jitter: float = 0.0) -> jnp.ndarray:
     """The lower Cholesky factor of ``A + jitter·I`` (jit-safe; no checks).
 
@@ -86,20 +79,37 @@ def safe_cholesky(A, max_jitter: float = 1e-2, name: str = "matrix") -> Cholesky
     if bool(jnp.all(jnp.isfinite(L))):
         return CholeskyResult(L, 0.0)
     scale = float(jnp.mean(jnp.abs(jnp.diag(A)))) or 1.0
-    jitter = default_jitter(A)
-    while jitter <= max_jitter * scale * (1 + 1e-12):
+    jitter = 0.0
+    while True:
+        jitter = escalate_jitter(jitter, scale, max_jitter, name)
         L = _cholesky_jit(A, jitter)
         if bool(jnp.all(jnp.isfinite(L))):
             warnings.warn(f"{name} was not numerically positive definite; added jitter "
                           f"{jitter:.3g} to its diagonal ({jitter / scale:.1e} × its mean "
                           f"diagonal)", RuntimeWarning, stacklevel=2)
             return CholeskyResult(L, jitter)
-        jitter *= 10.0
-    raise CholeskyError(
-        f"{name} is not positive definite even with jitter {max_jitter:.1e} × its mean "
-        f"diagonal ({max_jitter * scale:.3g}); raise `max_jitter`, or fix its cause: duplicated "
-        f"inducing inputs, a length-scale far larger than the data's spread, or a variance "
-        f"that underflowed")
+
+
+def escalate_jitter(jitter: float, scale: float, max_jitter: float = 1e-2,
+                    name: str = "matrix") -> float:
+    """The policy's next rung after ``jitter``: sqrt(eps)·scale first, then ×10 each time.
+
+    The one escalation rule of the library: :func:`safe_cholesky` climbs it on a concrete
+    matrix, and an optimisation whose jitted objective turned non-finite climbs it between
+    restarts (``scale`` is the mean diagonal of the matrix the jitter is added to).
+
+    Raises:
+        CholeskyError: the next rung would exceed ``max_jitter · scale``.
+    """
+    scale = scale if scale > 0 else 1.0
+    rung = float(np.sqrt(np.finfo(np.float64).eps)) * scale if jitter <= 0 else 10.0 * jitter
+    if rung > max_jitter * scale * (1 + 1e-12):
+        raise CholeskyError(
+            f"{name} is not positive definite even with jitter {max_jitter:.1e} × its mean "
+            f"diagonal ({max_jitter * scale:.3g}); raise `max_jitter`, or fix its cause: "
+            f"duplicated inducing inputs, a length-scale far larger than the data's spread, or "
+            f"a variance that underflowed")
+    return rung
 
 
 def solve_triangular(L, B, lower: bool = True, trans: bool = False):

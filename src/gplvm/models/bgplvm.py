@@ -1,10 +1,10 @@
 """``BayesianGPLVM``: the Bayesian GPLVM (Titsias & Lawrence 2010) for any kernel.
 
-Collapsed bound in the stable form of seed 001 §B (:mod:`gplvm.objectives.collapsed`),
-psi-statistics analytic where they exist and by the unscented transform otherwise (seed 004),
-missing entries left out of the bound, an optional dynamical prior over time stamps
-(seed 001 §E, seed 003 §2.2.1), and new-row inference with the model fixed (seed 003 eqs. 36–37,
-:mod:`gplvm.objectives.new_rows`).
+A thin estimator over the GPLVM family's core (:mod:`gplvm.models.gplvm_family`): the collapsed
+bound in the stable form of seed 001 §B with one column group per missingness pattern and unit
+column weights, q(X) under the iid or the dynamical prior (seed 001 §E, seed 003 §2.2.1),
+Ψ-statistics analytic where they exist and by the unscented transform otherwise (seed 004),
+the dense linear-algebra route, and new-row inference with the model fixed (seed 003 eqs. 36–37).
 """
 
 from __future__ import annotations
@@ -16,19 +16,26 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
 
 from gplvm._random import as_key
 from gplvm._validation import as_2d_float, check_no_constant_columns
 from gplvm.inference import minimise
 from gplvm.io import SaveMixin
-from gplvm.registry import register
 from gplvm.kernels import RBF, AbstractKernel
-from gplvm.linalg import CholeskyError, inv_from_cholesky, safe_cholesky
-from gplvm.models import _bgplvm_core as core
-from gplvm.models._bgplvm_init import initial_inducing, initial_latents, initial_variances
+from gplvm.linalg import CholeskyError, escalate_jitter
 from gplvm.models._common import check_is_fitted
-from gplvm.objectives import collapsed, new_rows
+from gplvm.models.gplvm_family import fitted as fam
+from gplvm.models.gplvm_family.bound import Problem, negative_bound, negative_bound_keyed
+from gplvm.models.gplvm_family.format1 import upgrade_format1
+from gplvm.models.gplvm_family.init import (initial_inducing, initial_jitter, initial_latents,
+                                            initial_variances, resolve_rule)
+from gplvm.models.gplvm_family.latent import DynamicalLatent, IidLatent
+from gplvm.models.gplvm_family.new_rows import infer_latents, nearest_training_latents
+from gplvm.models.gplvm_family.route import DenseRoute
+from gplvm.objectives import collapsed
 from gplvm.priors import dynamical
+from gplvm.registry import register
 from gplvm.transforms import inverse_softplus
 
 
@@ -43,7 +50,7 @@ class BayesianGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         psi_rule: ``None`` (analytic where it exists, unscented otherwise), ``'analytic'``,
             ``'unscented'``, ``'gauss_hermite'``, ``'monte_carlo'`` or a rule object.
         standardize: centre and scale the columns of Y; results are reported in original units.
-        max_iter: L-BFGS iterations (``optimizer='adam'``: Adam steps).
+        max_iter: L-BFGS iterations (``optimizer='adam'``: Adam steps), over all restarts.
         optimizer: ``'lbfgs'`` or ``'adam'``.
         learning_rate: Adam's step size.
         init_X_var: initial q(X) variances: a number for that constant, or ``None`` (the
@@ -54,15 +61,16 @@ class BayesianGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         init_noise_fraction: initial noise variance as a fraction of the (standardised) variance.
         time_kernel: the kernel over time stamps for the dynamical prior (default RBF whose
             length-scale starts at a tenth of the time span).
-        transform_max_iter: L-BFGS iterations when inferring latents of new rows.
+        transform_max_iter: L-BFGS steps per row when inferring latents of new rows.
         random_state: seed (initialisation of Z, Monte Carlo psi-statistics, sampling).
         progress: show a progress bar with the bound.
 
     Attributes:
         X_mean_, X_var_ (N, Q); Z_ (M, Q); kernel_; noise_var_ (original units, per column);
-        relevance_ (Q,) inverse squared length-scales; history_ (negative bound per
-        iteration); n_iter_; converged_; elbo_ (the final bound, standardised units);
-        time_kernel_ (dynamical prior only); jitter_ (added to Kuu's diagonal).
+        relevance_ (Q,) inverse squared length-scales; history_ (bound per iteration, all
+        restarts); n_iter_; converged_; elbo_ (the final bound, standardised units);
+        time_kernel_ (dynamical prior only); jitter_ (added to Kuu's diagonal); fitted_ (the
+        :class:`~gplvm.models.gplvm_family.fitted.FittedGPLVM` that every verb reads).
     """
 
     def __init__(self, n_components: int = 2, n_inducing: int = 30,
@@ -70,7 +78,7 @@ class BayesianGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
                  max_iter: int = 2000, optimizer: str = "lbfgs", learning_rate: float = 0.01,
                  init_X_var: Optional[float] = None, init_noise_fraction: float = 0.01,
                  time_kernel: AbstractKernel | None = None, transform_max_iter: int = 300,
-                 random_state=None, progress: bool = True):
+                 random_state=0, progress: bool = True):
         self.n_components = n_components
         self.n_inducing = n_inducing
         self.kernel = kernel
@@ -85,6 +93,11 @@ class BayesianGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         self.transform_max_iter = transform_max_iter
         self.random_state = random_state
         self.progress = progress
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
 
     # ------------------------------------------------------------------ validation
     def _validate_fit_args(self, Y, times, groups):
@@ -117,142 +130,204 @@ class BayesianGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
                              "times as well")
         return Y, times
 
-    def _standardise(self, Y):
+    def _standardisation(self, Y):
         if self.standardize:
-            self.Y_mean_ = np.nanmean(Y, axis=0)
-            self.Y_std_ = np.nanstd(Y, axis=0)
-        else:
-            self.Y_mean_, self.Y_std_ = np.zeros(Y.shape[1]), np.ones(Y.shape[1])
-        return (Y - self.Y_mean_) / self.Y_std_
+            return np.nanmean(Y, axis=0), np.nanstd(Y, axis=0)
+        return np.zeros(Y.shape[1]), np.ones(Y.shape[1])
 
     # ------------------------------------------------------------------ fit
-    def fit(self, Y, times=None, groups=None):
+    def fit(self, Y, y=None, *, times=None, groups=None):
         """Maximise the collapsed bound over q(X), Z and the hyper-parameters.
 
         Args:
             Y: (N, D) data; NaN marks a missing entry (left out of the bound).
+            y: ignored (scikit-learn's unsupervised convention).
             times: (N,) time stamps for the dynamical prior (each latent dimension a GP in t).
             groups: (N,) sequence labels: independent sequences (block-diagonal time prior).
         """
+        del y
         Y, times = self._validate_fit_args(Y, times, groups)
-        Ys = self._standardise(Y)
+        Y_mean, Y_std = self._standardisation(Y)
+        Ys = (Y - Y_mean) / Y_std
         key = as_key(self.random_state)
         Q, M = int(self.n_components), int(min(self.n_inducing, Y.shape[0]))
         X0, fracs = initial_latents(Ys, Q)
         Z0 = initial_inducing(X0, M, key)
         kernel = self.kernel if self.kernel is not None else RBF(
             lengthscale=jnp.asarray(1.0 / fracs), variance=1.0)
-        self.rule_ = _resolve_rule(self.psi_rule, kernel, key)
-        groups_info = collapsed.group_columns(Ys)
         noise0 = self.init_noise_fraction * float(np.nanvar(Ys))
         u = {"Z": jnp.asarray(Z0), "kernel": kernel.unconstrained(),
              "noise_var": inverse_softplus(jnp.asarray(noise0))}
-        layout, time_template = None, None
+        latent = self._latent_prior(times, groups, Y.shape[0])
         if times is None:
-            u["X_mean"] = jnp.asarray(X0)
-            u["X_var"] = inverse_softplus(initial_variances(X0.shape, self.init_X_var, key))
+            u.update(latent.initial_params(X0, initial_variances(X0.shape, self.init_X_var, key)))
         else:
-            span = float(np.ptp(times)) or 1.0
-            time_template = self.time_kernel if self.time_kernel is not None else RBF(
-                lengthscale=span / 10.0, variance=1.0)
-            layout = dynamical.sequence_layout(times, groups)
-            u.update(_dynamic_init(time_template, layout, X0,
-                                   0.1 if self.init_X_var is None else self.init_X_var))
-            u["time_kernel"] = time_template.unconstrained()
-        jitter = _initial_jitter(kernel, Z0)
-        static = core.Static(jnp.asarray(np.nan_to_num(Ys)), groups_info, layout, jitter)
-        u, result, static = self._optimise(u, kernel, time_template, static)
-        self._set_fitted(u, kernel, time_template, static, result, Ys)
+            u.update(latent.initial_params(X0, 0.1 if self.init_X_var is None
+                                           else self.init_X_var))
+        problem = Problem(jnp.asarray(np.nan_to_num(Ys)), collapsed.group_columns(Ys), latent,
+                          kernel, resolve_rule(self.psi_rule, key), DenseRoute(),
+                          initial_jitter(kernel, Z0))
+        u, history, n_iter, converged, interrupted, problem = self._optimise(u, problem)
+        self._set_fitted(u, problem, Y_mean, Y_std)
+        self.history_ = -history
+        self.n_iter_, self.converged_, self.interrupted_ = n_iter, converged, interrupted
         self.times_, self.groups_ = times, groups
         self._train_Y = Y
+        self.n_features_in_ = Y.shape[1]
         return self
 
-    def _optimise(self, u, kernel, time_template, static):
-        """L-BFGS (or Adam) on the negative bound; escalate the jitter if it turns non-finite."""
-        fun = core.negative_bound if self.optimizer == "lbfgs" else core.negative_bound_keyed
-        for _ in range(4):
-            result = minimise(fun, u, method=self.optimizer, n_iter=self.max_iter,
-                              learning_rate=self.learning_rate, progress=self.progress,
-                              desc="BayesianGPLVM",
-                              args=(kernel, time_template, self.rule_, static))
-            u = result.params
-            if result.n_iter >= self.max_iter or result.converged or result.interrupted:
-                break
-            # stopped on a non-finite bound: more jitter on Kuu, then continue from there
-            static = static._replace(jitter=max(10 * static.jitter, 1e-8))
-            warnings.warn(f"BayesianGPLVM: raising the Kuu jitter to {static.jitter:.1e} and "
-                          f"continuing", RuntimeWarning, stacklevel=3)
-        return u, result, static
+    def _latent_prior(self, times, groups, n_rows):
+        if times is None:
+            return IidLatent()
+        span = float(np.ptp(times)) or 1.0
+        time_kernel = self.time_kernel if self.time_kernel is not None else RBF(
+            lengthscale=span / 10.0, variance=1.0)
+        return DynamicalLatent(dynamical.sequence_layout(times, groups), time_kernel, n_rows)
 
-    def _set_fitted(self, u, kernel, time_template, static, result, Ys):
-        value, parts, (kern, noise_var, X_mean, X_var, _) = core.bound_and_parts_jit(
-            u, kernel, time_template, self.rule_, static)
-        U_mean, Sigma_u = core.optimal_q_u_jit(parts, static.groups, noise_var)
-        Kuu_inv = inv_from_cholesky(parts.Lu)
+    def _optimise(self, u, problem):
+        """L-BFGS (or Adam) on the negative bound within ``max_iter`` iterations in all.
+
+        When the bound turns non-finite the run restarts from the last finite iterate with the
+        next jitter rung of :func:`gplvm.linalg.escalate_jitter` on Kuu (the library's one
+        jitter policy); the history and iteration count span every restart.
+        """
+        fun = negative_bound if self.optimizer == "lbfgs" else negative_bound_keyed
+        histories, n_done = [], 0
+        while True:
+            result = minimise(fun, u, method=self.optimizer, n_iter=self.max_iter - n_done,
+                              learning_rate=self.learning_rate, progress=self.progress,
+                              desc="BayesianGPLVM", args=(problem,))
+            u = result.params
+            histories.append(result.history)
+            n_done += result.n_iter
+            if n_done >= self.max_iter or result.converged or result.interrupted:
+                break
+            kernel = problem.kernel.from_unconstrained(u["kernel"])
+            scale = float(jnp.mean(kernel.diag(u["Z"])))
+            try:
+                jitter = escalate_jitter(problem.jitter, scale, name="Kuu")
+            except CholeskyError as err:
+                warnings.warn(f"BayesianGPLVM: the bound stayed non-finite ({err}); keeping "
+                              f"the last finite parameters", RuntimeWarning, stacklevel=3)
+                break
+            problem = problem._replace(jitter=jitter)
+            warnings.warn(f"BayesianGPLVM: raising the Kuu jitter to {jitter:.1e} and "
+                          f"continuing", RuntimeWarning, stacklevel=3)
+        if (self.optimizer == "lbfgs" and n_done >= self.max_iter and not result.converged
+                and not result.interrupted):
+            warnings.warn(f"BayesianGPLVM: L-BFGS stopped at max_iter={self.max_iter} before "
+                          f"the bound converged; raise max_iter", ConvergenceWarning,
+                          stacklevel=3)
+        return (u, np.concatenate(histories), n_done, bool(result.converged),
+                bool(result.interrupted), problem)
+
+    def _set_fitted(self, u, problem, Y_mean, Y_std):
+        summary = fam.fitted_from(u, problem, Y_mean, Y_std)
+        self.fitted_ = summary.fitted
         self.params_ = u
-        self.X_mean_, self.X_var_ = np.asarray(X_mean), np.asarray(X_var)
-        self.Z_ = np.asarray(u["Z"])
-        self.kernel_ = kern
-        self.noise_var_std_ = float(noise_var)
-        self.noise_var_ = self.noise_var_std_ * self.Y_std_**2
-        self.elbo_ = float(value)
-        self.history_ = -result.history
-        self.n_iter_, self.converged_ = result.n_iter, result.converged
-        self.interrupted_ = result.interrupted
-        self.jitter_ = static.jitter
-        self.time_kernel_ = (time_template.from_unconstrained(u["time_kernel"])
-                             if time_template is not None else None)
-        self._static = static
-        self._time_template = time_template
-        self._fixed = new_rows.FixedModel(Kuu_inv @ U_mean,
-                                          jnp.einsum("mk,gkl,ln->gmn", Kuu_inv, Sigma_u, Kuu_inv),
-                                          Kuu_inv, static.groups.column_group,
-                                          jnp.asarray(noise_var))
-        self.n_features_in_ = Ys.shape[1]
+        self._problem = problem
+        self.X_mean_, self.X_var_ = summary.X_mean, summary.X_var
+        self.elbo_ = summary.bound
+        self.jitter_ = problem.jitter
+
+    @classmethod
+    def _upgrade_fitted(cls, fitted: dict, format_version: int) -> dict:
+        """Attributes of a file written before issue 11 (format 1), as today's."""
+        return upgrade_format1(fitted) if format_version < 2 else fitted
+
+    # ------------------------------------------------------------------ fitted values
+    @property
+    def kernel_(self):
+        check_is_fitted(self, "fitted_")
+        return self.fitted_.kernel
+
+    @property
+    def Z_(self):
+        check_is_fitted(self, "fitted_")
+        return np.asarray(self.fitted_.Z)
+
+    @property
+    def rule_(self):
+        """The Ψ-statistic rule the bound used."""
+        check_is_fitted(self, "fitted_")
+        return self.fitted_.rule
+
+    @property
+    def Y_mean_(self):
+        check_is_fitted(self, "fitted_")
+        return self.fitted_.Y_mean
+
+    @property
+    def Y_std_(self):
+        check_is_fitted(self, "fitted_")
+        return self.fitted_.Y_std
+
+    @property
+    def noise_var_(self):
+        """Noise variance per column, original units."""
+        check_is_fitted(self, "fitted_")
+        return float(self.fitted_.map.noise_var) * self.fitted_.Y_std**2
+
+    @property
+    def time_kernel_(self):
+        check_is_fitted(self, "fitted_")
+        latent = self._problem.latent
+        return latent.fitted_time_kernel(self.params_) if isinstance(
+            latent, DynamicalLatent) else None
 
     @property
     def relevance_(self):
         """Inverse squared length-scale of each latent dimension (ARD relevance)."""
-        check_is_fitted(self, "kernel_")
         ell = getattr(self.kernel_, "lengthscale", None)
         if ell is None:
             raise AttributeError("the kernel has no length-scale, so no ARD relevance")
         return np.broadcast_to(1.0 / np.asarray(ell) ** 2, (self.n_components,)).copy()
 
     # ------------------------------------------------------------------ new rows
-    def _check_Y_new(self, Y):
-        check_is_fitted(self, "kernel_")
+    def _standardise_new(self, Y):
+        check_is_fitted(self, "fitted_")
         Y = as_2d_float(Y, "Y", allow_nan=True)
         if Y.shape[1] != self.n_features_in_:
             raise ValueError(f"Y has {Y.shape[1]} columns but the model was fitted on "
-                             f"{self.n_features_in_}")
-        return (Y - self.Y_mean_) / self.Y_std_
+                             f"{self.n_features_in_}; pass rows with the same columns")
+        return Y, (Y - self.Y_mean_) / self.Y_std_
 
-    def _infer_new(self, Y):
-        """Optimise q(X*) for new rows by the new-row bound with the model fixed."""
-        from gplvm.models._bgplvm_transform import infer_new_rows
-
-        return infer_new_rows(self, self._check_Y_new(Y))
+    def _infer_new(self, Ys):
+        """q(x*) of each standardised row, each row optimised on its own with the model fixed."""
+        train_Ys = (self._train_Y - self.Y_mean_) / self.Y_std_
+        X_start = nearest_training_latents(train_Ys, self.X_mean_, Ys)
+        return infer_latents(self.fitted_, Ys, X_start, np.median(self.X_var_, axis=0),
+                             self.transform_max_iter)
 
     def transform(self, Y, return_var: bool = False):
         """Posterior mean (and variance) of the latents of new rows, which may contain NaN."""
-        X_mean, X_var, _ = self._infer_new(Y)
+        X_mean, X_var, _ = self._infer_new(self._standardise_new(Y)[1])
         return (X_mean, X_var) if return_var else X_mean
 
-    def fit_transform(self, Y, y=None, times=None, groups=None):
+    def fit_transform(self, Y, y=None, *, times=None, groups=None):
         return self.fit(Y, times=times, groups=groups).X_mean_
 
     def score(self, Y, y=None):
-        """The lower bound on log p(Y*) for rows Y* with the model held fixed (standardised
-        units): the new-row bound of :mod:`gplvm.objectives.new_rows` at its optimum."""
-        return float(self._infer_new(Y)[2])
+        """The lower bound on log p(Y*) of rows Y* with the model held fixed, in the original
+        units of Y: the new-row bound at its optimum (:mod:`gplvm.objectives.new_rows`) minus
+        Σ log Y_std_d over the observed entries (the Jacobian of the standardisation)."""
+        Y, Ys = self._standardise_new(Y)
+        bound = float(np.sum(self._infer_new(Ys)[2]))
+        jacobian = float(np.sum(np.where(np.isnan(Y), 0.0, np.log(self.Y_std_))))
+        return bound - jacobian
 
     # ------------------------------------------------------------------ prediction
+    def _check_X(self, X):
+        check_is_fitted(self, "fitted_")
+        X = as_2d_float(X, "X")
+        if X.shape[1] != self.n_components:
+            raise ValueError(f"X has {X.shape[1]} columns but the latent space has "
+                             f"{self.n_components}")
+        return X
+
     def predict(self, X, return_var: bool = False):
         """Predictive mean (and variance, noise included) of Y at latent points X (N*, Q)."""
-        from gplvm.models._bgplvm_predict import predict_at
-
-        return predict_at(self, X, return_var)
+        return fam.predict(self.fitted_, self._check_X(X), return_var)
 
     def inverse_transform(self, X):
         """The predictive mean of Y at latent points X."""
@@ -266,72 +341,37 @@ class BayesianGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         q(X) is used — under the dynamical prior it carries information from neighbouring
         frames; for other rows q(x*) is inferred with the model fixed (:meth:`transform`).
         """
-        from gplvm.models._bgplvm_predict import expected_f
-
-        check_is_fitted(self, "kernel_")
-        Y = np.array(Y, dtype=float)
-        if self._is_training_data(Y):
+        Y, Ys = self._standardise_new(Y)
+        Y = Y.copy()
+        if Y.shape == self._train_Y.shape and np.array_equal(Y, self._train_Y, equal_nan=True):
             X_mean, X_var = self.X_mean_, self.X_var_
         else:
-            X_mean, X_var, _ = self._infer_new(Y)
-        filled = expected_f(self, X_mean, X_var) * self.Y_std_ + self.Y_mean_
+            X_mean, X_var, _ = self._infer_new(Ys)
+        filled = fam.expected_y(self.fitted_, X_mean, X_var)
         missing = np.isnan(Y)
         Y[missing] = filled[missing]
         return Y
 
-    def _is_training_data(self, Y) -> bool:
-        train = self._train_Y
-        return Y.shape == train.shape and bool(np.array_equal(Y, train, equal_nan=True))
-
     def sample(self, n_samples: int = 1, X=None, random_state=None):
         """Draw data from the fitted generative model: X ~ N(0, I) (or the given X), then
         f ~ q(f | X) jointly over the rows, then Gaussian noise.  Returns (Y, X)."""
-        from gplvm.models._bgplvm_predict import sample_from
-
-        return sample_from(self, n_samples, X, random_state)
+        check_is_fitted(self, "fitted_")
+        key = as_key(self.random_state if random_state is None else random_state)
+        kx, kf, kn = jax.random.split(jax.random.fold_in(key, 104729), 3)
+        if X is None:
+            X = np.asarray(jax.random.normal(kx, (int(n_samples), self.n_components)))
+        X = self._check_X(X)
+        return fam.sample(self.fitted_, X, kf, kn), X
 
     def predict_times(self, t_new, sequence: int = 0, return_var: bool = False):
         """Latent trajectory and Y at new times of one training sequence (dynamical prior;
         seed 003 eq. 35).  Returns (X_mean, X_var, Y_mean[, Y_var])."""
-        from gplvm.models._bgplvm_predict import predict_at_times
-
-        return predict_at_times(self, t_new, sequence, return_var)
-
-
-def _resolve_rule(psi_rule, kernel, key):
-    """The psi-statistic rule object; a Monte Carlo rule without a key gets the model's."""
-    from gplvm._pytree import replace
-    from gplvm.expectations import resolve_rule
-    from gplvm.expectations.rules import MonteCarlo
-
-    rule = resolve_rule(psi_rule)
-    if isinstance(rule, MonteCarlo) and rule.key is None:
-        rule = replace(rule, key=jax.random.fold_in(key, 1))
-    del kernel
-    return rule
-
-
-def _initial_jitter(kernel, Z0) -> float:
-    """The jitter policy applied to the initial Kuu (0.0 unless it is needed)."""
-    try:
-        return float(safe_cholesky(np.asarray(kernel(jnp.asarray(Z0))), name="Kuu").jitter)
-    except CholeskyError as err:
-        raise ValueError(f"the initial inducing covariance cannot be factorised ({err}); "
-                         f"check the kernel's hyper-parameters") from err
-
-
-def _dynamic_init(time_template, layout, X0, init_var):
-    """Start q(X) near the PCA means and Λ so that the variances are about ``init_var``.
-
-    μ̄ = (K_t + I)⁻¹ X0 per sequence, a ridge solve: the mean K_t μ̄ is X0 smoothed along time.
-    The plain solve K_t⁻¹ X0 is ill-conditioned for a smooth K_t and gives huge μ̄ and gradients.
-    """
-    N, Q = X0.shape
-    mu_bar = np.zeros((N, Q))
-    for s in range(layout.index.shape[0]):
-        rows = np.asarray(layout.index[s])[np.asarray(layout.mask[s]) > 0]
-        K = np.asarray(time_template(jnp.asarray(np.asarray(layout.times[s])[: len(rows), None])))
-        mu_bar[rows] = np.linalg.solve(K + np.eye(len(rows)), X0[rows])
-    # with S = (K⁻¹ + Λ)⁻¹ ≈ Λ⁻¹ when Λ ≫ K⁻¹, Λ = 1/init_var gives variances near init_var
-    return {"mu_bar": jnp.asarray(mu_bar),
-            "lam": inverse_softplus(jnp.full((N, Q), 1.0 / init_var))}
+        check_is_fitted(self, "fitted_")
+        if not isinstance(self._problem.latent, DynamicalLatent):
+            raise ValueError("predict_times needs a model fitted with times= (dynamical prior)")
+        X_mean, X_var = self._problem.latent.predict(self.params_, t_new, sequence)
+        out = (np.asarray(X_mean), np.asarray(X_var),
+               fam.expected_y(self.fitted_, X_mean, X_var))
+        if return_var:
+            out = out + (self.predict(np.asarray(X_mean), return_var=True)[1],)
+        return out

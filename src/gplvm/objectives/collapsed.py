@@ -59,11 +59,12 @@ def kl_standard_normal(X_mean, X_var):
 
 
 class BoundParts(NamedTuple):
-    """Per-group quantities shared by the bound and the optimal q(U)."""
+    """Per-group quantities shared by the bound and the optimal q(U), and each column's term."""
 
-    Lu: jnp.ndarray        # (M, M)
-    LA: jnp.ndarray        # (G, M, M)
-    P: jnp.ndarray         # (M, D) L_u⁻¹ Ψ1ᵀ Y0
+    Lu: jnp.ndarray          # (M, M)
+    LA: jnp.ndarray          # (G, M, M)
+    P: jnp.ndarray           # (M, D) L_u⁻¹ Ψ1ᵀ Y0
+    per_column: jnp.ndarray  # (D,) F_d of the module docstring, −β/2 ‖y_d‖² included
 
 
 def _group_factors(Lu, psi2_g, beta):
@@ -84,8 +85,14 @@ def _group_factors(Lu, psi2_g, beta):
     return LA, LA_inv, jnp.trace(B)
 
 
-def data_term(psi0, psi1, psi2, Kuu, Y0, groups: MissingGroups, noise_var, jitter=0.0):
-    """Σ_d F_d of the module docstring, and the factors reused for q(U).
+def data_term(psi0, psi1, psi2, Kuu, Y0, groups: MissingGroups, noise_var, jitter=0.0,
+              column_weights=None):
+    """Σ_d w_d F_d of the module docstring, and the factors reused for q(U).
+
+    With ``column_weights`` None every w_d is 1 (the Bayesian GPLVM); the DP-GP-LVM weights
+    column d by its assignment probability to the atom whose kernel built the Ψ-statistics
+    (seed 001 §A: the data term is Σ_t Σ_d φ_dt F_d(θ_t)).  Each F_d is returned in
+    ``parts.per_column`` either way.
 
     Only unbatched LAPACK calls are made (one matrix per call; see :func:`_group_factors`):
     the groups are factorised one at a time and each column's :math:`L_{A,g}^{-1} P_d` is a
@@ -100,6 +107,10 @@ def data_term(psi0, psi1, psi2, Kuu, Y0, groups: MissingGroups, noise_var, jitte
         groups: from :func:`group_columns`.
         noise_var: σ² (scalar).
         jitter: added to Kuu's diagonal (chosen outside jit by the jitter policy).
+        column_weights: (D,) non-negative weights w_d, or None for all ones.
+
+    Returns:
+        The weighted sum, and :class:`BoundParts`.
     """
     beta = 1.0 / noise_var
     M = Kuu.shape[0]
@@ -113,8 +124,13 @@ def data_term(psi0, psi1, psi2, Kuu, Y0, groups: MissingGroups, noise_var, jitte
     per_column = (-0.5 * n_col * math.log(2 * math.pi) + 0.5 * n_col * jnp.log(beta)
                   - logdet_LA[g] - 0.5 * beta * psi0[g] + 0.5 * beta * tr[g]
                   + 0.5 * beta**2 * jnp.sum(c**2, axis=1))
-    value = jnp.sum(per_column) - 0.5 * beta * jnp.sum(Y0**2)
-    return value, BoundParts(Lu, LA, P)
+    yy = 0.5 * beta * jnp.sum(Y0**2, axis=0)                          # (D,)
+    if column_weights is None:
+        # summed as one array and one scalar, the order the bound has always been added in
+        value = jnp.sum(per_column) - 0.5 * beta * jnp.sum(Y0**2)
+    else:
+        value = jnp.sum(column_weights * (per_column - yy))
+    return value, BoundParts(Lu, LA, P, per_column - yy)
 
 
 def optimal_q_u(parts: BoundParts, groups: MissingGroups, noise_var):

@@ -30,9 +30,13 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
+from gplvm.registry import register
 
-class FixedModel(NamedTuple):
-    """What the new-row bound needs from a fitted model (standardised units)."""
+
+@register("gplvm.state.FittedMap")
+class FittedMap(NamedTuple):
+    """The map of a fitted collapsed model at its optimal q(U) (standardised units): what the
+    new-row bound and the predictions need."""
 
     V: jnp.ndarray        # (M, D) K_uu⁻¹ Ū
     H: jnp.ndarray        # (G, M, M) K_uu⁻¹ Σ_u,g K_uu⁻¹
@@ -41,7 +45,13 @@ class FixedModel(NamedTuple):
     noise_var: jnp.ndarray
 
 
-def row_matrices(model: FixedModel, observed):
+def fitted_map(U_mean, Sigma_u, Kuu_inv, column_group, noise_var) -> FittedMap:
+    """V = K_uu⁻¹ Ū and H_g = K_uu⁻¹ Σ_u,g K_uu⁻¹ from the optimal q(U) (seed 003 eq. 11)."""
+    H = jnp.einsum("mk,gkl,ln->gmn", Kuu_inv, Sigma_u, Kuu_inv)
+    return FittedMap(Kuu_inv @ U_mean, H, Kuu_inv, column_group, jnp.asarray(noise_var))
+
+
+def row_matrices(model: FittedMap, observed):
     """R_n = V diag(o_n) Vᵀ + Σ_d o_nd H_g(d) − |O_n| K_uu⁻¹ for each row (N*, M, M)."""
     counts = observed @ jnp.eye(model.H.shape[0])[model.column_group]   # (N*, G)
     R = jnp.einsum("md,nd,kd->nmk", model.V, observed, model.V)
@@ -49,7 +59,7 @@ def row_matrices(model: FixedModel, observed):
     return R - jnp.sum(observed, axis=1)[:, None, None] * model.Kuu_inv
 
 
-def expected_log_likelihood(model: FixedModel, Y0, observed, R, psi0, psi1, psi2):
+def expected_log_likelihood(model: FittedMap, Y0, observed, R, psi0, psi1, psi2):
     """Σ_n of the data part of the module's bound.
 
     Args:

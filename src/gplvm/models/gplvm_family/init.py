@@ -1,10 +1,16 @@
-"""Initial values of the Bayesian GPLVM (defaults of issue 4, following GPy's conventions)."""
+"""Initial values of the GPLVM family (defaults of issue 4, following GPy's conventions)."""
 
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from sklearn.cluster import KMeans
+
+from gplvm._pytree import replace
+from gplvm.expectations import resolve_rule as _resolve
+from gplvm.expectations.rules import MonteCarlo
+from gplvm.linalg import CholeskyError, safe_cholesky
 
 
 def initial_latents(Ys: np.ndarray, Q: int):
@@ -53,3 +59,20 @@ def initial_variances(shape, init_X_var, key) -> np.ndarray:
         return np.full(shape, float(init_X_var))
     draw = jax.random.uniform(jax.random.fold_in(key, 2), shape, maxval=GPY_MAX_VAR)
     return np.maximum(np.asarray(draw, dtype=float), VAR_FLOOR)
+
+
+def resolve_rule(psi_rule, key):
+    """The Ψ-statistic rule object; a Monte Carlo rule without a key gets the model's."""
+    rule = _resolve(psi_rule)
+    if isinstance(rule, MonteCarlo) and rule.key is None:
+        rule = replace(rule, key=jax.random.fold_in(key, 1))
+    return rule
+
+
+def initial_jitter(kernel, Z0) -> float:
+    """The jitter policy applied to the initial Kuu (0.0 unless it is needed)."""
+    try:
+        return float(safe_cholesky(np.asarray(kernel(jnp.asarray(Z0))), name="Kuu").jitter)
+    except CholeskyError as err:
+        raise ValueError(f"the initial inducing covariance cannot be factorised ({err}); "
+                         f"check the kernel's hyper-parameters") from err

@@ -1,0 +1,22 @@
+"""The GPLVM family's functional core (DESIGN.md, "The GPLVM family, as it grows").
+
+Estimators choose their pieces here instead of copying them:
+
+* :mod:`.latent` — q(X) under the iid prior or the dynamical (GP over time) prior;
+* :mod:`.bound` — the collapsed bound of an unconstrained parameter pytree, given a
+  :class:`~.bound.Problem` (data, column groups and column weights, latent prior, kernel
+  structure, Ψ-statistic rule, linear-algebra route, jitter);
+* :mod:`.route` — the linear-algebra route (dense; Kronecker next);
+* :mod:`.fitted` — the fitted-model value and prediction, expectation and sampling from it;
+* :mod:`.new_rows` — latents of new rows, each row on its own, with the model fixed;
+* :mod:`.init` — initial values (PCA latents, k-means inducing inputs, q(X) variances, jitter).
+"""
+
+from gplvm.models.gplvm_family.bound import Problem, bound_and_parts, negative_bound
+from gplvm.models.gplvm_family.fitted import FittedGPLVM, fitted_from
+from gplvm.models.gplvm_family.latent import DynamicalLatent, IidLatent
+from gplvm.models.gplvm_family.new_rows import infer_latents
+from gplvm.models.gplvm_family.route import DenseRoute
+
+__all__ = ["DenseRoute", "DynamicalLatent", "FittedGPLVM", "IidLatent", "Problem",
+           "bound_and_parts", "fitted_from", "infer_latents", "negative_bound"]

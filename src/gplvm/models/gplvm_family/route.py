@@ -1,0 +1,28 @@
+"""The linear-algebra route of the collapsed bound, behind one interface (STYLE.md 5).
+
+A route turns Ψ-statistics, K_uu and the data into the bound's data term and the optimal q(U).
+:class:`DenseRoute` factorises M × M matrices (:mod:`gplvm.objectives.collapsed`, seed 001 §B);
+the structured GPLVM's Kronecker route (seed 003 eqs. 18–28) implements the same two methods.
+"""
+
+from __future__ import annotations
+
+from gplvm._pytree import pytree_dataclass
+from gplvm.objectives import collapsed
+from gplvm.registry import register
+
+
+@register("gplvm.state.DenseRoute")
+@pytree_dataclass
+class DenseRoute:
+    """Dense Cholesky factors of K_uu and of A_g = β L_u⁻¹ Ψ2_g L_u⁻ᵀ + I per column group."""
+
+    def data_term(self, psi0, psi1, psi2, Kuu, Y0, groups, noise_var, jitter,
+                  column_weights=None):
+        """Σ_d w_d F_d and the factors for q(U) (:func:`collapsed.data_term`)."""
+        return collapsed.data_term(psi0, psi1, psi2, Kuu, Y0, groups, noise_var, jitter,
+                                   column_weights)
+
+    def optimal_q_u(self, parts, groups, noise_var):
+        """(Ū, Σ_u per group) at the optimum given q(X) (:func:`collapsed.optimal_q_u`)."""
+        return collapsed.optimal_q_u(parts, groups, noise_var)
