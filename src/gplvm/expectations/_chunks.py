@@ -9,7 +9,8 @@ instead of keeping all of them: peak memory is one chunk's intermediates, forwar
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -18,7 +19,7 @@ import jax.numpy as jnp
 CHUNK_BUDGET = 2**22
 
 
-def choose_chunk(n_points: int, elements_per_point: int, requested: Optional[int] = None) -> int:
+def choose_chunk(n_points: int, elements_per_point: int, requested: int | None = None) -> int:
     """Points per chunk: ``requested`` if given, else as many as fit :data:`CHUNK_BUDGET`."""
     if requested is not None:
         if int(requested) < 1:
@@ -27,8 +28,8 @@ def choose_chunk(n_points: int, elements_per_point: int, requested: Optional[int
     return int(max(1, min(n_points, CHUNK_BUDGET // max(1, int(elements_per_point)))))
 
 
-def map_reduce_points(body: Callable, per_point: Sequence[jnp.ndarray],
-                      fills: Sequence[float], chunk: int):
+def map_reduce_points(body: Callable, per_point: Sequence[jax.Array],
+                      fills: Sequence[float | int], chunk: int) -> tuple[Any, Any]:
     """Apply ``body`` to chunks of points; sum its first output, stack its second.
 
     Args:

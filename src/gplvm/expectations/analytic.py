@@ -19,7 +19,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from gplvm.expectations._chunks import choose_chunk, map_reduce_points
-from gplvm.kernels import RBF, Constant, Linear, Sum, White
+from gplvm.kernels import RBF, AbstractKernel, Constant, Linear, Sum, White
+from gplvm.typing import Array, Float
+
+#: psi2 for G weightings of the points: one M × M matrix per row of W.
+Psi2 = Float[Array, "G M M"]
 
 
 def _floor_exponent(log_value):
@@ -101,7 +105,9 @@ _PSI1 = {RBF: _rbf_psi1, Linear: _linear_psi1, Constant: _constant_psi1, White: 
 # --------------------------------------------------------------------------- psi2 and cross terms
 
 
-def rbf_rbf_psi2(k1, k2, Z, mu, S, W, chunk_size=None):
+def rbf_rbf_psi2(k1: RBF, k2: RBF, Z: Float[Array, "M Q"], mu: Float[Array, "N Q"],
+                 S: Float[Array, "N Q"], W: Float[Array, "G N"], chunk_size: int | None = None
+                 ) -> Psi2:
     r"""Σ_n w_gn E[k1(x_n, z_j) k2(x_n, z_j')] for two RBF kernels (G × M × M).
 
     With :math:`g = \gamma_1 + \gamma_2`, completing the square in x gives per dimension
@@ -145,7 +151,8 @@ def rbf_rbf_psi2(k1, k2, Z, mu, S, W, chunk_size=None):
     return psi2
 
 
-def rbf_psi2(k, Z, mu, S, W, chunk_size=None):
+def rbf_psi2(k: RBF, Z: Float[Array, "M Q"], mu: Float[Array, "N Q"], S: Float[Array, "N Q"],
+             W: Float[Array, "G N"], chunk_size: int | None = None) -> Psi2:
     r"""Σ_n w_gn E[k(x_n, z_j) k(x_n, z_j')] for one RBF kernel (G × M × M), as matrix products.
 
     Seed 001 eqs. 40–41 (sum over n outside the exponential).  Per dimension,
@@ -193,7 +200,9 @@ def rbf_psi2(k, Z, mu, S, W, chunk_size=None):
     return tri[:, pair]
 
 
-def rbf_linear_psi2(k_rbf, k_lin, Z, mu, S, W, psi1_rbf, chunk_size=None):
+def rbf_linear_psi2(k_rbf: RBF, k_lin: Linear, Z: Float[Array, "M Q"], mu: Float[Array, "N Q"],
+                    S: Float[Array, "N Q"], W: Float[Array, "G N"],
+                    psi1_rbf: Float[Array, "N M"], chunk_size: int | None = None) -> Psi2:
     r"""Σ_n w_gn E[k_rbf(x_n, z_j) k_lin(x_n, z_j')] (G × M × M).
 
     Under the tilted density :math:`\mathcal N(x|\mu, S) e^{-\frac\gamma2 (x - z_j)^2}` the mean
@@ -217,7 +226,8 @@ def rbf_linear_psi2(k_rbf, k_lin, Z, mu, S, W, psi1_rbf, chunk_size=None):
     return out
 
 
-def linear_linear_psi2(k1, k2, Z, mu, S, W):
+def linear_linear_psi2(k1: Linear, k2: Linear, Z: Float[Array, "M Q"], mu: Float[Array, "N Q"],
+                       S: Float[Array, "N Q"], W: Float[Array, "G N"]) -> Psi2:
     r"""Σ_n w_gn E[k1(x_n, z_j) k2(x_n, z_j')] for two Linear kernels:
 
     (Z α_1) [Σ_n w_gn (μ_n μ_nᵀ + diag S_n)] (Z α_2)ᵀ, with a Q × Q middle factor.
@@ -268,14 +278,14 @@ def _pair_supported(ta, tb) -> bool:
 # --------------------------------------------------------------------------- sums and dispatch
 
 
-def additive_terms(kernel) -> list:
+def additive_terms(kernel: AbstractKernel) -> list[AbstractKernel]:
     """The summands of a (nested) :class:`~gplvm.kernels.Sum`, left to right."""
     if type(kernel) is Sum:
         return additive_terms(kernel.k1) + additive_terms(kernel.k2)
     return [kernel]
 
 
-def has_analytic(kernel) -> bool:
+def has_analytic(kernel: AbstractKernel) -> bool:
     """Whether :func:`analytic_psi` has a closed form for every term and cross term."""
     types = [type(t) for t in additive_terms(kernel)]
     if not all(t in _PSI1 for t in types):
@@ -283,7 +293,9 @@ def has_analytic(kernel) -> bool:
     return all(_pair_supported(a, b) for i, a in enumerate(types) for b in types[i + 1:])
 
 
-def analytic_psi(kernel, Z, mu, S, W, chunk_size=None):
+def analytic_psi(kernel: AbstractKernel, Z: Float[Array, "M Q"], mu: Float[Array, "N Q"],
+                 S: Float[Array, "N Q"], W: Float[Array, "G N"], chunk_size: int | None = None
+                 ) -> tuple[Float[Array, " G"], Float[Array, "N M"], Psi2]:
     """Closed-form (psi0 (G,), psi1 (N, M), psi2 (G, M, M)) for a kernel with :func:`has_analytic`.
 
     ``W`` (G × N) weights the points; psi1 is unweighted.

@@ -20,7 +20,14 @@ import jax.numpy as jnp
 
 from gplvm.expectations.analytic import analytic_psi, has_analytic
 from gplvm.expectations.quadrature import quadrature_psi
-from gplvm.expectations.rules import Analytic, RuleLike, Unscented, resolve_rule
+from gplvm.expectations.rules import AbstractRule, Analytic, RuleLike, Unscented, resolve_rule
+from gplvm.kernels import AbstractKernel
+from gplvm.typing import Array, ArrayLike, Float, Real
+
+#: (psi0, psi1, psi2) for one weighting of the points (weights None or (N,)) ...
+PsiStatistics = tuple[Float[Array, ""], Float[Array, "N M"], Float[Array, "M M"]]
+#: ... and for G weightings at once (weights (G, N)).
+PsiStatisticsBatch = tuple[Float[Array, " G"], Float[Array, "N M"], Float[Array, "G M M"]]
 
 
 def _check_shapes(Z, X_mean, X_var, weights):
@@ -39,8 +46,15 @@ def _check_shapes(Z, X_mean, X_var, weights):
                          f"{weights.shape}")
 
 
-def psi_statistics(kernel, Z, X_mean, X_var, rule: RuleLike = None, weights=None):
+def psi_statistics(kernel: AbstractKernel, Z: Real[ArrayLike, "M _Q"],
+                   X_mean: Real[ArrayLike, "N _Q"], X_var: Real[ArrayLike, "_N _Q"],
+                   rule: RuleLike = None,
+                   weights: Real[ArrayLike, " _N"] | Real[ArrayLike, "_G _N"] | None = None
+                   ) -> PsiStatistics | PsiStatisticsBatch:
     r"""Expectations of kernel values under a diagonal Gaussian q(X).
+
+    A boundary function (:mod:`gplvm.typing`): the shapes of ``Z``, ``X_var`` and ``weights``
+    are checked here, with a ``ValueError`` that names the fix.
 
     Args:
         kernel: any :mod:`gplvm.kernels` kernel (a pytree: differentiable, jit-able).
@@ -78,7 +92,10 @@ def psi_statistics(kernel, Z, X_mean, X_var, rule: RuleLike = None, weights=None
 
 
 @jax.jit
-def _psi_statistics(kernel, Z, X_mean, X_var, rule, w):
+def _psi_statistics(kernel: AbstractKernel, Z: Float[Array, "M Q"], X_mean: Float[Array, "N Q"],
+                    X_var: Float[Array, "N Q"], rule: AbstractRule | None,
+                    w: Float[Array, " N"] | Float[Array, "G N"] | None
+                    ) -> PsiStatistics | PsiStatisticsBatch:
     """The traced part of :func:`psi_statistics`; jitted so eager callers do not pay for
     op-by-op dispatch of the chunk loops (inside an outer ``jit`` it is simply inlined)."""
     W = jnp.ones((1, X_mean.shape[0])) if w is None else jnp.atleast_2d(w)

@@ -26,19 +26,24 @@ import jax.numpy as jnp
 import numpy as np
 
 from gplvm.expectations._chunks import choose_chunk, map_reduce_points
-from gplvm.expectations.rules import GaussHermite, MonteCarlo, Unscented
+from gplvm.expectations.rules import AbstractRule, GaussHermite, MonteCarlo, Unscented
+from gplvm.kernels import AbstractKernel
+from gplvm.typing import Array, Float
+
+#: Standard nodes ε_s (S × Q) and weights ω_s (S,) summing to one.
+Nodes = tuple[Float[Array, "S Q"], Float[Array, " S"]]
 
 #: The largest Gauss–Hermite grid (nodes per point) accepted before asking for another rule.
 MAX_GRID_NODES = 2**20
 
 
-def unscented_nodes(Q: int):
+def unscented_nodes(Q: int) -> Nodes:
     """Seed 004 §B.1: sigma points ±√Q e_q (2Q × Q) and equal weights 1/(2Q)."""
     E = math.sqrt(Q) * np.eye(Q)
     return jnp.asarray(np.concatenate([E, -E])), jnp.full(2 * Q, 1.0 / (2 * Q))
 
 
-def gauss_hermite_nodes(n_points: int, Q: int):
+def gauss_hermite_nodes(n_points: int, Q: int) -> Nodes:
     """Tensor-grid nodes (H^Q × Q) for N(0, I) and weights summing to one (seed 004 §B.2)."""
     if n_points < 1:
         raise ValueError(f"GaussHermite needs n_points >= 1; got {n_points}")
@@ -63,7 +68,9 @@ def _monte_carlo_eps(key, index, n_samples: int, Q: int):
     return jax.vmap(draw)(index)
 
 
-def quadrature_psi(kernel, Z, mu, S, W, rule):
+def quadrature_psi(kernel: AbstractKernel, Z: Float[Array, "M Q"], mu: Float[Array, "N Q"],
+                   S: Float[Array, "N Q"], W: Float[Array, "G N"], rule: AbstractRule
+                   ) -> tuple[Float[Array, " G"], Float[Array, "N M"], Float[Array, "G M M"]]:
     """(psi0 (G,), psi1 (N, M), psi2 (G, M, M)) by the quadrature ``rule`` (see module doc)."""
     N, Q = mu.shape
     M, G = Z.shape[0], W.shape[0]

@@ -19,6 +19,7 @@ from gplvm.features.base import AbstractFeatureMap, sin_cos_features
 from gplvm.features.fourier import _check_even
 from gplvm.transforms import inverse_softplus, softplus
 from gplvm.registry import register
+from gplvm.typing import Array, Float, Parameter, PRNGKeyArray, PyTree
 
 
 @register("gplvm.features.ALaCarteFeatures")
@@ -26,11 +27,11 @@ from gplvm.registry import register
 class ALaCarteFeatures(AbstractFeatureMap):
     """[sin, cos] features on trainable frequencies W (M/2 × Q) with a variance σ²."""
 
-    W: jnp.ndarray
-    variance: jnp.ndarray = 1.0
+    W: Parameter                  # (M/2, Q) frequencies, trainable
+    variance: Parameter = 1.0
 
     @classmethod
-    def create(cls, n_features: int, input_dim: int, key, n_mixture: int = 4,
+    def create(cls, n_features: int, input_dim: int, key: PRNGKeyArray, n_mixture: int = 4,
                lengthscale: float = 1.0, variance: float = 1.0) -> "ALaCarteFeatures":
         """Initialise W from a random spectral mixture.
 
@@ -55,13 +56,12 @@ class ALaCarteFeatures(AbstractFeatureMap):
     def input_dim(self) -> int:
         return self.W.shape[1]
 
-    def __call__(self, X) -> jnp.ndarray:
-        X = self._check_input(X)
+    def _features(self, X):
         scale = jnp.sqrt(jnp.asarray(self.variance, dtype=float) / self.W.shape[0])
         return sin_cos_features(X @ self.W.T, scale)
 
-    def unconstrained(self):
+    def unconstrained(self) -> dict[str, Float[Array, "..."]]:
         return {"W": self.W, "variance": inverse_softplus(self.variance)}
 
-    def from_unconstrained(self, u) -> "ALaCarteFeatures":
+    def from_unconstrained(self, u: PyTree) -> "ALaCarteFeatures":
         return replace(self, W=u["W"], variance=softplus(u["variance"]))

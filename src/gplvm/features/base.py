@@ -13,6 +13,12 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+from gplvm.typing import Array, ArrayLike, Float, PyTree, Real, ScalarLike
+
+#: Inputs of a feature map: N points with the map's ``input_dim`` columns (its own check, a
+#: ValueError naming the widths, keeps that size), or N scalars for one input dimension.
+Inputs = Real[ArrayLike, "*batch N _Q"] | Real[ArrayLike, " N"]
+
 
 class AbstractFeatureMap:
     """Maps inputs X (N × input_dim) to features Φ (N × n_features)."""
@@ -30,18 +36,30 @@ class AbstractFeatureMap:
         """Feature counts of the components (one entry for a single map)."""
         return (self.n_features,)
 
-    def __call__(self, X) -> jnp.ndarray:  # pragma: no cover - abstract
+    def __call__(self, X: Inputs) -> Float[Array, "*batch N M"]:
+        """Φ = φ(X): one row of ``n_features`` (M) features per input point.
+
+        Args:
+            X: ``(N, input_dim)`` inputs (any leading batch axes allowed), or ``(N,)`` when
+                ``input_dim`` is 1.
+
+        Raises:
+            ValueError: when X does not have ``input_dim`` columns.
+        """
+        return self._features(self._check_input(X))
+
+    def _features(self, X):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def unconstrained(self):
+    def unconstrained(self) -> PyTree:
         """Trainable hyper-parameters mapped to the real line."""
         raise NotImplementedError  # pragma: no cover - abstract
 
-    def from_unconstrained(self, u) -> "AbstractFeatureMap":
+    def from_unconstrained(self, u: PyTree) -> "AbstractFeatureMap":
         """A copy with the trainable hyper-parameters set from ``unconstrained()``'s form."""
         raise NotImplementedError  # pragma: no cover - abstract
 
-    def _check_input(self, X) -> jnp.ndarray:
+    def _check_input(self, X: Inputs) -> Float[Array, "*batch N Q"]:
         X = jnp.asarray(X, dtype=float)
         if X.ndim == 1:
             X = X[:, None]
@@ -51,7 +69,8 @@ class AbstractFeatureMap:
         return X
 
 
-def sin_cos_features(XW, scale) -> jnp.ndarray:
+def sin_cos_features(XW: Float[Array, "*batch M2"], scale: ScalarLike
+                     ) -> Float[Array, "*batch 2*M2"]:
     """[sin(X Wᵀ), cos(X Wᵀ)] · scale, the [sin, cos] pairs of seed 000 eq. 18.
 
     With M/2 frequencies and ``scale = sqrt(σ² / (M/2))``,

@@ -8,13 +8,14 @@ feature (an intercept with its own prior variance).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax.numpy as jnp
 
 from gplvm._pytree import pytree_dataclass, replace, static_field
 from gplvm.features.base import AbstractFeatureMap
 from gplvm.registry import register
+from gplvm.typing import PyTree
 
 
 @register("gplvm.features.Concat")
@@ -47,13 +48,13 @@ class Concat(AbstractFeatureMap):
     def blocks(self) -> tuple[int, ...]:
         return tuple(b for m in self.maps for b in m.blocks)
 
-    def __call__(self, X) -> jnp.ndarray:
+    def _features(self, X):
         return jnp.concatenate([m(X) for m in self.maps], axis=-1)
 
-    def unconstrained(self):
+    def unconstrained(self) -> tuple:
         return tuple(m.unconstrained() for m in self.maps)
 
-    def from_unconstrained(self, u) -> "Concat":
+    def from_unconstrained(self, u: PyTree) -> "Concat":
         return replace(self, maps=tuple(m.from_unconstrained(ui) for m, ui in zip(self.maps, u)))
 
 
@@ -89,14 +90,13 @@ class ColumnSubset(AbstractFeatureMap):
     def blocks(self) -> tuple[int, ...]:
         return self.inner.blocks
 
-    def __call__(self, X) -> jnp.ndarray:
-        X = self._check_input(X)
-        return self.inner(X[:, jnp.asarray(self.columns)])
+    def _features(self, X):
+        return self.inner(X[..., jnp.asarray(self.columns)])
 
-    def unconstrained(self):
+    def unconstrained(self) -> PyTree:
         return self.inner.unconstrained()
 
-    def from_unconstrained(self, u) -> "ColumnSubset":
+    def from_unconstrained(self, u: PyTree) -> "ColumnSubset":
         return replace(self, inner=self.inner.from_unconstrained(u))
 
 
@@ -115,12 +115,11 @@ class Bias(AbstractFeatureMap):
     def input_dim(self) -> int:
         return self.in_dim
 
-    def __call__(self, X) -> jnp.ndarray:
-        X = self._check_input(X)
-        return jnp.ones((X.shape[0], 1), dtype=X.dtype)
+    def _features(self, X):
+        return jnp.ones(X.shape[:-1] + (1,), dtype=X.dtype)
 
-    def unconstrained(self):
+    def unconstrained(self) -> tuple:
         return ()
 
-    def from_unconstrained(self, u) -> "Bias":
+    def from_unconstrained(self, u: PyTree) -> "Bias":
         return self

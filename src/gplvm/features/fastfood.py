@@ -26,14 +26,16 @@ import jax
 import jax.numpy as jnp
 
 from gplvm._pytree import pytree_dataclass, replace, static_field
-from gplvm.features.base import AbstractFeatureMap, sin_cos_features
+from gplvm.features.base import AbstractFeatureMap, Inputs, sin_cos_features
 from gplvm.features.fourier import _check_even
+from gplvm.kernels.base import AbstractKernel
 from gplvm.kernels.stationary import RBF, AbstractStationary
 from gplvm.transforms import inverse_softplus, softplus
 from gplvm.registry import register
+from gplvm.typing import Array, Float, Parameter, PRNGKeyArray, PyTree
 
 
-def fwht(x: jnp.ndarray) -> jnp.ndarray:
+def fwht(x: Float[Array, "*batch d"]) -> Float[Array, "*batch d"]:
     """Unnormalised fast Walsh–Hadamard transform along the last axis (length a power of 2)."""
     d = x.shape[-1]
     lead = x.shape[:-1]
@@ -65,16 +67,16 @@ class FastfoodFeatures(AbstractFeatureMap):
     """[sin, cos] features with Fastfood frequencies.  Build with :meth:`create`."""
 
     kernel: AbstractStationary
-    B: jnp.ndarray     # (n_blocks, d) random signs
-    perm: jnp.ndarray  # (n_blocks, d) permutations (integer)
-    G: jnp.ndarray     # (n_blocks, d) Gaussian diagonal
-    S: jnp.ndarray     # (n_blocks, d) row lengths s_i / ||g||
+    B: Parameter     # (n_blocks, d) random signs
+    perm: Parameter  # (n_blocks, d) permutations (integer)
+    G: Parameter     # (n_blocks, d) Gaussian diagonal
+    S: Parameter     # (n_blocks, d) row lengths s_i / ||g||
     n_freq: int = static_field(default=0)  # M/2 (the last block may be cut)
     in_dim: int = static_field(default=0)
 
     @classmethod
-    def create(cls, kernel: AbstractStationary = None, n_features: int = 100,
-               input_dim: int = 1, key=None) -> "FastfoodFeatures":
+    def create(cls, kernel: AbstractKernel | None = None, n_features: int = 100,
+               input_dim: int = 1, key: PRNGKeyArray | None = None) -> "FastfoodFeatures":
         kernel = RBF() if kernel is None else kernel
         if not isinstance(kernel, AbstractStationary):
             raise ValueError("Fastfood needs a stationary kernel")
@@ -94,11 +96,11 @@ class FastfoodFeatures(AbstractFeatureMap):
     def input_dim(self) -> int:
         return int(self.in_dim)
 
-    def projections(self, X) -> jnp.ndarray:
+    def projections(self, X: Inputs) -> Float[Array, "N M2"]:
         """X Wᵀ (N × M/2) computed block by block with two Walsh–Hadamard transforms."""
         return _projections(self, self._check_input(X))
 
-    def _projections(self, X) -> jnp.ndarray:
+    def _projections(self, X: Float[Array, "N Q"]) -> Float[Array, "N M2"]:
         X = X / jnp.asarray(self.kernel.lengthscale, dtype=float)
         d = self.B.shape[1]
         Xp = jnp.pad(X, ((0, 0), (0, d - X.shape[1])))
@@ -112,15 +114,15 @@ class FastfoodFeatures(AbstractFeatureMap):
         out = jax.vmap(block, out_axes=1)(self.B, self.perm, self.G, self.S)
         return out.reshape(X.shape[0], -1)[:, : self.n_freq]
 
-    def __call__(self, X) -> jnp.ndarray:
+    def _features(self, X):
         scale = jnp.sqrt(jnp.asarray(self.kernel.variance, dtype=float) / self.n_freq)
-        return sin_cos_features(self.projections(X), scale)
+        return sin_cos_features(_projections(self, X), scale)
 
-    def unconstrained(self):
+    def unconstrained(self) -> dict[str, Float[Array, "..."]]:
         return {"lengthscale": inverse_softplus(self.kernel.lengthscale),
                 "variance": inverse_softplus(self.kernel.variance)}
 
-    def from_unconstrained(self, u) -> "FastfoodFeatures":
+    def from_unconstrained(self, u: PyTree) -> "FastfoodFeatures":
         kernel = replace(self.kernel, lengthscale=softplus(u["lengthscale"]),
                          variance=softplus(u["variance"]))
         return replace(self, kernel=kernel)

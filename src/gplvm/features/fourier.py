@@ -15,9 +15,11 @@ import jax.numpy as jnp
 
 from gplvm._pytree import pytree_dataclass, replace
 from gplvm.features.base import AbstractFeatureMap, sin_cos_features
+from gplvm.kernels.base import AbstractKernel
 from gplvm.kernels.stationary import AbstractStationary
 from gplvm.transforms import inverse_softplus, softplus
 from gplvm.registry import register
+from gplvm.typing import Array, Float, Parameter, PRNGKeyArray, PyTree
 
 
 def _check_even(n_features: int) -> None:
@@ -35,11 +37,11 @@ class RandomFourierFeatures(AbstractFeatureMap):
     """
 
     kernel: AbstractStationary
-    eps: jnp.ndarray  # (M/2, Q) standard frequencies, held fixed
+    eps: Parameter  # (M/2, Q) standard frequencies, held fixed
 
     @classmethod
-    def create(cls, kernel: AbstractStationary, n_features: int, input_dim: int, key
-               ) -> "RandomFourierFeatures":
+    def create(cls, kernel: AbstractKernel, n_features: int, input_dim: int,
+               key: PRNGKeyArray) -> "RandomFourierFeatures":
         """Draw ``n_features / 2`` frequencies for ``kernel`` on ``input_dim`` inputs."""
         if not isinstance(kernel, AbstractStationary):
             raise ValueError(f"random Fourier features need a stationary kernel with a spectral "
@@ -61,26 +63,27 @@ class RandomFourierFeatures(AbstractFeatureMap):
         return self.eps.shape[1]
 
     @property
-    def W(self) -> jnp.ndarray:
+    def W(self) -> Float[Array, "M2 Q"]:
         """Frequencies W = ε / ℓ, shape (M/2, Q)."""
         return self.eps / jnp.asarray(self.kernel.lengthscale, dtype=float)
 
-    def __call__(self, X) -> jnp.ndarray:
-        X = self._check_input(X)
+    def _features(self, X):
         scale = jnp.sqrt(jnp.asarray(self.kernel.variance, dtype=float) / self.eps.shape[0])
         return sin_cos_features(X @ self.W.T, scale)
 
-    def unconstrained(self):
+    def unconstrained(self) -> dict[str, Float[Array, "..."]]:
         return {"lengthscale": inverse_softplus(self.kernel.lengthscale),
                 "variance": inverse_softplus(self.kernel.variance)}
 
-    def from_unconstrained(self, u) -> "RandomFourierFeatures":
+    def from_unconstrained(self, u: PyTree) -> "RandomFourierFeatures":
         kernel = replace(self.kernel, lengthscale=softplus(u["lengthscale"]),
                          variance=softplus(u["variance"]))
         return replace(self, kernel=kernel)
 
 
-def random_fourier_features(kernel, n_features: int, input_dim: int, key=None, seed: int = 0):
+def random_fourier_features(kernel: AbstractKernel, n_features: int, input_dim: int,
+                            key: PRNGKeyArray | None = None, seed: int = 0
+                            ) -> RandomFourierFeatures:
     """Convenience constructor: ``RandomFourierFeatures.create`` with a key or an int seed."""
     key = jax.random.PRNGKey(seed) if key is None else key
     return RandomFourierFeatures.create(kernel, n_features, input_dim, key)

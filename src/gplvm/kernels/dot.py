@@ -7,6 +7,7 @@ import jax.numpy as jnp
 from gplvm._pytree import pytree_dataclass
 from gplvm.kernels.base import AbstractKernel
 from gplvm.registry import register
+from gplvm.typing import Parameter
 
 
 @register("gplvm.kernels.Linear")
@@ -14,13 +15,12 @@ from gplvm.registry import register
 class Linear(AbstractKernel):
     """k(x, x') = Σ_q σ²_q x_q x'_q (``variance`` scalar, or (Q,) for ARD)."""
 
-    variance: jnp.ndarray = 1.0
+    variance: Parameter = 1.0
 
     def _cross(self, X1, X2):
         return (X1 * jnp.asarray(self.variance, dtype=float)) @ X2.T
 
-    def diag(self, X):
-        X = jnp.atleast_2d(jnp.asarray(X, dtype=float))
+    def _diag(self, X):
         return jnp.sum(X**2 * jnp.asarray(self.variance, dtype=float), axis=1)
 
 
@@ -33,7 +33,7 @@ class White(AbstractKernel):
     input sets, even if they happen to share rows.
     """
 
-    variance: jnp.ndarray = 1.0
+    variance: Parameter = 1.0
 
     def _cross(self, X1, X2):
         return jnp.zeros((X1.shape[0], X2.shape[0]))
@@ -41,8 +41,7 @@ class White(AbstractKernel):
     def _gram(self, X):
         return jnp.asarray(self.variance, dtype=float) * jnp.eye(X.shape[0])
 
-    def diag(self, X):
-        X = jnp.atleast_2d(jnp.asarray(X, dtype=float))
+    def _diag(self, X):
         return jnp.full(X.shape[0], jnp.asarray(self.variance, dtype=float))
 
 
@@ -51,11 +50,10 @@ class White(AbstractKernel):
 class Constant(AbstractKernel):
     """k(x, x') = σ² (a random offset shared by all points)."""
 
-    variance: jnp.ndarray = 1.0
+    variance: Parameter = 1.0
 
     def _cross(self, X1, X2):
         return jnp.full((X1.shape[0], X2.shape[0]), jnp.asarray(self.variance, dtype=float))
 
-    def diag(self, X):
-        X = jnp.atleast_2d(jnp.asarray(X, dtype=float))
+    def _diag(self, X):
         return jnp.full(X.shape[0], jnp.asarray(self.variance, dtype=float))

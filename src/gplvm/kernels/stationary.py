@@ -36,6 +36,7 @@ from jax.scipy.special import gammaln
 from gplvm._pytree import pytree_dataclass
 from gplvm.kernels.base import AbstractKernel
 from gplvm.registry import register
+from gplvm.typing import Array, ArrayLike, Float, Parameter, PRNGKeyArray, Real
 
 
 def _safe_sqrt(x):
@@ -51,14 +52,15 @@ class AbstractStationary(AbstractKernel):
     :meth:`_profile` (ρ as a function of r²) and :meth:`sample_standard_frequencies`.
     """
 
-    lengthscale: jnp.ndarray
-    variance: jnp.ndarray
+    lengthscale: Parameter
+    variance: Parameter
 
     @property
     def is_stationary(self) -> bool:
         return True
 
-    def scaled_sqdist(self, X1, X2):
+    def scaled_sqdist(self, X1: Float[Array, "N Q"], X2: Float[Array, "M Q"]
+                      ) -> Float[Array, "N M"]:
         """r²[i, j] = Σ_q (X1[i, q] − X2[j, q])² / ℓ_q², clipped at 0 against round-off."""
         ell = jnp.asarray(self.lengthscale, dtype=float)
         A, B = X1 / ell, X2 / ell
@@ -75,28 +77,37 @@ class AbstractStationary(AbstractKernel):
         r2 = r2 * (1.0 - jnp.eye(X.shape[0]))
         return jnp.asarray(self.variance, dtype=float) * self._profile(r2)
 
-    def diag(self, X):
-        X = jnp.atleast_2d(jnp.asarray(X, dtype=float))
+    def _diag(self, X):
         return jnp.full(X.shape[0], jnp.asarray(self.variance, dtype=float))
 
-    def correlation(self, r2):
+    def correlation(self, r2: Real[ArrayLike, "*shape"]) -> Float[Array, "*shape"]:
         """ρ(r²) = k(τ)/σ² as a function of the scaled squared distance."""
         return self._profile(jnp.asarray(r2, dtype=float))
 
     def _profile(self, r2):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def sample_standard_frequencies(self, key, n: int, input_dim: int) -> jnp.ndarray:
+    def sample_standard_frequencies(self, key: PRNGKeyArray, n: int, input_dim: int
+                                    ) -> Float[Array, "n input_dim"]:
         """ε of shape (n, input_dim) from the spectral density of the unit-ℓ kernel."""
-        raise NotImplementedError  # pragma: no cover - abstract
+        return self._standard_frequencies(key, n, input_dim)
 
-    def sample_frequencies(self, key, n: int, input_dim: int) -> jnp.ndarray:
-        """Frequencies w (n × input_dim) with E[cos(w·(x − x'))] = k(x − x')/σ²."""
+    def _standard_frequencies(self, key, n, input_dim):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def sample_frequencies(self, key: PRNGKeyArray, n: int, input_dim: int
+                           ) -> Float[Array, "n input_dim"]:
+        """Frequencies W (n × input_dim, e.g. M/2 × Q) with E[cos(w·(x − x'))] = k(x − x')/σ²."""
         eps = self.sample_standard_frequencies(key, n, input_dim)
         return eps / jnp.asarray(self.lengthscale, dtype=float)
 
-    def log_spectral_density(self, W) -> jnp.ndarray:
-        """log p(w) of the (normalised) spectral density, one value per row of W."""
+    def log_spectral_density(self, W: Real[ArrayLike, "M2 Q"] | Real[ArrayLike, " Q"]
+                             ) -> Float[Array, " M2"]:
+        """log p(w) of the (normalised) spectral density, one value per row of W (M/2 × Q;
+        a 1-D ``W`` is one frequency)."""
+        return self._log_spectral_density(jnp.atleast_2d(jnp.asarray(W, dtype=float)))
+
+    def _log_spectral_density(self, W):
         raise NotImplementedError(f"{type(self).__name__} has no closed-form spectral density")
 
 
@@ -105,17 +116,16 @@ class AbstractStationary(AbstractKernel):
 class RBF(AbstractStationary):
     """Squared exponential k = σ² exp(−r²/2); spectral density N(0, diag ℓ⁻²)."""
 
-    lengthscale: jnp.ndarray = 1.0
-    variance: jnp.ndarray = 1.0
+    lengthscale: Parameter = 1.0
+    variance: Parameter = 1.0
 
     def _profile(self, r2):
         return jnp.exp(-0.5 * r2)
 
-    def sample_standard_frequencies(self, key, n, input_dim):
+    def _standard_frequencies(self, key, n, input_dim):
         return jax.random.normal(key, (n, input_dim))
 
-    def log_spectral_density(self, W):
-        W = jnp.atleast_2d(W)
+    def _log_spectral_density(self, W):
         ell = jnp.broadcast_to(jnp.asarray(self.lengthscale, dtype=float), (W.shape[1],))
         eps = W * ell
         return (-0.5 * jnp.sum(eps**2, axis=1) - 0.5 * W.shape[1] * math.log(2 * math.pi)
@@ -127,15 +137,14 @@ class AbstractMatern(AbstractStationary):
 
     nu: float
 
-    def sample_standard_frequencies(self, key, n, input_dim):
+    def _standard_frequencies(self, key, n, input_dim):
         kz, ku = jax.random.split(key)
         dof = 2.0 * self.nu
         z = jax.random.normal(kz, (n, input_dim))
         u = 2.0 * jax.random.gamma(ku, dof / 2.0, (n, 1))  # chi-square with 2ν dof
         return z / jnp.sqrt(u / dof)
 
-    def log_spectral_density(self, W):
-        W = jnp.atleast_2d(W)
+    def _log_spectral_density(self, W):
         d = W.shape[1]
         dof = 2.0 * self.nu
         ell = jnp.broadcast_to(jnp.asarray(self.lengthscale, dtype=float), (d,))
@@ -150,8 +159,8 @@ class AbstractMatern(AbstractStationary):
 class Matern12(AbstractMatern):
     """Exponential kernel σ² exp(−r) (Matérn ν = ½); spectral density multivariate Cauchy."""
 
-    lengthscale: jnp.ndarray = 1.0
-    variance: jnp.ndarray = 1.0
+    lengthscale: Parameter = 1.0
+    variance: Parameter = 1.0
     nu = 0.5
 
     def _profile(self, r2):
@@ -163,8 +172,8 @@ class Matern12(AbstractMatern):
 class Matern32(AbstractMatern):
     """σ² (1 + √3 r) exp(−√3 r); spectral density multivariate t with 3 degrees of freedom."""
 
-    lengthscale: jnp.ndarray = 1.0
-    variance: jnp.ndarray = 1.0
+    lengthscale: Parameter = 1.0
+    variance: Parameter = 1.0
     nu = 1.5
 
     def _profile(self, r2):
@@ -177,8 +186,8 @@ class Matern32(AbstractMatern):
 class Matern52(AbstractMatern):
     """σ² (1 + √5 r + 5r²/3) exp(−√5 r); spectral density multivariate t with 5 dof."""
 
-    lengthscale: jnp.ndarray = 1.0
-    variance: jnp.ndarray = 1.0
+    lengthscale: Parameter = 1.0
+    variance: Parameter = 1.0
     nu = 2.5
 
     def _profile(self, r2):
@@ -195,15 +204,15 @@ class RationalQuadratic(AbstractStationary):
     frequencies drawn at one α fixed (the Gamma draw is not reparameterisable in α).
     """
 
-    lengthscale: jnp.ndarray = 1.0
-    variance: jnp.ndarray = 1.0
-    alpha: jnp.ndarray = 1.0
+    lengthscale: Parameter = 1.0
+    variance: Parameter = 1.0
+    alpha: Parameter = 1.0
 
     def _profile(self, r2):
         alpha = jnp.asarray(self.alpha, dtype=float)
         return jnp.power(1.0 + r2 / (2.0 * alpha), -alpha)
 
-    def sample_standard_frequencies(self, key, n, input_dim):
+    def _standard_frequencies(self, key, n, input_dim):
         kz, kt = jax.random.split(key)
         alpha = jnp.asarray(self.alpha, dtype=float)
         tau = jax.random.gamma(kt, alpha, (n, 1)) / alpha
