@@ -327,7 +327,8 @@ class BayesianGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
 
     def predict(self, X, return_var: bool = False):
         """Predictive mean (and variance, noise included) of Y at latent points X (N*, Q)."""
-        return fam.predict(self.fitted_, self._check_X(X), return_var)
+        X = self._check_X(X)
+        return fam.predict(self.fitted_, X, return_var)
 
     def inverse_transform(self, X):
         """The predictive mean of Y at latent points X."""

@@ -105,6 +105,14 @@ def infer_latents(fitted: FittedGPLVM, Ys, X_start, X_var_start, n_iter: int):
     Returns:
         X_mean (N*, Q), X_var (N*, Q), and the new-row bound of each row (N*,).
     """
+    n_rows = Ys.shape[0]
+    if n_rows == 1:
+        # XLA compiles a loop of one trip differently from longer ones (fused straight-line
+        # code), which changes the round-off; a padded copy keeps one row's result equal, bit
+        # for bit, to the same row's result in any batch
+        Ys, X_start = np.concatenate([Ys, Ys]), np.concatenate([X_start, X_start])
+        X_var_start = (np.concatenate([X_var_start, X_var_start])
+                       if np.ndim(X_var_start) == 2 else X_var_start)
     observed = jnp.asarray(~np.isnan(Ys), dtype=float)
     Y0 = jnp.asarray(np.nan_to_num(Ys))
     R = _row_matrices_jit(fitted.map, observed)
@@ -112,4 +120,5 @@ def infer_latents(fitted: FittedGPLVM, Ys, X_start, X_var_start, n_iter: int):
     u0 = {"X_mean": X_start,
           "X_var": inverse_softplus(jnp.broadcast_to(jnp.asarray(X_var_start), X_start.shape))}
     u, value = _solve_rows(u0, fitted, Y0, observed, R, int(n_iter))
-    return np.asarray(u["X_mean"]), np.asarray(softplus(u["X_var"])), -np.asarray(value)
+    return (np.asarray(u["X_mean"])[:n_rows], np.asarray(softplus(u["X_var"]))[:n_rows],
+            -np.asarray(value)[:n_rows])
