@@ -1,4 +1,11 @@
-"""Test configuration: float64, and deselection of tests that need ../shared/data.
+"""Test configuration: shape checks, float64, and deselection of tests that need ../shared/data.
+
+The shape annotations of the building blocks (STYLE.md 7, :mod:`gplvm.typing`) are checked in
+every test run: jaxtyping's import hook, installed here before anything imports gplvm,
+decorates every function and dataclass of the :data:`TYPECHECKED` packages with
+``jaxtyped(typechecker=beartype)``.  (jaxtyping's pytest option ``--jaxtyping-packages`` would
+do the same, but its parser cannot take a configured checker together with several packages.)
+``tests/test_typing.py`` fails if the hook is not active.
 
 Tests marked ``shared_data`` read real datasets from the folder ``../shared/data`` beside the
 checkout (or ``$GPLVM_DATA_DIR``).  CI always has it; elsewhere those tests are deselected with a
@@ -8,12 +15,26 @@ message saying why, and the rest of the suite still runs.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 # Before NumPy/SciPy load OpenBLAS (see scripts/_venv.sh): one BLAS thread under XLA's pool.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import pytest  # noqa: E402
+from jaxtyping import install_import_hook  # noqa: E402
+
+#: The packages whose annotations are checked at run time in the tests.
+TYPECHECKED = ("gplvm.kernels", "gplvm.features", "gplvm.expectations")
+#: beartype with PEP 484's numeric tower (an int is accepted where a float is annotated, a float
+#: where a complex is), as static type checkers read the annotations.
+TYPECHECKER = "beartype.beartype(conf=beartype.BeartypeConf(is_pep484_tower=True))"
+
+if any(name in sys.modules for name in TYPECHECKED):  # pragma: no cover - misconfiguration
+    raise RuntimeError(f"gplvm was imported before tests/conftest.py could install the "
+                       f"jaxtyping import hook; its annotations would go unchecked "
+                       f"({sorted(n for n in TYPECHECKED if n in sys.modules)})")
+install_import_hook(TYPECHECKED, TYPECHECKER)
 
 import gplvm  # noqa: F401,E402  (float64 on)
 

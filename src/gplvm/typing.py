@@ -6,8 +6,8 @@ inducing inputs Z, ``"N M"`` for psi1 and ``phi``, ``"M M"`` for psi2 and Kuu, `
 ``"M2 Q"`` for the frequencies W.  A dimension name binds across the arguments and the return
 value of one call, so ``k(X: "N Q", Z: "M Q") -> "N M"`` says that X and Z share Q.
 
-The annotations are checked at run time in the test suite only: pyproject.toml's pytest options
-install jaxtyping's import hook with beartype for the building-block packages (see
+The annotations are checked at run time in the test suite only: ``tests/conftest.py`` installs
+jaxtyping's import hook with beartype for the building-block packages (see
 ``tests/test_typing.py``).  In users' code nothing is checked and they cost nothing.  Inside
 ``jax.jit`` the checks run once, at trace time, on the abstract shapes.
 
