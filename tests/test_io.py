@@ -1,15 +1,23 @@
 """``save(path)`` / ``gplvm.load(path)`` (API.md): a versioned file that loading never executes.
 
 For each estimator a tiny fit is saved and loaded; the loaded model must give the same outputs
-bit for bit and hold the same fitted state.  Then the file's guarantees: no pickled objects, a
-class outside the whitelist or an unknown format version is refused with a ValueError, and an
-unfitted estimator cannot be saved.
+bit for bit and hold the same fitted state.  Then the file's guarantees: format version 2 names
+every class by its registered name; no pickled objects; a name that is not registered (the
+registry is the whitelist), a format-1 module path in a format-2 file, a non-estimator at the
+top, or an unknown format version is refused with a ValueError; a class that is not registered
+cannot be saved; an unfitted estimator cannot be saved.  Format-1 files: their names are
+translated, ``_upgrade_fitted`` is called with their attributes, and the committed format-1
+files (tests/data/legacy_v1, whose values tests/test_io_legacy.py checks) upgrade to exactly
+the attributes a model fitted today holds.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
+from pathlib import Path
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -20,9 +28,12 @@ from sklearn.exceptions import NotFittedError
 
 import gplvm
 from gplvm.features import RandomFourierFeatures
-from gplvm.io import FORMAT_VERSION
+from gplvm import registry
+from gplvm.io import FORMAT_VERSION, UPGRADED_FROM, SaveMixin
 from gplvm.kernels import RBF
 from gplvm.likelihoods import Binomial
+
+LEGACY = Path(__file__).parent / "data" / "legacy_v1"
 
 # ----------------------------------------------------------------------------- fitted models
 
@@ -46,6 +57,16 @@ def bgplvm():
                                 max_iter=20, transform_max_iter=5, random_state=0,
                                 progress=False)
     return model.fit(Y), Y
+
+
+@pytest.fixture(scope="module")
+def bgplvm_dynamic():
+    rng = np.random.default_rng(4)
+    t = np.tile(np.arange(8.0), 2)
+    Y = np.column_stack([np.sin(t), np.cos(t), t / 8]) + 0.1 * rng.normal(size=(16, 3))
+    model = gplvm.BayesianGPLVM(n_components=1, n_inducing=4, max_iter=5, random_state=0,
+                                progress=False)
+    return model.fit(Y, times=t, groups=np.repeat([0, 1], 8))
 
 
 @pytest.fixture(scope="module")
@@ -153,13 +174,9 @@ def test_bgplvm_round_trip(bgplvm, tmp_path):
     assert_latent_verbs_agree(model, loaded, Y, Y_new, model.X_mean_[:4])
 
 
-def test_dynamical_bgplvm_round_trip(tmp_path):
+def test_dynamical_bgplvm_round_trip(bgplvm_dynamic, tmp_path):
     """The dynamical prior's state (sequence layout, time kernel) survives too."""
-    rng = np.random.default_rng(4)
-    t = np.tile(np.arange(8.0), 2)
-    Y = np.column_stack([np.sin(t), np.cos(t), t / 8]) + 0.1 * rng.normal(size=(16, 3))
-    model = gplvm.BayesianGPLVM(n_components=1, n_inducing=4, max_iter=5, random_state=0,
-                                progress=False).fit(Y, times=t, groups=np.repeat([0, 1], 8))
+    model = bgplvm_dynamic
     loaded = _reload(model, tmp_path)
     assert_same_state(model, loaded)
     t_new = np.array([2.5, 9.0])
@@ -208,41 +225,243 @@ def saved(blr, tmp_path):
     return path
 
 
+def _document(path):
+    with np.load(path, allow_pickle=False) as archive:
+        return json.loads(archive["__gplvm__"].tobytes().decode("utf-8"))
+
+
+def _class_names(doc):
+    """Every class name a document holds (its top level and its tagged objects)."""
+    if isinstance(doc, dict):
+        own = [doc["class"]] if "class" in doc else []
+        return own + [n for v in doc.values() for n in _class_names(v)]
+    if isinstance(doc, list):
+        return [n for v in doc for n in _class_names(v)]
+    return []
+
+
 def test_file_is_versioned_and_holds_no_pickled_objects(saved):
     with np.load(saved, allow_pickle=False) as archive:
         entries = {name: archive[name] for name in archive.files}
     assert not any(a.dtype.hasobject for a in entries.values())
     document = json.loads(entries["__gplvm__"].tobytes().decode("utf-8"))
-    assert document["format_version"] == FORMAT_VERSION
+    assert document["format_version"] == FORMAT_VERSION == 2
     assert document["gplvm_version"] == gplvm.__version__
-    assert document["class"].endswith(".BayesianLinearRegression")
+    assert document["class"] == "gplvm.BayesianLinearRegression"
     assert set(document["params"]) == set(gplvm.BayesianLinearRegression().get_params())
 
 
+@pytest.mark.parametrize("fixture", ["rflvm", "bgplvm", "bgplvm_dynamic", "blr", "glm"])
+def test_files_name_classes_by_registered_name(fixture, request, tmp_path):
+    """Each class in a file is named by the name it registered, never by its module path: the
+    name is one :data:`registry.FORMAT1_NAMES` does not hold as a key (format 1's paths), and
+    looking it up gives back the class of the saved object."""
+    model = request.getfixturevalue(fixture)
+    model = model[0] if isinstance(model, tuple) else model
+    model.save(tmp_path / "m.gplvm")
+    names = set(_class_names(_document(tmp_path / "m.gplvm")))
+    assert registry.name_of(type(model)) in names
+    for name in names:
+        assert name not in registry.FORMAT1_NAMES, name
+        assert registry.name_of(registry.lookup(name)) == name
+
+
 @pytest.mark.parametrize("where", ["top", "nested"])
-def test_class_outside_the_whitelist_is_refused(saved, where):
+@pytest.mark.parametrize("name", ["os.system", "subprocess.Popen",
+                                  # format 1's module path of a class that is registered
+                                  "gplvm.features.fourier.RandomFourierFeatures"])
+def test_class_that_is_not_registered_is_refused(saved, where, name):
     def tamper(document):
         if where == "top":
-            document["class"] = "os.system"
+            document["class"] = name
         else:
-            document["fitted"]["features_"]["class"] = "subprocess.Popen"
+            document["fitted"]["features_"]["class"] = name
 
     _rewrite(saved, tamper)
     with pytest.raises(ValueError, match="not one gplvm.load may rebuild"):
         gplvm.load(saved)
 
 
-def test_whitelisted_non_estimator_at_top_level_is_refused(saved):
-    _rewrite(saved, lambda d: d.update({"class": "gplvm.kernels.stationary.RBF"}))
+def test_registered_non_estimator_at_top_level_is_refused(saved):
+    _rewrite(saved, lambda d: d.update({"class": "gplvm.kernels.RBF"}))
     with pytest.raises(ValueError, match="not a gplvm estimator"):
         gplvm.load(saved)
 
 
-@pytest.mark.parametrize("version", [FORMAT_VERSION + 1, 0, "1", None])
+class _Unregistered(NamedTuple):
+    a: float
+
+
+def test_unregistered_class_cannot_be_saved(blr, tmp_path):
+    model = copy.copy(blr[0])
+    model.extra_ = _Unregistered(1.0)
+    with pytest.raises(TypeError, match="attribute extra_.*not registered"):
+        model.save(tmp_path / "m.gplvm")
+    assert not (tmp_path / "m.gplvm").exists()
+
+
+@pytest.mark.parametrize("version", [0, -1, "2", 2.0, None, True])
 def test_unknown_format_version_is_refused(saved, version):
     _rewrite(saved, lambda d: d.update({"format_version": version}))
-    with pytest.raises(ValueError, match="format version"):
+    with pytest.raises(ValueError, match="format version .*no gplvm writes"):
         gplvm.load(saved)
+
+
+def test_newer_format_version_asks_for_a_newer_gplvm(saved):
+    _rewrite(saved, lambda d: d.update({"format_version": FORMAT_VERSION + 1}))
+    with pytest.raises(ValueError, match="written by a newer gplvm.*upgrade gplvm"):
+        gplvm.load(saved)
+
+
+# ----------------------------------------------------------------------------- older formats
+
+
+def test_every_format1_name_reads_as_a_registered_class():
+    """Every class a format-1 file can name is read by a registered class (the two Bayesian
+    GPLVM types that no longer exist by the readers of gplvm._io_format1)."""
+    for old, new in registry.FORMAT1_NAMES.items():
+        cls = registry.lookup(old, format_version=1)
+        assert cls is registry.lookup(new) and registry.name_of(cls) == new
+    with pytest.raises(ValueError, match="not one gplvm.load may rebuild"):
+        registry.lookup("gplvm.kernels.stationary.RBF", format_version=2)
+
+
+def _as_format1(document):
+    """A format-2 document written as format 1 wrote it: version 1, classes by module path."""
+    path_of = {new: old for old, new in registry.FORMAT1_NAMES.items()}
+
+    def rename(doc):
+        if isinstance(doc, dict):
+            if "class" in doc:
+                doc["class"] = path_of[doc["class"]]
+            for v in doc.values():
+                rename(v)
+        elif isinstance(doc, list):
+            for v in doc:
+                rename(v)
+
+    rename(document)
+    document["format_version"] = 1
+
+
+def test_format1_file_is_translated_and_upgraded(saved, blr, monkeypatch):
+    """A format-1 file: names translated, ``_upgrade_fitted`` called once with the decoded
+    attributes and version 1, and the model given exactly what it returns."""
+    calls = []
+
+    def upgrade(cls, fitted, format_version):
+        calls.append((cls, dict(fitted), format_version))
+        return {**fitted, "upgraded_": True}
+
+    monkeypatch.setattr(gplvm.BayesianLinearRegression, "_upgrade_fitted",
+                        classmethod(upgrade))
+    _rewrite(saved, _as_format1)
+    loaded = gplvm.load(saved)
+    [(cls, fitted, version)] = calls
+    assert cls is gplvm.BayesianLinearRegression and version == 1
+    model = blr[0]
+    assert sorted(fitted) == sorted(k for k in vars(model) if k not in model.get_params())
+    assert loaded.upgraded_ is True and getattr(loaded, UPGRADED_FROM) == 1
+    del loaded.upgraded_, loaded._upgraded_from_format_
+    assert_same_state(model, loaded)
+
+
+def test_format1_parameters_are_upgraded(saved, blr, monkeypatch):
+    """A constructor parameter renamed since format 1 (here, as if ``max_iter`` had been
+    ``maxiter``) is brought up to date by ``_upgrade_params`` before construction."""
+    def rename(document):
+        _as_format1(document)
+        document["params"]["maxiter"] = document["params"].pop("max_iter")
+
+    def upgrade(cls, params, format_version):
+        assert format_version == 1
+        params = dict(params)
+        params["max_iter"] = params.pop("maxiter")
+        return params
+
+    monkeypatch.setattr(gplvm.BayesianLinearRegression, "_upgrade_params",
+                        classmethod(upgrade))
+    _rewrite(saved, rename)
+    loaded = gplvm.load(saved)
+    del loaded._upgraded_from_format_
+    assert_same_state(blr[0], loaded)
+
+
+def test_current_format_is_not_upgraded(saved, monkeypatch):
+    def upgrade(cls, state, format_version):
+        raise AssertionError("a file of the current format was upgraded")
+
+    for hook in ("_upgrade_fitted", "_upgrade_params"):
+        monkeypatch.setattr(gplvm.BayesianLinearRegression, hook, classmethod(upgrade))
+    loaded = gplvm.load(saved)
+    assert type(loaded) is gplvm.BayesianLinearRegression
+    assert not hasattr(loaded, UPGRADED_FROM)
+
+
+def test_default_upgrades_keep_the_state():
+    fitted, params = {"a_": 1, "_b": np.zeros(2)}, {"alpha": 1.0}
+    assert SaveMixin._upgrade_fitted(fitted, 1) is fitted
+    assert SaveMixin._upgrade_params(params, 1) is params
+
+
+def test_upgrade_returning_a_bad_attribute_name_is_refused(saved, monkeypatch):
+    monkeypatch.setattr(gplvm.BayesianLinearRegression, "_upgrade_fitted",
+                        classmethod(lambda cls, fitted, v: {**fitted, "__class__": int}))
+    _rewrite(saved, _as_format1)
+    with pytest.raises(ValueError, match="not a plain identifier"):
+        gplvm.load(saved)
+
+
+def _scalar_kind(value):
+    """'f', 'i', 'b', ... for a number (Python, NumPy or a 0-d array), else None."""
+    if isinstance(value, (int, float, np.generic)):
+        return np.asarray(value).dtype.kind
+    if isinstance(value, (np.ndarray, jax.Array)) and value.ndim == 0 and not (
+            jax.dtypes.issubdtype(value.dtype, jax.dtypes.prng_key)):
+        return value.dtype.kind
+    return None
+
+
+def assert_same_structure(a, b, where):
+    """Values of one kind: the same types, recursively (NamedTuples, dataclasses, dicts with
+    the same keys), arrays of the same dtype and rank; sizes may differ (other data).  Numbers
+    need only be of one kind (float, int, bool): a Python float and a 0-d float array are
+    interchangeable leaves."""
+    if _scalar_kind(a) is not None and _scalar_kind(a) == _scalar_kind(b):
+        return
+    assert type(a) is type(b), f"{where}: {type(a).__name__} != {type(b).__name__}"
+    if isinstance(a, (np.ndarray, jax.Array)):
+        assert (a.dtype, a.ndim) == (b.dtype, b.ndim), where
+    elif isinstance(a, dict):
+        assert sorted(map(str, a)) == sorted(map(str, b)), where
+        for k in a:
+            assert_same_structure(a[k], b[k], f"{where}[{k!r}]")
+    elif isinstance(a, tuple):
+        assert len(a) == len(b), where
+        for i, (u, v) in enumerate(zip(a, b)):
+            assert_same_structure(u, v, f"{where}[{i}]")
+    elif dataclasses.is_dataclass(a):
+        for f in dataclasses.fields(a):
+            assert_same_structure(getattr(a, f.name), getattr(b, f.name), f"{where}.{f.name}")
+
+
+@pytest.mark.parametrize("name, fixture", [
+    ("rflvm", "rflvm"), ("bgplvm", "bgplvm"), ("bgplvm_dynamic", "bgplvm_dynamic"),
+    ("blr", "blr"), ("glm", "glm")])
+def test_format1_files_upgrade_to_todays_attributes(name, fixture, request):
+    """A committed format-1 file loads with exactly the attributes, of the same types, that a
+    model of the same settings fitted by today's code holds, and the record of its format
+    (``_upgrade_fitted`` must bring the old state up to date; the values are checked by
+    tests/test_io_legacy.py)."""
+    assert _document(LEGACY / f"{name}.gplvm")["format_version"] == 1
+    loaded = gplvm.load(LEGACY / f"{name}.gplvm")
+    today = request.getfixturevalue(fixture)
+    today = today[0] if isinstance(today, tuple) else today
+    assert type(loaded) is type(today) and getattr(loaded, UPGRADED_FROM) == 1
+    assert sorted(vars(loaded)) == sorted([*vars(today), UPGRADED_FROM])
+    params = today.get_params(deep=False)           # the settings may differ; the state not
+    for key in vars(today).keys() - params.keys():
+        assert_same_structure(getattr(today, key), getattr(loaded, key), key)
 
 
 @pytest.mark.parametrize("write", [lambda f: np.savez(f, x=np.zeros(3)),
@@ -260,7 +479,8 @@ def test_other_numpy_files_are_refused(tmp_path, write):
     lambda d: d["fitted"]["posterior_"]["fields"]["m"].update({"ref": "a999"}),
     lambda d: d["params"].update({"no_such_parameter": 1}),
     lambda d: d["fitted"].update({"__class__": 1}),
-], ids=["fields", "array", "parameter", "attribute"])
+    lambda d: d.update({"fitted": []}),
+], ids=["fields", "array", "parameter", "attribute", "no-fitted"])
 def test_damaged_document_is_refused(saved, damage):
     _rewrite(saved, damage)
     with pytest.raises(ValueError, match="damaged file"):

@@ -25,7 +25,9 @@ types they held live on in :mod:`gplvm._io_format1`.  When a file's version is b
 :data:`FORMAT_VERSION`, :func:`load` hands the decoded fitted attributes to the estimator's
 classmethod ``_upgrade_fitted(fitted, format_version)``, which returns today's attributes (the
 default, :meth:`SaveMixin._upgrade_fitted`, returns them unchanged); likewise its constructor
-arguments to ``_upgrade_params(params, format_version)``.  A file of a version above
+arguments to ``_upgrade_params(params, format_version)``.  The model then records the file's
+version in ``_upgraded_from_format_`` (:data:`UPGRADED_FROM`), its only attribute that a model
+fitted today lacks.  A file of a version above
 :data:`FORMAT_VERSION` was written by a newer gplvm and is refused with a message saying so.
 """
 
@@ -43,11 +45,13 @@ from gplvm._io_codec import Decoder, Encoder
 from gplvm._version import __version__
 from gplvm.registry import estimators, lookup, name_of
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "SaveMixin", "load", "save"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "UPGRADED_FROM", "SaveMixin", "load", "save"]
 
 FORMAT = "gplvm-estimator"
 FORMAT_VERSION = 2
 _READABLE_VERSIONS = (1, 2)
+#: the attribute :func:`load` gives a model read from an older format: that format's version
+UPGRADED_FROM = "_upgraded_from_format_"
 _DOCUMENT = "__gplvm__"
 
 
@@ -71,8 +75,10 @@ class SaveMixin:
         :data:`FORMAT_VERSION`, with the decoded instance attributes (everything but the
         constructor parameters); the model is given what it returns.  An estimator whose
         fitted state changed since that version overrides this to convert the old state
-        (rename, rebuild, add what older versions did not keep).  The default keeps the
-        attributes as they are.
+        (rename, rebuild, add what older versions did not keep, drop what is no longer
+        kept), so that the model holds exactly the attributes a model fitted today holds;
+        :func:`gplvm.load` then adds ``_upgraded_from_format_`` = ``format_version``.  The
+        default keeps the attributes as they are.
 
         Args:
             fitted: attribute name → decoded value, as the old version stored them.
@@ -154,6 +160,7 @@ def _rebuild(cls: type, document: dict, decoder: Decoder, version: int) -> Any:
         params = cls._upgrade_params(params, version)
         fitted = cls._upgrade_fitted(fitted, version)
         _check_attribute_names(fitted)
+        fitted.setdefault(UPGRADED_FROM, version)       # provenance, kept if saved again
     model = cls(**params)
     vars(model).update(fitted)
     return model
