@@ -1,0 +1,132 @@
+"""gplvm's import structure (issue 11): no import cycle, and ``gplvm.io`` imports no model.
+
+The graph is read from the source by ``scripts/import_graph.py`` with ``ast`` (nothing is
+imported): an edge is an import executed when a module is first imported.  The resolution rules
+are first checked on a small package written here, whose graph is known by construction; then
+the rules are applied to gplvm itself.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _load_script():
+    spec = importlib.util.spec_from_file_location("import_graph", ROOT / "scripts" /
+                                                  "import_graph.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+ig = _load_script()
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return ig.import_graph()
+
+
+# ----------------------------------------------------------------------------- the rules
+
+
+def _write_package(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+@pytest.fixture
+def toy(tmp_path):
+    """A package ``p`` whose executed imports are, by Python's import rules:
+
+    p → p.a (``from p.a import f`` runs p/a.py); p.a → p.sub (running p.sub.x first runs
+    p/sub/__init__.py) and p.sub.x; p.sub.x → p.b (relative ``from ..b import g``) and
+    p.sub.y (``from . import y``, y a module); p.sub.y → p.sub (``from p.sub import K``: a name
+    read from the package's __init__, although p.sub is y's own package); p.b → nothing (its
+    import of p.a is inside a function, the one under TYPE_CHECKING never runs).
+    """
+    _write_package(tmp_path, {
+        "p/__init__.py": "from p.a import f\n",
+        "p/a.py": "import os\nfrom p.sub.x import h\ndef f():\n    return h\n",
+        "p/b.py": """\
+            from typing import TYPE_CHECKING
+            if TYPE_CHECKING:
+                from p.sub import x
+            def g():
+                from p.a import f
+                return f
+            """,
+        "p/sub/__init__.py": "K = 1\n",
+        "p/sub/x.py": "from ..b import g\nfrom . import y\nh = g\n",
+        "p/sub/y.py": "try:\n    from p.sub import K\nexcept ImportError:\n    K = 0\n",
+    })
+    return ig.import_graph(tmp_path, "p"), ig.module_names(tmp_path, "p")
+
+
+def test_executed_imports_are_resolved_as_python_runs_them(toy):
+    graph, _ = toy
+    assert {a: set(edges) for a, edges in graph.items()} == {
+        "p": {"p.a"},
+        "p.a": {"p.sub", "p.sub.x"},
+        "p.b": set(),
+        "p.sub": set(),
+        "p.sub.x": {"p.b", "p.sub.y"},
+        "p.sub.y": {"p.sub"},
+    }
+    assert graph["p.sub.x"] == {"p.b": 1, "p.sub.y": 2}        # the line of each import
+
+
+def test_a_cycle_is_found_and_described(toy, tmp_path):
+    graph, modules = toy
+    assert ig.find_cycle(graph) is None
+    (tmp_path / "p" / "b.py").write_text("import p.a\n")          # p.a → p.sub.x → p.b → p.a
+    graph = ig.import_graph(tmp_path, "p")
+    cycle = ig.find_cycle(graph)
+    assert cycle is not None and cycle[0] == cycle[-1]
+    assert set(cycle) == {"p.a", "p.sub.x", "p.b"}
+    assert all(b in graph[a] for a, b in zip(cycle, cycle[1:]))
+    assert "b.py:1" in ig.describe_cycle(graph, cycle, modules)
+
+
+def test_reachable_and_package_graph(toy):
+    graph, _ = toy
+    assert ig.reachable(graph, "p.a") == {"p.sub", "p.sub.x", "p.b", "p.sub.y"}
+    assert ig.package_graph(graph) == {"p": {"p.a"}, "p.a": {"p.sub"}, "p.b": set(),
+                                       "p.sub": {"p.b"}}
+
+
+# ----------------------------------------------------------------------------- gplvm
+
+
+def test_every_module_is_parsed(graph):
+    assert {"gplvm", "gplvm.io", "gplvm._io_codec", "gplvm.registry",
+            "gplvm.models"} <= set(graph)
+    assert len(graph) == len(ig.module_names())
+
+
+def test_no_import_cycle(graph):
+    cycle = ig.find_cycle(graph)
+    assert cycle is None, ("import cycle: " + ig.describe_cycle(graph, cycle, ig.module_names()))
+
+
+@pytest.mark.parametrize("module", ["gplvm.io", "gplvm._io_codec"])
+def test_io_reaches_no_model(graph, module):
+    models = sorted(m for m in ig.reachable(graph, module)
+                    if m == "gplvm.models" or m.startswith("gplvm.models."))
+    assert not models, f"{module} imports model modules {models}"
+    assert "gplvm" not in ig.reachable(graph, module)    # nor the package __init__ (which does)
+
+
+def test_docs_graph_is_current():
+    """docs/import_graph.md is what the script prints today (regenerate it after moving
+    imports: ``python scripts/import_graph.py > docs/import_graph.md``)."""
+    expected = ig.mermaid(ig.package_graph(ig.import_graph()))
+    assert expected in (ROOT / "docs" / "import_graph.md").read_text(encoding="utf-8")
