@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.typing import ArrayLike
 
-Array = jax.Array
+from gplvm.typing import Array, ArrayLike, Float, Real, UserArrayLike
 
 
 def as_float(x: ArrayLike, like: Array | None = None) -> Array:
@@ -18,17 +16,17 @@ def as_float(x: ArrayLike, like: Array | None = None) -> Array:
     return jnp.asarray(x, dtype=dtype)
 
 
-def softplus(F: ArrayLike) -> Array:
+def softplus(F: Real[ArrayLike, "*shape"]) -> Float[Array, "*shape"]:
     """log(1 + e^f) without overflow; y·f − n·softplus(f) is the exact logistic log-density."""
     return jnp.logaddexp(F, 0.0)
 
 
-def log_sigmoid(F: ArrayLike) -> Array:
+def log_sigmoid(F: Real[ArrayLike, "*shape"]) -> Float[Array, "*shape"]:
     """log σ(f) = −softplus(−f), exact for |f| large on either side (no log(1 − 1))."""
     return -softplus(-jnp.asarray(F))
 
 
-def gauss_hermite(n_points: int) -> tuple[np.ndarray, np.ndarray]:
+def gauss_hermite(n_points: int) -> tuple[Float[np.ndarray, " n"], Float[np.ndarray, " n"]]:
     """Nodes and weights with Σ_k w_k g(x_k) ≈ E[g(x)] for x ~ N(0, 1).
 
     ``hermegauss`` integrates against exp(−x²/2); dividing its weights by √(2π) turns the rule
@@ -38,7 +36,8 @@ def gauss_hermite(n_points: int) -> tuple[np.ndarray, np.ndarray]:
     return x, w / np.sqrt(2.0 * np.pi)
 
 
-def quadrature_nodes(F_mean: Array, F_var: Array, n_points: int) -> tuple[Array, Array]:
+def quadrature_nodes(F_mean: Float[Array, "*shape"], F_var: Float[Array, "*#shape"],
+                     n_points: int) -> tuple[Float[Array, "n *shape"], Float[Array, "n ..."]]:
     """Points f_k = F_mean + sqrt(F_var)·x_k stacked on a *leading* axis, and their weights.
 
     Leading, so that per-column or per-entry parameters (shape (D,) or (N, D)) still broadcast
@@ -51,7 +50,7 @@ def quadrature_nodes(F_mean: Array, F_var: Array, n_points: int) -> tuple[Array,
     return f, jnp.asarray(w, F_mean.dtype).reshape(expand)
 
 
-def check_positive(value: ArrayLike, name: str, n_columns: int) -> None:
+def check_positive(value: UserArrayLike, name: str, n_columns: int) -> None:
     """A parameter given as a scalar or one value per column must be positive and finite."""
     arr = np.asarray(value, dtype=float)
     if arr.ndim > 1 or (arr.ndim == 1 and arr.shape[0] not in (1, n_columns)):

@@ -21,17 +21,26 @@ from __future__ import annotations
 
 import abc
 from functools import partial
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.typing import ArrayLike
-
 from gplvm._validation import as_2d_float
 from gplvm.likelihoods._common import as_float, quadrature_nodes
+from gplvm.typing import Array, ArrayLike, Float, PRNGKeyArray, PyTree, Real, UserArrayLike
 
-Array = jax.Array
+# Shapes: the data Y are (N, D) — (N, J) counts of J categories for the multinomial — and the
+# latent values F are (N, L) with L = latent_dim(D) (D, or J − 1 for the multinomial).  Any
+# leading axes (*batch) may stand for N, e.g. (S, N, D) for S posterior draws, or none at all.
+#: Observations, NaN = missing.
+Data = Real[ArrayLike, "*batch D"]
+#: Latent function values, one row per row of the data.
+Latent = Real[ArrayLike, "*batch L"]
+#: A value per entry of the data (elementwise likelihoods and moments) or per row (the
+#: multinomial's log-density).
+PerEntry = Float[Array, "*batch D"]
+PerEntryOrRow = Float[Array, "*batch D"] | Float[Array, " *batch"]
 
 
 # One compiled function per public method; `lik` is a pytree, so its class (static) selects
@@ -117,7 +126,8 @@ class AbstractLikelihood(abc.ABC):
         """P(Y ≤ y | f), elementwise (used for predictive quantiles, seed 002 eq. 30)."""
         raise NotImplementedError(f"{type(self).__name__} has no CDF")
 
-    def cdf(self, y: ArrayLike, F: ArrayLike) -> Array:
+    def cdf(self, y: Real[ArrayLike, "*#shape"], F: Real[ArrayLike, "*#shape"]
+            ) -> Float[Array, "*shape"]:
         """P(Y ≤ y | f) elementwise; for counts, y is floored (a step CDF)."""
         F = as_float(F)
         return self._cdf(as_float(y, F), F)
@@ -136,7 +146,7 @@ class AbstractLikelihood(abc.ABC):
         Y_safe = jnp.where(jnp.isnan(Y), 0.0, Y)
         return jnp.where(self._missing(Y), 0.0, self._log_prob(Y_safe, F))
 
-    def log_prob(self, Y: ArrayLike, F: ArrayLike) -> Array:
+    def log_prob(self, Y: Data, F: Latent) -> PerEntryOrRow:
         """Elementwise log p(y | f); NaN entries of ``Y`` contribute exactly 0.
 
         Args:
@@ -149,7 +159,7 @@ class AbstractLikelihood(abc.ABC):
         """
         return _log_prob(self, Y, F)
 
-    def log_likelihood(self, Y: ArrayLike, F: ArrayLike) -> Array:
+    def log_likelihood(self, Y: Data, F: Latent) -> Float[Array, ""]:
         """Σ log p(y | f) over all observed entries (a scalar)."""
         return jnp.sum(self.log_prob(Y, F))
 
@@ -159,16 +169,16 @@ class AbstractLikelihood(abc.ABC):
 
     # --- moments and quadrature ----------------------------------------------------------------
 
-    def inverse_link(self, F: ArrayLike) -> Array:
+    def inverse_link(self, F: Latent) -> PerEntry:
         """E[y | f]: one value per entry of the data (shape (N, D); (N, J) for the multinomial)."""
         return _inverse_link(self, F)
 
-    def conditional_variance(self, F: ArrayLike) -> Array:
+    def conditional_variance(self, F: Latent) -> PerEntry:
         """Var[y | f], shaped like :meth:`inverse_link` (the integrand quadrature users need)."""
         return _conditional_variance(self, F)
 
-    def predictive_mean_var(self, F_mean: ArrayLike, F_var: ArrayLike | None = None,
-                            n_points: int = 20) -> tuple[Array, Array]:
+    def predictive_mean_var(self, F_mean: Latent, F_var: Latent | None = None,
+                            n_points: int = 20) -> tuple[PerEntry, PerEntry]:
         """Mean and variance of y, given f = ``F_mean`` or given f ~ N(F_mean, F_var).
 
         With ``F_var`` the moments follow from the laws of total expectation and variance,
@@ -196,8 +206,8 @@ class AbstractLikelihood(abc.ABC):
         second = jnp.sum(w * (self._conditional_variance(f) + mu**2), axis=0)
         return mean, second - mean**2
 
-    def expected_log_prob(self, Y: ArrayLike, F_mean: ArrayLike, F_var: ArrayLike,
-                          n_points: int = 20) -> Array:
+    def expected_log_prob(self, Y: Data, F_mean: Latent, F_var: Latent,
+                          n_points: int = 20) -> PerEntry:
         """E_{f ~ N(F_mean, F_var)}[log p(y | f)] elementwise (0 where ``Y`` is NaN).
 
         The data term of a variational bound (GLM ELBO, seed 002): Gauss–Hermite quadrature
@@ -212,11 +222,11 @@ class AbstractLikelihood(abc.ABC):
 
     # --- sampling and validation ---------------------------------------------------------------
 
-    def sample(self, key: Array, F: ArrayLike) -> Array:
+    def sample(self, key: PRNGKeyArray, F: Latent) -> PerEntry:
         """Draw y ~ p(y | f) (a float array with the shape of the data)."""
         return _sample(self, key, F)
 
-    def validate(self, Y: ArrayLike, name: str = "Y") -> np.ndarray:
+    def validate(self, Y: UserArrayLike, name: str = "Y") -> Float[np.ndarray, "N D"]:
         """Check that ``Y`` is valid data for this likelihood, before any computation.
 
         NaN marks a missing entry; inf never is allowed, nor (library policy,
@@ -232,7 +242,9 @@ class AbstractLikelihood(abc.ABC):
 
     # --- Pólya-gamma augmentation (seed 000, eq. 26) -------------------------------------------
 
-    def polya_gamma_params(self, Y: ArrayLike) -> tuple[Array, Array, Array]:
+    def polya_gamma_params(self, Y: Data) -> tuple[Float[Array, "*batch L"],
+                                                   Float[Array, "*batch L"],
+                                                   Float[Array, "*batch L"]]:
         """(a, b, κ = a − b/2) with p(y | ψ) = c(y) (e^ψ)^a / (1 + e^ψ)^b (seed 000, eq. 26).
 
         ψ = F − :meth:`polya_gamma_offset` (F), and ω | ψ ~ PG(b, ψ).  Missing entries get
@@ -246,7 +258,7 @@ class AbstractLikelihood(abc.ABC):
             f"the {self.name} likelihood has no Pólya-gamma representation; use a "
             f"gradient-based or elliptical-slice update instead (supports_polya_gamma is False)")
 
-    def polya_gamma_offset(self, F: ArrayLike) -> Array:
+    def polya_gamma_offset(self, F: Latent) -> Float[Array, "*batch L"]:
         """ξ such that ψ = F − ξ is the logistic argument (0 except for the multinomial)."""
         return _polya_gamma_offset(self, F)
 
@@ -264,10 +276,10 @@ class AbstractLikelihood(abc.ABC):
 
     # --- trainable state (gplvm.transforms) ----------------------------------------------------
 
-    def unconstrained(self) -> dict[str, Any]:
+    def unconstrained(self) -> dict[str, PyTree]:
         """Trainable parameters on the real line (empty for a parameter-free likelihood)."""
         return {}
 
-    def from_unconstrained(self, u: dict[str, Any]) -> AbstractLikelihood:
+    def from_unconstrained(self, u: dict[str, PyTree]) -> AbstractLikelihood:
         """A copy with the trainable parameters set from an :meth:`unconstrained`-shaped ``u``."""
         return self

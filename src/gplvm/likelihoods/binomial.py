@@ -25,8 +25,7 @@ from gplvm._validation import _where, check_counts
 from gplvm.likelihoods._common import as_float, softplus
 from gplvm.likelihoods.base import AbstractLikelihood
 from gplvm.registry import register
-
-Array = jax.Array
+from gplvm.typing import Array
 
 
 @register("gplvm.likelihoods.Bernoulli")

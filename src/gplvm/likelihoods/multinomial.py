@@ -37,15 +37,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln, logsumexp
-from jax.typing import ArrayLike
 
 from gplvm._pytree import pytree_dataclass
 from gplvm._validation import _where, check_counts
 from gplvm.likelihoods._common import as_float
-from gplvm.likelihoods.base import AbstractLikelihood
+from gplvm.likelihoods.base import AbstractLikelihood, Latent
 from gplvm.registry import register
-
-Array = jax.Array
+from gplvm.typing import Array, Float
 
 
 def _logits(F: Array) -> Array:
@@ -54,7 +52,7 @@ def _logits(F: Array) -> Array:
 
 
 @jax.jit
-def logsumexp_others(L: Array) -> Array:
+def logsumexp_others(L: Float[Array, "*batch J"]) -> Float[Array, "*batch J"]:
     """ξ_j = log Σ_{k≠j} exp(L_k) along the last axis, in O(J) per row and without cancellation.
 
     For j that is not the row's arg-max, m = max_k L_k is still in the sum, so
@@ -114,7 +112,7 @@ class Multinomial(AbstractLikelihood):
         n = as_float(self.n_trials, F)
         return n if n.ndim == 0 or n.shape[-1] == 1 else n[..., None]
 
-    def probabilities(self, F: ArrayLike) -> Array:
+    def probabilities(self, F: Latent) -> Float[Array, "*batch J"]:
         """π = softmax([F, 0]), shape (..., J)."""
         return jax.nn.softmax(_logits(as_float(F)), axis=-1)
 

@@ -29,8 +29,7 @@ from gplvm.likelihoods._common import as_float, check_positive
 from gplvm.likelihoods.base import AbstractLikelihood
 from gplvm.transforms import inverse_softplus, softplus
 from gplvm.registry import register
-
-Array = jax.Array
+from gplvm.typing import Array
 
 
 @register("gplvm.likelihoods.NegativeBinomial")

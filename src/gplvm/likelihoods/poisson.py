@@ -16,8 +16,7 @@ from gplvm._validation import check_counts
 from gplvm.likelihoods._common import as_float
 from gplvm.likelihoods.base import AbstractLikelihood
 from gplvm.registry import register
-
-Array = jax.Array
+from gplvm.typing import Array
 
 
 @register("gplvm.likelihoods.Poisson")
