@@ -27,8 +27,8 @@ classmethod ``_upgrade_fitted(fitted, format_version)``, which returns today's a
 default, :meth:`SaveMixin._upgrade_fitted`, returns them unchanged); likewise its constructor
 arguments to ``_upgrade_params(params, format_version)``.  The model then records the file's
 version in ``_upgraded_from_format_`` (:data:`UPGRADED_FROM`), its only attribute that a model
-fitted today lacks.  A file of a version above
-:data:`FORMAT_VERSION` was written by a newer gplvm and is refused with a message saying so.
+fitted today lacks.  A file of a version above :data:`FORMAT_VERSION` was written by a newer
+gplvm and is refused with a message saying so.
 """
 
 from __future__ import annotations
