@@ -26,20 +26,29 @@ def as_2d_float(Y, name: str = "Y", allow_nan: bool = False, min_rows: int = 1) 
         allow_nan: whether NaN marks missing entries (inf is never allowed).
         min_rows: the fewest rows the caller can work with.
     """
+    if hasattr(Y, "toarray") or type(Y).__module__.startswith("scipy.sparse"):
+        raise ValueError(f"{name} is a sparse matrix; sparse input is not supported here, pass "
+                         f"a dense array ({name}.toarray())")
+    if np.iscomplexobj(Y):
+        raise ValueError(f"{name} has complex entries (Complex data not supported); pass real "
+                         f"numbers (e.g. {name}.real or abs({name}), whichever your data mean)")
     try:
         arr = np.asarray(Y, dtype=float)
     except (TypeError, ValueError) as err:
         raise ValueError(f"{name} could not be converted to a float array ({err}); "
                          f"pass a numeric array of shape (n_samples, n_features)") from err
     if arr.ndim == 1:
-        raise ValueError(f"{name} is 1-D with shape {arr.shape}; pass a 2-D array of shape "
-                         f"(n_samples, n_features), e.g. {name}.reshape(-1, 1) for one column")
+        raise ValueError(f"{name} is 1-D with shape {arr.shape}; Reshape your data to a 2-D "
+                         f"array of shape (n_samples, n_features), e.g. {name}.reshape(-1, 1) "
+                         f"for one column or {name}.reshape(1, -1) for one sample")
     if arr.ndim != 2:
         raise ValueError(f"{name} must be 2-D (n_samples, n_features); got shape {arr.shape}")
     if arr.shape[0] < min_rows:
-        raise ValueError(f"{name} has {arr.shape[0]} rows; at least {min_rows} are needed")
+        raise ValueError(f"{name} has {arr.shape[0]} sample(s) (rows; n_samples = "
+                         f"{arr.shape[0]}); at least {min_rows} are needed")
     if arr.shape[1] < 1:
-        raise ValueError(f"{name} has no columns; pass at least one feature")
+        raise ValueError(f"{name} has 0 feature(s) (shape={arr.shape}) while a minimum of 1 is "
+                         f"required; pass at least one column")
     inf = np.isinf(arr)
     if inf.any():
         raise ValueError(f"{name} contains {int(inf.sum())} infinite entries at (row, column) "
