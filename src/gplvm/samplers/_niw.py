@@ -30,8 +30,7 @@ import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 from jax.scipy.special import gammaln
 from gplvm.registry import register
-
-Array = jax.Array
+from gplvm.typing import Array, Float, Int, PRNGKeyArray
 
 
 @register("gplvm.state.NIWPrior")
@@ -45,19 +44,19 @@ class NIWPrior(NamedTuple):
         Psi0: ``Float[Array, "Q Q"]`` inverse-Wishart scale matrix (positive definite).
     """
 
-    mu0: Array
-    lambda0: Array
-    nu0: Array
-    Psi0: Array
+    mu0: Float[Array, " Q"]
+    lambda0: Float[Array, ""]
+    nu0: Float[Array, ""]
+    Psi0: Float[Array, "Q Q"]
 
 
 class NIWPosterior(NamedTuple):
     """Parameters of NIW posteriors, one per cluster slot (leading axis K), or of one."""
 
-    m: Array
-    lam: Array
-    nu: Array
-    Psi: Array
+    m: Float[Array, "*K Q"]
+    lam: Float[Array, "*K"]
+    nu: Float[Array, "*K"]
+    Psi: Float[Array, "*K Q Q"]
 
 
 def default_niw_prior(Q: int) -> NIWPrior:
@@ -73,7 +72,8 @@ def default_niw_prior(Q: int) -> NIWPrior:
                     nu0=jnp.asarray(Q + 1.0), Psi0=jnp.eye(Q))
 
 
-def cluster_statistics(W: Array, z: Array, n_slots: int) -> tuple[Array, Array, Array]:
+def cluster_statistics(W: Float[Array, "M2 Q"], z: Int[Array, " M2"], n_slots: int
+                       ) -> tuple[Float[Array, " K"], Float[Array, "K Q"], Float[Array, "K Q Q"]]:
     """Counts, means and scatter matrices of the items in each of ``n_slots`` clusters.
 
     The scatter is summed about the cluster mean, not formed as Σ w wᵀ - n w̄ w̄ᵀ, which
@@ -91,7 +91,8 @@ def cluster_statistics(W: Array, z: Array, n_slots: int) -> tuple[Array, Array, 
     return counts, means, scatter
 
 
-def niw_posterior(prior: NIWPrior, counts: Array, means: Array, scatter: Array) -> NIWPosterior:
+def niw_posterior(prior: NIWPrior, counts: Float[Array, "*K"], means: Float[Array, "*K Q"],
+                  scatter: Float[Array, "*K Q Q"]) -> NIWPosterior:
     """The conjugate update above (seed 000, eq. 24, corrected), batched over leading axes.
 
     An empty cluster (count 0) gets the prior back: its mean does not enter.
@@ -105,7 +106,8 @@ def niw_posterior(prior: NIWPrior, counts: Array, means: Array, scatter: Array) 
     return NIWPosterior(m=m, lam=lam, nu=nu, Psi=0.5 * (Psi + jnp.swapaxes(Psi, -1, -2)))
 
 
-def sample_inverse_wishart(key: Array, Psi: Array, nu: Array) -> tuple[Array, Array]:
+def sample_inverse_wishart(key: PRNGKeyArray, Psi: Float[Array, "Q Q"], nu: Float[Array, ""]
+                           ) -> tuple[Float[Array, "Q Q"], Float[Array, "Q Q"]]:
     r"""Σ ~ W⁻¹(Ψ, ν) for one (Q, Q) scale, by the Bartlett decomposition.
 
     With Ψ = C Cᵀ (Cholesky) and A lower triangular, :math:`A_{ii} = \sqrt{\chi^2_{\nu - i + 1}}`
@@ -129,7 +131,8 @@ def sample_inverse_wishart(key: Array, Psi: Array, nu: Array) -> tuple[Array, Ar
     return 0.5 * (Sigma + Sigma.T), B
 
 
-def sample_niw(key: Array, post: NIWPosterior) -> tuple[Array, Array]:
+def sample_niw(key: PRNGKeyArray, post: NIWPosterior
+               ) -> tuple[Float[Array, " Q"], Float[Array, "Q Q"]]:
     """One draw (μ, Σ): Σ ~ W⁻¹(Ψ, ν), μ | Σ ~ N(m, Σ/λ) (seed 000, eq. 24), for one slot."""
     k_sigma, k_mu = jax.random.split(key)
     Sigma, B = sample_inverse_wishart(k_sigma, post.Psi, post.nu)
@@ -137,13 +140,15 @@ def sample_niw(key: Array, post: NIWPosterior) -> tuple[Array, Array]:
     return post.m + B @ eps / jnp.sqrt(post.lam), Sigma
 
 
-def sample_niw_slots(key: Array, post: NIWPosterior) -> tuple[Array, Array]:
+def sample_niw_slots(key: PRNGKeyArray, post: NIWPosterior
+                     ) -> tuple[Float[Array, "K Q"], Float[Array, "K Q Q"]]:
     """Independent draws for K slots (the leading axis of every field of ``post``)."""
     keys = jax.random.split(key, post.m.shape[0])
     return jax.vmap(sample_niw)(keys, post)
 
 
-def gaussian_logpdf(w: Array, mu: Array, chol: Array) -> Array:
+def gaussian_logpdf(w: Float[Array, "*#batch Q"], mu: Float[Array, "*#batch Q"],
+                    chol: Float[Array, "*#batch Q Q"]) -> Float[Array, "*#batch"]:
     """log N(w | μ, L Lᵀ) with L lower triangular; batched over the leading axes of μ and L."""
     Q = w.shape[-1]
     diff = jnp.broadcast_to(w - mu, mu.shape)[..., None]
@@ -152,7 +157,7 @@ def gaussian_logpdf(w: Array, mu: Array, chol: Array) -> Array:
     return -0.5 * (Q * jnp.log(2.0 * jnp.pi) + log_det + jnp.sum(sol * sol, axis=-1))
 
 
-def whitener(Sigma: Array) -> tuple[Array, Array]:
+def whitener(Sigma: Float[Array, "*K Q Q"]) -> tuple[Float[Array, "*K Q Q"], Float[Array, "*K"]]:
     """``(L⁻¹, log|Σ|)`` with Σ = L Lᵀ, batched: once L⁻¹ is formed, a density needs only a
     matrix-vector product, where a triangular solve per cluster would sit inside the
     sequential loop over items."""
@@ -163,13 +168,15 @@ def whitener(Sigma: Array) -> tuple[Array, Array]:
     return solve_triangular(L, eye, lower=True), log_det
 
 
-def gaussian_logpdf_whitened(w: Array, mu: Array, L_inv: Array, log_det: Array) -> Array:
+def gaussian_logpdf_whitened(w: Float[Array, " Q"], mu: Float[Array, "K Q"],
+                             L_inv: Float[Array, "K Q Q"], log_det: Float[Array, " K"]
+                             ) -> Float[Array, " K"]:
     """log N(w | μ_k, Σ_k) for every k, given the :func:`whitener` of each Σ_k."""
     sol = jnp.einsum("...ij,...j->...i", L_inv, w - mu)
     return -0.5 * (w.shape[-1] * jnp.log(2.0 * jnp.pi) + log_det + jnp.sum(sol * sol, axis=-1))
 
 
-def log_prior_predictive(W: Array, prior: NIWPrior) -> Array:
+def log_prior_predictive(W: Float[Array, "M2 Q"], prior: NIWPrior) -> Float[Array, " M2"]:
     r"""log of the NIW prior predictive :math:`\int N(w \mid \mu, \Sigma)\, dH(\mu, \Sigma)`.
 
     The multivariate Student-t of the module docstring, evaluated at each row of ``W``

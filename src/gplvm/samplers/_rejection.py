@@ -23,7 +23,7 @@ independent.  The same key gives the same draws.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp

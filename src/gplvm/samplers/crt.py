@@ -50,8 +50,7 @@ from jax import lax
 from jax.scipy.special import digamma, polygamma
 
 from gplvm._validation import _where
-
-Array = jax.Array
+from gplvm.typing import Array, ArrayLike, Float, PRNGKeyArray, Real, ScalarLike
 
 __all__ = ["chinese_restaurant_table", "sample_nb_dispersion", "tail_tv_bound",
            "tail_variance_excess"]
@@ -85,7 +84,9 @@ def _check(y, r) -> None:
                              f"and positive (at {_where(bad)}); CRT(y, r) needs r > 0")
 
 
-def chinese_restaurant_table(key: Array, y, r, exact_terms: int = EXACT_TERMS) -> Array:
+def chinese_restaurant_table(key: PRNGKeyArray, y: Real[ArrayLike, "*#shape"],
+                             r: Real[ArrayLike, "*#shape"], exact_terms: int = EXACT_TERMS
+                             ) -> Float[Array, "*#shape"]:
     r"""Draw L ~ CRT(y, r) elementwise (Zhou & Carin 2012; the module docstring).
 
     Args:
@@ -164,7 +165,8 @@ def _tail_moments(y, r, exact_terms: int) -> tuple[Array, Array, Array]:
     return tail, mu, sum_sq
 
 
-def tail_variance_excess(y, r, exact_terms: int = EXACT_TERMS) -> Array:
+def tail_variance_excess(y: Real[ArrayLike, "*#shape"], r: Real[ArrayLike, "*#shape"],
+                         exact_terms: int = EXACT_TERMS) -> Float[Array, "*#shape"]:
     r"""Var of the drawn L minus Var of CRT(y, r): :math:`\sum_{t=T_0+1}^{y} p_t^2`
     = r²(ψ'(r + T0) − ψ'(r + y)) where y > T0, else 0 (the Poisson tail's only second-moment
     error; the mean is exact)."""
@@ -172,14 +174,18 @@ def tail_variance_excess(y, r, exact_terms: int = EXACT_TERMS) -> Array:
     return jnp.where(tail, sum_sq, 0.0)
 
 
-def tail_tv_bound(y, r, exact_terms: int = EXACT_TERMS) -> Array:
+def tail_tv_bound(y: Real[ArrayLike, "*#shape"], r: Real[ArrayLike, "*#shape"],
+                  exact_terms: int = EXACT_TERMS) -> Float[Array, "*#shape"]:
     r"""Barbour & Hall's bound on the total-variation distance between the drawn L and
     CRT(y, r): :math:`(1 - e^{-\mu})\mu^{-1}\sum_{t>T_0} p_t^2`, 0 where y ≤ T0."""
     tail, mu, sum_sq = _tail_moments(y, r, exact_terms)
     return jnp.where(tail, -jnp.expm1(-mu) / mu * sum_sq, 0.0)
 
 
-def sample_nb_dispersion(key: Array, Y, psi, r, a0, h, exact_terms: int = EXACT_TERMS) -> Array:
+def sample_nb_dispersion(key: PRNGKeyArray, Y: Real[ArrayLike, "N J"],
+                         psi: Real[ArrayLike, "N J"], r: Real[ArrayLike, "#J"], a0: ScalarLike,
+                         h: Real[ArrayLike, "#J"] | ScalarLike, exact_terms: int = EXACT_TERMS
+                         ) -> Float[Array, " J"]:
     r"""One Gibbs update of the negative-binomial dispersions (seed 000, eqs. 29–31).
 
     .. math:: L_{nj} \sim \mathrm{CRT}(y_{nj}, r_j), \qquad

@@ -36,8 +36,7 @@ from gplvm.samplers._niw import (NIWPrior, cluster_statistics, default_niw_prior
                                  gaussian_logpdf, gaussian_logpdf_whitened,
                                  log_prior_predictive, niw_posterior, sample_niw_slots,
                                  whitener)
-
-Array = jax.Array
+from gplvm.typing import Array, ArrayLike, Float, Int, PRNGKeyArray, Real, ScalarLike
 
 __all__ = ["DPMixtureState", "NIWPrior", "default_niw_prior", "dp_init", "dp_update",
            "log_prior_frequencies", "n_clusters", "propose_frequencies", "sample_assignments",
@@ -55,10 +54,10 @@ class DPMixtureState(NamedTuple):
         alpha: ``Float[Array, ""]`` DP concentration.
     """
 
-    z: Array
-    mu: Array
-    Sigma: Array
-    alpha: Array
+    z: Int[Array, " M2"]
+    mu: Float[Array, "K_max Q"]
+    Sigma: Float[Array, "K_max Q Q"]
+    alpha: Float[Array, ""]
 
 
 def _check(W, prior: NIWPrior) -> None:
@@ -84,20 +83,21 @@ def _check(W, prior: NIWPrior) -> None:
         raise ValueError("Psi0 must be symmetric positive definite (e.g. the identity)")
 
 
-def n_clusters(state: DPMixtureState) -> Array:
+def n_clusters(state: DPMixtureState) -> Int[Array, ""]:
     """K, the number of occupied clusters (``Int[Array, ""]``)."""
     counts = jnp.zeros(state.mu.shape[0], jnp.int32).at[state.z].add(1)
     return jnp.sum(counts > 0)
 
 
-def dp_init(key: Array, W: Array, prior: NIWPrior, n_clusters: int = 20,
-            alpha: float = 1.0) -> DPMixtureState:
+def dp_init(key: PRNGKeyArray, W: Real[ArrayLike, "..."], prior: NIWPrior, n_clusters: int = 20,
+            alpha: ScalarLike = 1.0) -> DPMixtureState:
     """Assign the frequencies uniformly at random to min(n_clusters, M2) clusters, then draw
     every slot's (μ, Σ) from its NIW posterior given its members (the prior when empty).
 
     Args:
         key: a ``jax.random`` key.
-        W: ``Float[Array, "M2 Q"]`` current frequencies.
+        W: ``Float[Array, "M2 Q"]`` current frequencies (shape checked here against the prior,
+            with a ValueError).
         prior: the NIW base measure.
         n_clusters: number of initial clusters (static).
         alpha: initial concentration.
@@ -115,7 +115,7 @@ def dp_init(key: Array, W: Array, prior: NIWPrior, n_clusters: int = 20,
     return sample_cluster_params(k_params, W, state, prior)
 
 
-def sample_cluster_params(key: Array, W: Array, state: DPMixtureState,
+def sample_cluster_params(key: PRNGKeyArray, W: Float[Array, "M2 Q"], state: DPMixtureState,
                           prior: NIWPrior) -> DPMixtureState:
     r"""Step 2: (μ_k, Σ_k) ~ NIW posterior given the members of slot k (seed 000, eq. 24).
 
@@ -135,7 +135,7 @@ def _categorical(u: Array, logits: Array) -> Array:
     return jnp.minimum(jnp.searchsorted(cum, u * cum[-1], side="right"), logits.shape[0] - 1)
 
 
-def sample_assignments(key: Array, W: Array, state: DPMixtureState,
+def sample_assignments(key: PRNGKeyArray, W: Float[Array, "M2 Q"], state: DPMixtureState,
                        prior: NIWPrior) -> DPMixtureState:
     r"""Step 1: z_m for m = 1..M2 in turn (seed 000, eq. 23; Neal 2000, Algorithm 2).
 
@@ -188,8 +188,8 @@ def sample_assignments(key: Array, W: Array, state: DPMixtureState,
     return state._replace(z=z, mu=mu, Sigma=Sigma)
 
 
-def sample_concentration(key: Array, state: DPMixtureState, a_alpha=1.0,
-                         b_alpha=1.0) -> DPMixtureState:
+def sample_concentration(key: PRNGKeyArray, state: DPMixtureState, a_alpha: ScalarLike = 1.0,
+                         b_alpha: ScalarLike = 1.0) -> DPMixtureState:
     r"""Step 3: α | K ~ the Escobar & West (1995) mixture (seed 000, eq. 25), n = M2 items.
 
     Prior α ~ Ga(a, rate b).  Draw η ~ Beta(α + 1, n), then
@@ -215,8 +215,9 @@ def sample_concentration(key: Array, state: DPMixtureState, a_alpha=1.0,
     return state._replace(alpha=alpha)
 
 
-def dp_update(key: Array, W: Array, state: DPMixtureState, prior: NIWPrior, a_alpha=1.0,
-              b_alpha=1.0) -> DPMixtureState:
+def dp_update(key: PRNGKeyArray, W: Float[Array, "M2 _Q"], state: DPMixtureState,
+              prior: NIWPrior, a_alpha: ScalarLike = 1.0, b_alpha: ScalarLike = 1.0
+              ) -> DPMixtureState:
     """One Gibbs sweep: assignments (eq. 23), cluster parameters (eq. 24), α (eq. 25).
 
     Args:
@@ -236,7 +237,7 @@ def dp_update(key: Array, W: Array, state: DPMixtureState, prior: NIWPrior, a_al
     return sample_concentration(k_alpha, state, a_alpha, b_alpha)
 
 
-def propose_frequencies(key: Array, state: DPMixtureState) -> Array:
+def propose_frequencies(key: PRNGKeyArray, state: DPMixtureState) -> Float[Array, "M2 Q"]:
     r"""The prior proposal of the MH step on W (seed 000, eq. 22):
     :math:`w^\star_m \sim N(\mu_{z_m}, \Sigma_{z_m})` independently, ``Float[Array, "M2 Q"]``."""
     chol = jnp.linalg.cholesky(state.Sigma)[state.z]
@@ -244,7 +245,8 @@ def propose_frequencies(key: Array, state: DPMixtureState) -> Array:
     return state.mu[state.z] + jnp.einsum("mij,mj->mi", chol, eps)
 
 
-def log_prior_frequencies(W: Array, state: DPMixtureState) -> Array:
+def log_prior_frequencies(W: Float[Array, "M2 Q"], state: DPMixtureState
+                          ) -> Float[Array, " M2"]:
     """log N(w_m | μ_{z_m}, Σ_{z_m}) for every row of W, ``Float[Array, "M2"]``."""
     chol = jnp.linalg.cholesky(state.Sigma)[state.z]
     return gaussian_logpdf(W, state.mu[state.z], chol)

@@ -50,6 +50,7 @@ from jax import lax
 from gplvm._validation import _where
 from gplvm.samplers.polya_gamma_devroye import polya_gamma_one
 from gplvm.samplers.polya_gamma_series import polya_gamma_series
+from gplvm.typing import ArrayLike, Float, PRNGKeyArray, Real
 
 MAX_EXACT_B = 8
 MAX_C_SERIES = 1e12
@@ -120,7 +121,9 @@ def _exact_sum(key: jax.Array, exact: jax.Array, b: jax.Array, c: jax.Array) -> 
     return lax.fori_loop(1, rounds, add_one, first)
 
 
-def polya_gamma(key: jax.Array, b, c=0.0, shape: tuple[int, ...] | None = None) -> jax.Array:
+def polya_gamma(key: PRNGKeyArray, b: Real[ArrayLike, "*#shape"],
+                c: Real[ArrayLike, "*#shape"] = 0.0, shape: tuple[int, ...] | None = None
+                ) -> Float[jax.Array, "*#shape"]:
     r"""Draw ω ~ PG(b, c) elementwise (seed 000, eq. 27; the regimes are in the module docs).
 
     Args:

@@ -49,6 +49,7 @@ import jax.numpy as jnp
 from jax.scipy.special import ndtri
 
 from gplvm.samplers._rejection import open_uniforms, until_accepted
+from gplvm.typing import ArrayLike, Float, PRNGKeyArray, Real
 
 _T = 0.64                                                  # PSW's truncation point t
 _LEVY_TAIL = 0.5 * math.erfc(1.0 / math.sqrt(2.0 * _T))   # P(N > 1/sqrt(t)), N ~ N(0, 1)
@@ -104,7 +105,8 @@ def _attempt(key: jax.Array, params: tuple) -> tuple[jax.Array, jax.Array]:
     return (u_accept <= ratio) | bad, jnp.where(bad, jnp.nan, 0.25 * x)   # step 5
 
 
-def polya_gamma_one(key: jax.Array, c: jax.Array) -> jax.Array:
+def polya_gamma_one(key: PRNGKeyArray, c: Real[ArrayLike, "*shape"]
+                    ) -> Float[jax.Array, "*shape"]:
     """Exact draws ω ~ PG(1, c), one per element of ``c``.
 
     Args:

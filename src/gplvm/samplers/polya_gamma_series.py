@@ -48,6 +48,13 @@ from jax import lax
 
 from gplvm.samplers._gamma import gamma
 from gplvm.samplers._tail_sums import tail_power_sums
+from gplvm.typing import ArrayLike, Float, PRNGKeyArray, Real, ScalarLike
+
+#: Per-element shapes b: one per element, or one for all.
+_Shapes = Real[ArrayLike, "#n"] | ScalarLike
+#: Shape, scale and shift of the shifted gamma of each block (rows) and element (columns).
+_Gammas = tuple[Float[jax.Array, "blocks n"], Float[jax.Array, "blocks n"],
+                Float[jax.Array, "blocks n"]]
 
 HEAD = 8
 CHUNK = 8192
@@ -65,7 +72,7 @@ def _block_edges() -> list[int]:
 _EDGES = _block_edges()
 
 
-def _block_sums(a: jax.Array) -> jax.Array:
+def _block_sums(a: Float[jax.Array, " n"]) -> Float[jax.Array, "3 blocks n"]:
     """S_{j,m} for m = 1, 2, 3 and every block j: shape (3, 19, n) (step 2)."""
     # Edges from 27 on need only three Euler–Maclaurin terms (see tail_power_sums).
     near, far = [e for e in _EDGES if e < 27], [e for e in _EDGES if e >= 27]
@@ -79,18 +86,18 @@ def _block_sums(a: jax.Array) -> jax.Array:
     return jnp.maximum(sums, jnp.finfo(jnp.float64).tiny)
 
 
-def _shifted_gammas(sums: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+def _shifted_gammas(sums: Float[jax.Array, "3 blocks n"], b: _Shapes) -> _Gammas:
     """Step 3: shape alpha, scale theta and shift s matched to kappa_1..3 of each block."""
     s1, s2, s3 = sums
     theta, alpha = s3 / s2, b * s2 ** 3 / s3 ** 2
     return alpha, theta, jnp.maximum(b * (s1 - s2 * s2 / s3), 0.0)
 
 
-def _blocks(a: jax.Array, b: jax.Array):
+def _blocks(a: Float[jax.Array, " n"], b: _Shapes) -> _Gammas:
     return _shifted_gammas(_block_sums(a), b)
 
 
-def _one_tail(a: jax.Array, b: jax.Array):
+def _one_tail(a: Float[jax.Array, " n"], b: _Shapes) -> _Gammas:
     """As :func:`_blocks` with the whole tail after the head as block 0; the other 18 blocks
     are empty (theta = shift = 0, and they are not drawn)."""
     alpha, theta, shift = _shifted_gammas(jnp.stack(tail_power_sums(a, HEAD))[:, None], b)
@@ -98,7 +105,8 @@ def _one_tail(a: jax.Array, b: jax.Array):
     return pad(alpha, 1.0), pad(theta, 0.0), pad(shift, 0.0)
 
 
-def polya_gamma_series(key: jax.Array, b: jax.Array, c: jax.Array) -> jax.Array:
+def polya_gamma_series(key: PRNGKeyArray, b: Float[jax.Array, " n"], c: Float[jax.Array, " n"]
+                       ) -> Float[jax.Array, " n"]:
     """Draws ω ~ PG(b, c), elementwise over 1-D arrays ``b`` and ``c`` of equal length.
 
     Args:
