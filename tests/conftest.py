@@ -26,7 +26,7 @@ from jaxtyping import install_import_hook  # noqa: E402
 
 #: The packages whose annotations are checked at run time in the tests.
 TYPECHECKED = ("gplvm.kernels", "gplvm.features", "gplvm.expectations", "gplvm.likelihoods",
-               "gplvm.samplers")
+               "gplvm.samplers", "gplvm.data", "gplvm.metrics", "gplvm.baselines")
 #: beartype with PEP 484's numeric tower (an int is accepted where a float is annotated, a float
 #: where a complex is), as static type checkers read the annotations.
 TYPECHECKER = "beartype.beartype(conf=beartype.BeartypeConf(is_pep484_tower=True))"

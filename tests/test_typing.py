@@ -9,8 +9,9 @@ mismatch found by JAX itself, a plain ``TypeError``, is not).
 
 from __future__ import annotations
 
+import importlib
 import inspect
-import sys
+import pkgutil
 from pathlib import Path
 
 import jax
@@ -20,12 +21,15 @@ import pytest
 from conftest import TYPECHECKED
 from jaxtyping import TypeCheckError
 
+from gplvm.data.loaders import Dataset
 from gplvm.expectations import psi_statistics
 from gplvm.expectations.analytic import analytic_psi
 from gplvm.expectations.quadrature import quadrature_psi
 from gplvm.expectations.rules import Unscented
 from gplvm.features import RandomFourierFeatures
 from gplvm.kernels import RBF, AbstractKernel, Matern32
+from gplvm.likelihoods import Multinomial, Poisson
+from gplvm.samplers import polya_gamma
 
 
 def _is_checked(fn) -> bool:
@@ -53,10 +57,19 @@ def _source_functions(module):
                     yield f"{name}.{attr}", member
 
 
+def _modules_of(name: str) -> list:
+    """The module ``name`` and, for a package, every module under it (imported here, through
+    the import hook that conftest.py installed)."""
+    module = importlib.import_module(name)
+    found = [module]
+    for info in pkgutil.walk_packages(getattr(module, "__path__", []), prefix=name + "."):
+        found.append(importlib.import_module(info.name))
+    return found
+
+
 def test_every_function_of_the_checked_packages_is_instrumented():
-    modules = [m for name, m in sorted(sys.modules.items())
-               if any(name == p or name.startswith(p + ".") for p in TYPECHECKED)]
-    assert {p for p in TYPECHECKED} <= {m.__name__ for m in modules}
+    modules = [m for name in TYPECHECKED for m in _modules_of(name)]
+    assert len(modules) > 30
     unchecked, n_checked = [], 0
     for module in modules:
         for name, fn in _source_functions(module):
@@ -113,3 +126,26 @@ def test_psi_core_rejects_variances_of_another_shape():
     # the user-facing entry point validates first and names the fix (STYLE.md 9)
     with pytest.raises(ValueError, match="X_var has shape"):
         psi_statistics(RBF(), Z, mu, S[:, :1])
+
+
+def test_likelihood_rejects_latents_of_other_rows():
+    Y, F = np.ones((4, 3)), np.zeros((4, 3))
+    assert Poisson().log_prob(Y, F).shape == (4, 3)
+    with pytest.raises(TypeCheckError, match="F"):
+        Poisson().log_prob(Y, F[:3])                    # one row of F per row of Y
+    assert Multinomial().log_prob(Y, F[:, :2]).shape == (4,)
+    with pytest.raises(TypeCheckError, match="F"):
+        Multinomial().log_prob(Y, F[:2, :2])
+
+
+def test_samplers_reject_parameters_that_do_not_broadcast():
+    key = jax.random.PRNGKey(0)
+    assert polya_gamma(key, jnp.ones((2, 3)), jnp.zeros(3)).shape == (2, 3)
+    with pytest.raises(TypeCheckError, match="c"):
+        polya_gamma(key, jnp.ones((2, 3)), jnp.zeros(2))
+
+
+def test_dataset_fields_share_their_rows():
+    Dataset(np.zeros((3, 2)), "toy", "three rows", labels=np.arange(3))
+    with pytest.raises(TypeCheckError, match="labels"):
+        Dataset(np.zeros((3, 2)), "toy", "three rows", labels=np.arange(4))

@@ -18,6 +18,10 @@ from sklearn import decomposition, manifold
 from sklearn.exceptions import NotFittedError
 
 from gplvm._validation import as_2d_float
+from gplvm.typing import Bool, Float, UserArrayLike
+
+# Public methods take any array-like Y (N, D) or X (N, Q) and validate it (ValueError); they
+# return float64 NumPy arrays of the annotated shapes.
 
 __all__ = ["PCA", "NMF", "Isomap", "PPCA", "ColumnMeanImputer"]
 
@@ -27,7 +31,7 @@ def _check_fitted(model, attribute: str) -> None:
         raise NotFittedError(f"this {type(model).__name__} is not fitted yet; call fit(Y) first")
 
 
-def _check_n_components(n_components, Y: np.ndarray) -> None:
+def _check_n_components(n_components: object, Y: Float[np.ndarray, "N D"]) -> None:
     if isinstance(n_components, bool) or not isinstance(n_components, (int, np.integer)) \
             or not 1 <= n_components <= min(Y.shape):
         raise ValueError(f"n_components={n_components!r} must be an integer between 1 and "
@@ -40,20 +44,20 @@ class PCA:
     def __init__(self, n_components: int = 2):
         self.n_components = n_components
 
-    def fit(self, Y) -> "PCA":
+    def fit(self, Y: UserArrayLike) -> "PCA":
         Y = as_2d_float(Y, "Y", min_rows=2)
         _check_n_components(self.n_components, Y)
         self.estimator_ = decomposition.PCA(n_components=self.n_components).fit(Y)
         return self
 
-    def transform(self, Y) -> np.ndarray:
+    def transform(self, Y: UserArrayLike) -> Float[np.ndarray, "N Q"]:
         _check_fitted(self, "estimator_")
         return self.estimator_.transform(as_2d_float(Y, "Y"))
 
-    def fit_transform(self, Y) -> np.ndarray:
+    def fit_transform(self, Y: UserArrayLike) -> Float[np.ndarray, "N Q"]:
         return self.fit(Y).transform(Y)
 
-    def inverse_transform(self, X) -> np.ndarray:
+    def inverse_transform(self, X: UserArrayLike) -> Float[np.ndarray, "N D"]:
         _check_fitted(self, "estimator_")
         return self.estimator_.inverse_transform(as_2d_float(X, "X"))
 
@@ -69,11 +73,11 @@ class NMF:
         self.max_iter = max_iter
         self.random_state = random_state
 
-    def fit(self, Y) -> "NMF":
+    def fit(self, Y: UserArrayLike) -> "NMF":
         self.fit_transform(Y)
         return self
 
-    def fit_transform(self, Y) -> np.ndarray:
+    def fit_transform(self, Y: UserArrayLike) -> Float[np.ndarray, "N Q"]:
         Y = self._validate(Y)
         _check_n_components(self.n_components, Y)
         self.estimator_ = decomposition.NMF(n_components=self.n_components, init="nndsvda",
@@ -81,16 +85,16 @@ class NMF:
                                             random_state=self.random_state)
         return self.estimator_.fit_transform(Y)
 
-    def transform(self, Y) -> np.ndarray:
+    def transform(self, Y: UserArrayLike) -> Float[np.ndarray, "N Q"]:
         _check_fitted(self, "estimator_")
         return self.estimator_.transform(self._validate(Y))
 
-    def inverse_transform(self, X) -> np.ndarray:
+    def inverse_transform(self, X: UserArrayLike) -> Float[np.ndarray, "N D"]:
         _check_fitted(self, "estimator_")
         return self.estimator_.inverse_transform(as_2d_float(X, "X"))
 
     @staticmethod
-    def _validate(Y) -> np.ndarray:
+    def _validate(Y: UserArrayLike) -> Float[np.ndarray, "N D"]:
         Y = as_2d_float(Y, "Y")
         if np.any(Y < 0):
             raise ValueError(f"Y has {int(np.sum(Y < 0))} negative entries; NMF needs "
@@ -105,11 +109,11 @@ class Isomap:
         self.n_components = n_components
         self.n_neighbors = n_neighbors
 
-    def fit(self, Y) -> "Isomap":
+    def fit(self, Y: UserArrayLike) -> "Isomap":
         self.fit_transform(Y)
         return self
 
-    def fit_transform(self, Y) -> np.ndarray:
+    def fit_transform(self, Y: UserArrayLike) -> Float[np.ndarray, "N Q"]:
         Y = as_2d_float(Y, "Y", min_rows=2)
         _check_n_components(self.n_components, Y)
         if not 1 <= self.n_neighbors < len(Y):
@@ -119,7 +123,7 @@ class Isomap:
                                           n_components=self.n_components)
         return self.estimator_.fit_transform(Y)
 
-    def transform(self, Y) -> np.ndarray:
+    def transform(self, Y: UserArrayLike) -> Float[np.ndarray, "N Q"]:
         _check_fitted(self, "estimator_")
         return self.estimator_.transform(as_2d_float(Y, "Y"))
 
@@ -127,7 +131,7 @@ class Isomap:
 class ColumnMeanImputer:
     """Fill each missing entry with the mean of its column's observed entries."""
 
-    def fit(self, Y) -> "ColumnMeanImputer":
+    def fit(self, Y: UserArrayLike) -> "ColumnMeanImputer":
         Y = as_2d_float(Y, "Y", allow_nan=True)
         empty = np.isnan(Y).all(axis=0)
         if empty.any():
@@ -136,7 +140,7 @@ class ColumnMeanImputer:
         self.mean_ = np.nanmean(Y, axis=0)
         return self
 
-    def impute(self, Y) -> np.ndarray:
+    def impute(self, Y: UserArrayLike) -> Float[np.ndarray, "N D"]:
         _check_fitted(self, "mean_")
         Y = np.array(as_2d_float(Y, "Y", allow_nan=True))
         if Y.shape[1] != len(self.mean_):
@@ -185,7 +189,7 @@ class PPCA:
         self.tol = tol
         self.min_noise_var = min_noise_var
 
-    def fit(self, Y) -> "PPCA":
+    def fit(self, Y: UserArrayLike) -> "PPCA":
         Y = as_2d_float(Y, "Y", allow_nan=True, min_rows=2)
         _check_n_components(self.n_components, Y)
         obs = ~np.isnan(Y)
@@ -208,7 +212,8 @@ class PPCA:
         self.history_, self.n_iter_, self.converged_ = np.array(history), len(history), converged
         return self
 
-    def _initialise(self, Y, obs):
+    def _initialise(self, Y: Float[np.ndarray, "N D"], obs: Bool[np.ndarray, "N D"]
+                    ) -> tuple[Float[np.ndarray, " D"], Float[np.ndarray, "D Q"], float]:
         """Start from the closed-form maximum-likelihood PPCA of the mean-filled data.
 
         Tipping & Bishop (1999), eqs. 7-8: with ``lambda_1 >= ... >= lambda_D`` and ``U`` the
@@ -224,7 +229,9 @@ class PPCA:
         W = Vt[:Q].T * np.sqrt(np.maximum(lam[:Q] - s2, 0.0) + 1e-12 * lam[0])
         return mu, W, s2
 
-    def _e_step(self, Yz, O, mu, W, s2):
+    def _e_step(self, Yz: Float[np.ndarray, "N D"], O: Float[np.ndarray, "N D"],
+                mu: Float[np.ndarray, " D"], W: Float[np.ndarray, "D Q"], s2: float
+                ) -> tuple[Float[np.ndarray, "N Q"], Float[np.ndarray, "N Q Q"], float]:
         """Posterior of each x_n given its observed entries, and the observed log-likelihood."""
         Q = W.shape[1]
         A = s2 * np.eye(Q) + np.einsum("nd,dq,dr->nqr", O, W, W)   # noise_var I + W_o^T W_o
@@ -241,7 +248,10 @@ class PPCA:
         loglik = -0.5 * np.sum(n_o * np.log(2.0 * np.pi) + logdet + quad)
         return m, S, float(loglik)
 
-    def _m_step(self, Yz, O, m, S, W):
+    def _m_step(self, Yz: Float[np.ndarray, "N D"], O: Float[np.ndarray, "N D"],
+                m: Float[np.ndarray, "N Q"], S: Float[np.ndarray, "N Q Q"],
+                W: Float[np.ndarray, "D Q"]
+                ) -> tuple[Float[np.ndarray, " D"], Float[np.ndarray, "D Q"], float]:
         """Closed-form updates of mu, then W, then noise_var (ECM)."""
         n_d = O.sum(axis=0)
         mu = np.sum(O * (Yz - m @ W.T), axis=0) / n_d
@@ -254,7 +264,7 @@ class PPCA:
         s2 = max((resid.sum() + trace) / O.sum(), self.min_noise_var)
         return mu, W, s2
 
-    def transform(self, Y) -> np.ndarray:
+    def transform(self, Y: UserArrayLike) -> Float[np.ndarray, "N Q"]:
         """Posterior means of the latents of (possibly partially observed) rows Y."""
         _check_fitted(self, "components_")
         Y = self._validate_new(Y)
@@ -263,20 +273,20 @@ class PPCA:
                                self.components_, self.noise_var_)
         return m
 
-    def fit_transform(self, Y) -> np.ndarray:
+    def fit_transform(self, Y: UserArrayLike) -> Float[np.ndarray, "N Q"]:
         return self.fit(Y).X_mean_
 
-    def inverse_transform(self, X) -> np.ndarray:
+    def inverse_transform(self, X: UserArrayLike) -> Float[np.ndarray, "N D"]:
         """Predictive mean ``X W^T + mu`` of Y at latent points X (n, Q)."""
         _check_fitted(self, "components_")
         return as_2d_float(X, "X") @ self.components_.T + self.mean_
 
-    def impute(self, Y) -> np.ndarray:
+    def impute(self, Y: UserArrayLike) -> Float[np.ndarray, "N D"]:
         """A copy of Y whose NaN entries hold ``E[y_missing | y_observed]``."""
         Y = self._validate_new(Y)
         return np.where(np.isnan(Y), self.inverse_transform(self.transform(Y)), Y)
 
-    def _validate_new(self, Y) -> np.ndarray:
+    def _validate_new(self, Y: UserArrayLike) -> Float[np.ndarray, "N D"]:
         _check_fitted(self, "components_")
         Y = as_2d_float(Y, "Y", allow_nan=True)
         if Y.shape[1] != len(self.mean_):

@@ -7,8 +7,9 @@
 * prediction: :func:`rmse`, :func:`imputation_mse` (seed 000, §4.2, Table 3),
   :func:`mean_nlpd` / :func:`median_nlpd` with :func:`gaussian_log_density`.
 
-All functions take NumPy array-likes, validate them first (``ValueError`` naming the fix) and
-return Python floats or ints.
+All functions take NumPy array-likes (:data:`gplvm.typing.UserArrayLike`; the shapes are given
+in each docstring), validate them first (``ValueError`` naming the fix) and return Python floats
+or ints.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ from sklearn.model_selection import KFold
 from sklearn.neighbors import KNeighborsClassifier
 
 from gplvm._validation import as_2d_float, check_consistent_length
+from gplvm.typing import Bool, Float, Shaped, UserArrayLike
 
 __all__ = ["knn_accuracy", "loo_1nn_errors", "affine_r2", "procrustes_r2", "rmse",
            "imputation_mse", "gaussian_log_density", "mean_nlpd", "median_nlpd"]
 
 
-def _labels(labels, X: np.ndarray, name: str = "labels") -> np.ndarray:
+def _labels(labels: UserArrayLike, X: Float[np.ndarray, "N Q"], name: str = "labels"
+            ) -> Shaped[np.ndarray, " N"]:
     y = np.asarray(labels)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]
@@ -34,7 +37,7 @@ def _labels(labels, X: np.ndarray, name: str = "labels") -> np.ndarray:
     return y
 
 
-def knn_accuracy(X, labels, n_neighbors: int = 1, n_splits: int = 5,
+def knn_accuracy(X: UserArrayLike, labels: UserArrayLike, n_neighbors: int = 1, n_splits: int = 5,
                  random_state: int | None = 0) -> float:
     """Mean K-nearest-neighbour classification accuracy over shuffled K-fold splits.
 
@@ -70,7 +73,7 @@ def knn_accuracy(X, labels, n_neighbors: int = 1, n_splits: int = 5,
     return float(np.mean(accs))
 
 
-def loo_1nn_errors(X, labels, chunk_size: int = 1024) -> int:
+def loo_1nn_errors(X: UserArrayLike, labels: UserArrayLike, chunk_size: int = 1024) -> int:
     """Number of leave-one-out 1-nearest-neighbour classification errors.
 
     Each point is classified by the label of its nearest *other* point (Euclidean distance);
@@ -97,14 +100,16 @@ def loo_1nn_errors(X, labels, chunk_size: int = 1024) -> int:
     return errors
 
 
-def _lstsq_affine(X_est: np.ndarray, X_true: np.ndarray) -> np.ndarray:
+def _lstsq_affine(X_est: Float[np.ndarray, "N Q_est"], X_true: Float[np.ndarray, "N Q_true"]
+                  ) -> Float[np.ndarray, "N Q_true"]:
     """The least-squares affine image of X_est onto X_true: ``[1, X_est] W``."""
     A = np.hstack([np.ones((len(X_est), 1)), X_est])
     W, *_ = np.linalg.lstsq(A, X_true, rcond=None)
     return A @ W
 
 
-def affine_r2(X_est, X_true, multioutput: str = "uniform_average") -> float:
+def affine_r2(X_est: UserArrayLike, X_true: UserArrayLike,
+              multioutput: str = "uniform_average") -> float:
     """Coefficient of determination of X_true after the best affine map of X_est onto it.
 
     The latent space of a GPLVM is identified only up to such maps, so ``X_est`` is first
@@ -139,7 +144,7 @@ def affine_r2(X_est, X_true, multioutput: str = "uniform_average") -> float:
     return float(1.0 - sse.sum() / sst.sum())
 
 
-def procrustes_r2(X_est, X_true) -> float:
+def procrustes_r2(X_est: UserArrayLike, X_true: UserArrayLike) -> float:
     """R^2 of X_true after the best translation, rotation/reflection and isotropic scaling of X_est.
 
     With both centred, ``min_{s, R: R R^T = I} ||X_true - s X_est R||_F^2
@@ -172,7 +177,9 @@ def procrustes_r2(X_est, X_true) -> float:
     return float(nuclear**2 / (na * nb))
 
 
-def _pair(Y_true, Y_pred, names=("Y_true", "Y_pred")) -> tuple[np.ndarray, np.ndarray]:
+def _pair(Y_true: UserArrayLike, Y_pred: UserArrayLike,
+          names: tuple[str, str] = ("Y_true", "Y_pred")
+          ) -> tuple[Float[np.ndarray, "*shape"], Float[np.ndarray, "*shape"]]:
     a = np.asarray(Y_true, dtype=float)
     b = np.asarray(Y_pred, dtype=float)
     if a.shape != b.shape:
@@ -181,7 +188,7 @@ def _pair(Y_true, Y_pred, names=("Y_true", "Y_pred")) -> tuple[np.ndarray, np.nd
     return a, b
 
 
-def _mask(mask, shape) -> np.ndarray:
+def _mask(mask: UserArrayLike, shape: tuple[int, ...]) -> Bool[np.ndarray, "..."]:
     m = np.asarray(mask)
     if m.dtype != bool:
         raise ValueError(f"mask must be a boolean array (True = held out); got dtype {m.dtype}")
@@ -192,7 +199,8 @@ def _mask(mask, shape) -> np.ndarray:
     return m
 
 
-def rmse(Y_true, Y_pred, mask=None) -> float:
+def rmse(Y_true: UserArrayLike, Y_pred: UserArrayLike, mask: UserArrayLike | None = None
+         ) -> float:
     """Root mean squared error ``sqrt(mean((Y_true - Y_pred)^2))`` over all or masked entries.
 
     Args:
@@ -202,7 +210,7 @@ def rmse(Y_true, Y_pred, mask=None) -> float:
     return float(np.sqrt(_mse(Y_true, Y_pred, mask)))
 
 
-def _mse(Y_true, Y_pred, mask) -> float:
+def _mse(Y_true: UserArrayLike, Y_pred: UserArrayLike, mask: UserArrayLike | None) -> float:
     a, b = _pair(Y_true, Y_pred)
     if mask is not None:
         m = _mask(mask, a.shape)
@@ -216,7 +224,8 @@ def _mse(Y_true, Y_pred, mask) -> float:
     return float(np.mean(err**2))
 
 
-def imputation_mse(Y_true, Y_imputed, mask) -> float:
+def imputation_mse(Y_true: UserArrayLike, Y_imputed: UserArrayLike, mask: UserArrayLike
+                   ) -> float:
     """Mean squared error over the held-out entries (seed 000, §4.2, Table 3).
 
     Seed 000 holds out 20% of the entries ``y_ij``, imputes them by their posterior expected
@@ -230,7 +239,8 @@ def imputation_mse(Y_true, Y_imputed, mask) -> float:
     return _mse(Y_true, Y_imputed, mask)
 
 
-def gaussian_log_density(y, mean, var) -> np.ndarray:
+def gaussian_log_density(y: UserArrayLike, mean: UserArrayLike, var: UserArrayLike
+                         ) -> Float[np.ndarray, "..."]:
     """Elementwise ``log N(y | mean, var) = -0.5 (log(2 pi var) + (y - mean)^2 / var)``."""
     y, mean = _pair(y, mean, ("y", "mean"))
     var = np.broadcast_to(np.asarray(var, dtype=float), y.shape)
@@ -239,7 +249,8 @@ def gaussian_log_density(y, mean, var) -> np.ndarray:
     return -0.5 * (np.log(2.0 * np.pi * var) + (y - mean)**2 / var)
 
 
-def _nlpd(log_density, y, mean, var, mask) -> np.ndarray:
+def _nlpd(log_density: UserArrayLike | None, y: UserArrayLike | None, mean: UserArrayLike | None,
+          var: UserArrayLike | None, mask: UserArrayLike | None) -> Float[np.ndarray, " n"]:
     if log_density is None:
         if y is None or mean is None or var is None:
             raise ValueError("pass either log_density, or all of y, mean and var (Gaussian)")
@@ -255,7 +266,9 @@ def _nlpd(log_density, y, mean, var, mask) -> np.ndarray:
     return -lp
 
 
-def mean_nlpd(log_density=None, *, y=None, mean=None, var=None, mask=None) -> float:
+def mean_nlpd(log_density: UserArrayLike | None = None, *, y: UserArrayLike | None = None,
+              mean: UserArrayLike | None = None, var: UserArrayLike | None = None,
+              mask: UserArrayLike | None = None) -> float:
     """Mean negative log predictive density, ``-mean_i log p(y_i | data)``.
 
     Either give the per-point log predictive densities (any shape; e.g. a Monte Carlo estimate
@@ -266,7 +279,9 @@ def mean_nlpd(log_density=None, *, y=None, mean=None, var=None, mask=None) -> fl
     return float(np.mean(_nlpd(log_density, y, mean, var, mask)))
 
 
-def median_nlpd(log_density=None, *, y=None, mean=None, var=None, mask=None) -> float:
+def median_nlpd(log_density: UserArrayLike | None = None, *, y: UserArrayLike | None = None,
+                mean: UserArrayLike | None = None, var: UserArrayLike | None = None,
+                mask: UserArrayLike | None = None) -> float:
     """Median negative log predictive density; arguments as for :func:`mean_nlpd`.
 
     The median is robust to the few points whose density is tiny under a heavy-tailed error.

@@ -20,10 +20,18 @@ import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import scipy.io
+
+from gplvm.typing import Bool, Float, Int, Real, Shaped
+
+#: Where a loader reads from: the data set's folder or file; None for the default folder.
+PathLike = str | os.PathLike | None
+#: Digit classes to keep (0..9), or None for all.
+Digits = Sequence[int] | Int[np.ndarray, " k"] | None
 
 __all__ = ["Dataset", "DATA_DIR_ENV", "default_data_dir", "load_oil_flow", "load_frey_faces",
            "load_cmu_mocap_walkjog", "load_congress109", "load_bridges", "load_mesc",
@@ -49,13 +57,13 @@ class Dataset:
         extras: anything else (held-out test arrays, image shapes, side information), read-only.
     """
 
-    Y: np.ndarray
+    Y: Float[np.ndarray, "N D"]
     name: str
     description: str
-    labels: np.ndarray | None = None
+    labels: Shaped[np.ndarray, " N"] | None = None
     label_names: tuple[str, ...] | None = None
-    times: np.ndarray | None = None
-    groups: np.ndarray | None = None
+    times: Real[np.ndarray, " N"] | None = None
+    groups: Shaped[np.ndarray, " N"] | None = None
     feature_names: tuple[str, ...] | None = None
     extras: Mapping[str, Any] = field(default_factory=dict)
 
@@ -82,7 +90,7 @@ def default_data_dir() -> Path:
     return Path(__file__).resolve().parents[3].parent / "shared" / "data"
 
 
-def _file(path, folder: str, filename: str) -> Path:
+def _file(path: PathLike, folder: str, filename: str) -> Path:
     """Resolve ``path`` (a folder, a file, or None for the default folder) to a file."""
     base = default_data_dir() / folder if path is None else Path(path).expanduser()
     target = base if base.is_file() else base / filename
@@ -111,7 +119,7 @@ def _strings(cell) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _one_hot_to_labels(onehot: np.ndarray, what: str) -> np.ndarray:
+def _one_hot_to_labels(onehot: Real[np.ndarray, "N K"], what: str) -> Int[np.ndarray, " N"]:
     onehot = np.asarray(onehot)
     if not np.all(onehot.sum(axis=1) == 1):
         raise ValueError(f"{what}: label matrix is not one-hot (row sums differ from 1)")
@@ -121,7 +129,7 @@ def _one_hot_to_labels(onehot: np.ndarray, what: str) -> np.ndarray:
 # --------------------------------------------------------------------------------- loaders
 
 
-def load_oil_flow(path=None, subset: str = "train") -> Dataset:
+def load_oil_flow(path: PathLike = None, subset: str = "train") -> Dataset:
     """Oil flow (Bishop & James 1993): 1000 x 12 gamma-densitometry readings, 3 flow regimes.
 
     The Bayesian GPLVM benchmark (Titsias & Lawrence 2010; seed 004 and 001) uses the training
@@ -150,7 +158,7 @@ def load_oil_flow(path=None, subset: str = "train") -> Dataset:
                    extras={"fractions": fractions})
 
 
-def load_frey_faces(path=None) -> Dataset:
+def load_frey_faces(path: PathLike = None) -> Dataset:
     """Frey faces: 1965 frames of one face, 28 x 20 greyscale pixels (seed 003's imputation data).
 
     Args:
@@ -184,7 +192,7 @@ def _cmu_rows(onehot: np.ndarray, trials, fps: float = 30.0):
     return groups, times, labels
 
 
-def load_cmu_mocap_walkjog(path=None) -> Dataset:
+def load_cmu_mocap_walkjog(path: PathLike = None) -> Dataset:
     """CMU motion capture, subject 35, walking and jogging (Lawrence's GPmat ``cmu35WalkJog``).
 
     31 training trials (35_01..35_34 without 18, 27, 29) and 2 test trials (18, 29), every 4th
@@ -212,7 +220,7 @@ def load_cmu_mocap_walkjog(path=None) -> Dataset:
                            "times_test": t_test, "labels_test": l_test, "fps": 30.0})
 
 
-def load_congress109(path=None) -> Dataset:
+def load_congress109(path: PathLike = None) -> Dataset:
     """Phrase counts of the 109th US Congress (529 members x 1000 phrases), seed 000 Table 1.
 
     Rows are sorted by member name and the party is joined by name, as in the RFLVM reference
@@ -280,7 +288,7 @@ def _load_pickled_npy(file: Path):
         return _NumpyOnlyUnpickler(fh).load()
 
 
-def load_bridges(path=None) -> Dataset:
+def load_bridges(path: PathLike = None) -> Dataset:
     """Daily bicycle counts on four NYC East River bridges (214 days), seed 000 Table 1.
 
     Args:
@@ -301,7 +309,7 @@ def load_bridges(path=None) -> Dataset:
                    times=np.arange(len(d["Y"]), dtype=float))
 
 
-def load_mesc(path=None) -> Dataset:
+def load_mesc(path: PathLike = None) -> Dataset:
     """Mouse embryo single-cell qPCR (Guo et al. 2010): 429 cells x 48 genes, 8 stages.
 
     Args:
@@ -321,7 +329,7 @@ def load_mesc(path=None) -> Dataset:
                    feature_names=_strings(d["gene_names"]))
 
 
-def load_yale_faces(path=None) -> Dataset:
+def load_yale_faces(path: PathLike = None) -> Dataset:
     """Yale faces at 32 x 32 (D. Cai's version): 165 images, 15 subjects x 11, seed 000 Table 1.
 
     Args:
@@ -339,7 +347,7 @@ def load_yale_faces(path=None) -> Dataset:
                    extras={"image_shape": (32, 32), "image_order": "F"})
 
 
-def load_usps(path=None, digits=None) -> Dataset:
+def load_usps(path: PathLike = None, digits: Digits = None) -> Dataset:
     """USPS handwritten digits, the 2007-image test set of GPmat, 16 x 16 pixels.
 
     Args:
@@ -358,7 +366,7 @@ def load_usps(path=None, digits=None) -> Dataset:
                    extras={"image_shape": (16, 16)})
 
 
-def load_usps_twos(path=None) -> Dataset:
+def load_usps_twos(path: PathLike = None) -> Dataset:
     """700 binary 8 x 8 images of the digit 2 (GPmat ``twos``; Lawrence 2005).
 
     Args:
@@ -374,7 +382,7 @@ def load_usps_twos(path=None) -> Dataset:
                    "Binary 8x8 images of handwritten twos.", extras={"image_shape": (8, 8)})
 
 
-def _digit_mask(labels: np.ndarray, digits) -> np.ndarray:
+def _digit_mask(labels: Int[np.ndarray, " N"], digits: Digits) -> Bool[np.ndarray, " N"]:
     if digits is None:
         return np.ones(len(labels), dtype=bool)
     digits = np.atleast_1d(np.asarray(digits))
@@ -384,7 +392,8 @@ def _digit_mask(labels: np.ndarray, digits) -> np.ndarray:
     return np.isin(labels, digits)
 
 
-def load_newsgroups(path=None, subset: str = "train", n_words: int | None = None) -> Dataset:
+def load_newsgroups(path: PathLike = None, subset: str = "train", n_words: int | None = None
+                    ) -> Dataset:
     """20 Newsgroups bag of words (B. Marlin's 1000-word version), stand-in for seed 000's.
 
     Args:
@@ -414,7 +423,7 @@ def load_newsgroups(path=None, subset: str = "train", n_words: int | None = None
                    label_names=_strings(d["class_names"]), feature_names=vocab)
 
 
-def load_hippocampus(path=None) -> Dataset:
+def load_hippocampus(path: PathLike = None) -> Dataset:
     """Hippocampal spike counts with the animal's 2-D position (Bayesian-RFLVM repository).
 
     Args:
@@ -433,7 +442,7 @@ def load_hippocampus(path=None) -> Dataset:
                    extras={"position": np.asarray(d["xpos"], dtype=float)})
 
 
-def load_digits(digits=None) -> Dataset:
+def load_digits(digits: Digits = None) -> Dataset:
     """scikit-learn's bundled 8 x 8 handwritten digits (UCI optdigits test set); no path needed.
 
     Args:

@@ -18,10 +18,16 @@ fitted model against (``gplvm.metrics.affine_r2`` for ``X``, an MSE for ``F``).
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import Any, Mapping, NamedTuple
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 from scipy.special import expit, softmax
+
+from gplvm.typing import Float, Real, ScalarLike
+
+#: A count checked by ``_check_int`` (a Python or NumPy integer; the check gives the ValueError).
+Count = int | np.integer
 
 __all__ = ["SyntheticData", "LIKELIHOODS", "make_s_curve", "make_lorenz", "lorenz_trajectory",
            "rbf_gram"]
@@ -44,33 +50,34 @@ class SyntheticData(NamedTuple):
             ``A`` ...), read-only.
     """
 
-    Y: np.ndarray
-    X: np.ndarray
-    F: np.ndarray
-    times: np.ndarray
+    Y: Float[np.ndarray, "N J"]
+    X: Float[np.ndarray, "N Q"]
+    F: Float[np.ndarray, "N J"]
+    times: Float[np.ndarray, " N"]
     likelihood: str
     params: Mapping[str, Any]
 
 
-def _check_int(value, name: str, minimum: int) -> int:
+def _check_int(value: object, name: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
     return int(value)
 
 
-def _check_positive(value, name: str) -> float:
+def _check_positive(value: ScalarLike, name: str) -> float:
     if not np.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a positive finite number; got {value!r}")
     return float(value)
 
 
-def _standardise(A: np.ndarray) -> np.ndarray:
+def _standardise(A: Float[np.ndarray, "N K"]) -> Float[np.ndarray, "N K"]:
     """Centre every column and scale it to unit (population) standard deviation."""
     A = A - A.mean(axis=0)
     return A / A.std(axis=0)
 
 
-def rbf_gram(X: np.ndarray, lengthscale: float = 1.0, variance: float = 1.0) -> np.ndarray:
+def rbf_gram(X: Float[np.ndarray, "N Q"], lengthscale: float = 1.0, variance: float = 1.0
+             ) -> Float[np.ndarray, "N N"]:
     """The RBF Gram matrix ``K[n, m] = variance * exp(-|x_n - x_m|^2 / (2 lengthscale^2))``.
 
     This is GPy's ``kern.RBF`` that the reference code uses; it is computed here in NumPy so
@@ -89,7 +96,8 @@ def rbf_gram(X: np.ndarray, lengthscale: float = 1.0, variance: float = 1.0) -> 
     return variance * np.exp(-0.5 * d2 / lengthscale**2)
 
 
-def _s_curve_latent(rng: np.random.Generator, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
+def _s_curve_latent(rng: np.random.Generator, n_samples: int
+                    ) -> tuple[Float[np.ndarray, "N 2"], Float[np.ndarray, " N"]]:
     """scikit-learn's S-curve without its width axis, standardised and sorted by ``t``.
 
     ``sklearn.datasets.make_s_curve`` draws ``t ~ U(-3pi/2, 3pi/2)`` and returns the points
@@ -104,7 +112,8 @@ def _s_curve_latent(rng: np.random.Generator, n_samples: int) -> tuple[np.ndarra
     return _standardise(X), t
 
 
-def _draw_gp(rng, X, n_outputs, lengthscale, variance, jitter) -> np.ndarray:
+def _draw_gp(rng: np.random.Generator, X: Float[np.ndarray, "N Q"], n_outputs: int,
+             lengthscale: float, variance: float, jitter: float) -> Float[np.ndarray, "N J"]:
     """Draw ``n_outputs`` independent columns ``f_j ~ N(0, K)`` as ``F = L @ Z``.
 
     The Gram matrix of 500 points on a smooth curve is numerically singular, so ``jitter *
@@ -121,7 +130,9 @@ def _draw_gp(rng, X, n_outputs, lengthscale, variance, jitter) -> np.ndarray:
     return L @ rng.standard_normal((len(X), n_outputs))
 
 
-def _emit(rng, F, likelihood, noise_std, n_trials, total_count) -> tuple[np.ndarray, dict]:
+def _emit(rng: np.random.Generator, F: Float[np.ndarray, "N J"], likelihood: str,
+          noise_std: float, n_trials: Count, total_count: Count
+          ) -> tuple[Float[np.ndarray, "N J"], dict]:
     """Draw Y given F under one of the six likelihoods of seed 000 (§2-3)."""
     J = F.shape[1]
     if likelihood == "gaussian":
@@ -143,10 +154,10 @@ def _emit(rng, F, likelihood, noise_std, n_trials, total_count) -> tuple[np.ndar
     return Y, {"total_count": total_count}
 
 
-def make_s_curve(likelihood: str = "gaussian", n_samples: int = 500, n_outputs: int = 100,
+def make_s_curve(likelihood: str = "gaussian", n_samples: Count = 500, n_outputs: Count = 100,
                  random_state: int | None = 0, *, lengthscale: float = 1.0,
-                 variance: float = 1.0, noise_std: float = 0.5, n_trials: int = 10,
-                 total_count: int = 100, jitter: float = 1e-8) -> SyntheticData:
+                 variance: float = 1.0, noise_std: float = 0.5, n_trials: Count = 10,
+                 total_count: Count = 100, jitter: float = 1e-8) -> SyntheticData:
     """The S-curve GPLVM data set of seed 000, §4 (and Figs. 1, 2, 6).
 
     Generating process (reference code ``gen_s_curve``):
@@ -202,8 +213,10 @@ def make_s_curve(likelihood: str = "gaussian", n_samples: int = 500, n_outputs: 
     return SyntheticData(Y, X, F, t, likelihood, MappingProxyType(params))
 
 
-def lorenz_trajectory(n_steps: int, dt: float = 0.01, x0=(0.0, 1.0, 1.05), sigma: float = 10.0,
-                      rho: float = 28.0, beta: float = 8.0 / 3.0) -> np.ndarray:
+def lorenz_trajectory(n_steps: Count, dt: float = 0.01,
+                      x0: Sequence[float] | Real[np.ndarray, "3"] = (0.0, 1.0, 1.05),
+                      sigma: float = 10.0, rho: float = 28.0, beta: float = 8.0 / 3.0
+                      ) -> Float[np.ndarray, "n_steps 3"]:
     """Forward-Euler integration of the Lorenz system.
 
     .. math::
@@ -229,7 +242,7 @@ def lorenz_trajectory(n_steps: int, dt: float = 0.01, x0=(0.0, 1.0, 1.05), sigma
     return S
 
 
-def make_lorenz(n_samples: int = 500, n_outputs: int = 50, random_state: int | None = 0, *,
+def make_lorenz(n_samples: Count = 500, n_outputs: Count = 50, random_state: int | None = 0, *,
                 dt: float = 0.01, scale: float = 10.0, noise_std: float = 1.0) -> SyntheticData:
     """The Lorenz-attractor data set of seed 000, §4.2 (Table 3), as the reference builds it.
 
