@@ -57,23 +57,37 @@ class Unpacked(NamedTuple):
     psi1: jnp.ndarray
 
 
-def bound_and_parts(u: dict, problem: Problem) -> tuple[jnp.ndarray, BoundParts, Unpacked]:
-    """The collapsed bound (to maximise), the route's factors for q(U), and the unpacked values.
+def data_term(kernel_u, noise_u, Z, X_mean, X_var, problem: Problem):
+    """Σ_d w_d F_d for one kernel and noise variance given q(X)'s marginals.
 
-    Steps: (1) constrained kernel and noise variance; (2) q(X)'s marginals and KL under its
-    prior; (3) Ψ-statistics per column group (seed 001 §C / seed 004); (4) the data term by the
-    route (seed 001 eqs. 26–31); (5) data term − KL.
+    The DP-GP-LVM calls it once per atom (its own kernel and noise, the columns weighted by
+    their assignment probabilities) over one q(X); the Bayesian GPLVM once.
+
+    Steps: (1) constrained kernel and noise variance from their unconstrained values;
+    (2) Ψ-statistics per column group (seed 001 §C / seed 004); (3) the data term by the route
+    (seed 001 eqs. 26–31).
+
+    Returns:
+        The data term, the route's factors for q(U), and the unpacked values.
     """
-    kernel = problem.kernel.from_unconstrained(u["kernel"])                       # (1)
-    noise_var = softplus(u["noise_var"])
-    X_mean, X_var, kl = problem.latent.marginals(u)                               # (2)
-    psi0, psi1, psi2 = psi_statistics(kernel, u["Z"], X_mean, X_var, rule=problem.rule,
-                                      weights=problem.groups.weights)             # (3)
-    Kuu = kernel(u["Z"])
+    kernel = problem.kernel.from_unconstrained(kernel_u)                          # (1)
+    noise_var = softplus(noise_u)
+    psi0, psi1, psi2 = psi_statistics(kernel, Z, X_mean, X_var, rule=problem.rule,
+                                      weights=problem.groups.weights)             # (2)
+    Kuu = kernel(Z)
     value, parts = problem.route.data_term(psi0, psi1, psi2, Kuu, problem.Y0, problem.groups,
                                            noise_var, problem.jitter,
-                                           problem.column_weights)                # (4)
-    return value - kl, parts, Unpacked(kernel, noise_var, X_mean, X_var, psi1)    # (5)
+                                           problem.column_weights)                # (3)
+    return value, parts, Unpacked(kernel, noise_var, X_mean, X_var, psi1)
+
+
+def bound_and_parts(u: dict, problem: Problem) -> tuple[jnp.ndarray, BoundParts, Unpacked]:
+    """The collapsed bound (to maximise), the route's factors for q(U), and the unpacked values:
+    q(X)'s marginals and KL under its prior, then :func:`data_term` − KL (seed 001 eq. 32)."""
+    X_mean, X_var, kl = problem.latent.marginals(u)
+    value, parts, unpacked = data_term(u["kernel"], u["noise_var"], u["Z"], X_mean, X_var,
+                                       problem)
+    return value - kl, parts, unpacked
 
 
 def negative_bound(u: dict, problem: Problem):
