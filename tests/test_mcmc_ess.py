@@ -1,4 +1,4 @@
-"""Elliptical slice sampling and prior-proposal Metropolis–Hastings against exact posteriors.
+"""Elliptical slice sampling and Metropolis–Hastings kernels against exact posteriors.
 
 Monte Carlo design: C independent chains, each run for T transitions from a fixed start, and
 only the LAST state of each chain is used, so the C values are independent draws from the
@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from scipy.special import log_expit
 
-from gplvm.inference.mcmc import (ESSInfo, elliptical_slice, elliptical_slice_gaussian,
-                                  metropolis_hastings_prior)
+from gplvm.inference.mcmc import (ESSInfo, MHState, elliptical_slice,
+                                  elliptical_slice_gaussian, mh_accept_reject, mh_init, mh_step)
 from gplvm.inference.mcmc.elliptical_slice import init, step
 
 Z_MEAN, Z_COV, KS_COEF = 4.5, 5.0, 1.95
@@ -183,10 +183,23 @@ def test_ess_block_stuck_at_max_shrinks_keeps_current_value():
     assert not np.allclose(f_new[2], 0.0)
 
 
+def _check_normal_draws(draws, mean, var):
+    """Mean within 4.5 SE, variance within 5 SE, KS < 1.95/sqrt(C) per block (module doc)."""
+    from scipy.stats import kstest, norm
+    C = draws.shape[0]
+    z = (draws.mean(0) - mean) / np.sqrt(var / C)
+    assert np.max(np.abs(z)) < Z_MEAN, z
+    zv = (draws.var(0) - var) / (var * np.sqrt(2 / C))
+    assert np.max(np.abs(zv)) < Z_COV, zv
+    for b in range(draws.shape[1]):
+        ks = kstest(draws[:, b], norm(mean[b], np.sqrt(var)).cdf).statistic
+        assert ks < KS_COEF / np.sqrt(C), (b, ks)
+
+
 def test_mh_prior_proposal_matches_exact_posterior():
     """Three independent 1-D targets, prior N(0, 1), likelihood N(y_b | f, 1/2): the exact
-    posterior is N(2y/3, 1/3).  Independence MH with prior proposals (eq. 22), last states of
-    4000 chains × 60 steps: mean within 4.5 SE, variance within 5 SE, KS < 1.95/sqrt(C)."""
+    posterior is N(2y/3, 1/3).  Independence MH with prior proposals (eq. 22; the state's log
+    density is the log-likelihood), last states of 4000 chains × 60 steps."""
     y = jnp.array([1.0, -2.0, 0.5])
 
     def log_lik(f):
@@ -194,40 +207,73 @@ def test_mh_prior_proposal_matches_exact_posterior():
 
     def transition(key, f, ll):
         proposal = jax.random.normal(jax.random.fold_in(key, 0), f.shape)
-        f, ll, _ = metropolis_hastings_prior(jax.random.fold_in(key, 1), f, proposal, ll,
-                                             log_lik(proposal))
-        return f, ll
+        state, _ = mh_step(jax.random.fold_in(key, 1), MHState(f, ll), proposal,
+                           log_lik(proposal))
+        return state.position, state.log_density
 
-    C = 4000
     f0 = jnp.zeros(3)
-    draws = _last_states(transition, (f0, log_lik(f0)), n_chains=C, n_steps=60, seed=4)
-    mean, var = 2 * np.asarray(y) / 3, 1 / 3
-    z = (draws.mean(0) - mean) / np.sqrt(var / C)
-    assert np.max(np.abs(z)) < Z_MEAN, z
-    zv = (draws.var(0) - var) / (var * np.sqrt(2 / C))
-    assert np.max(np.abs(zv)) < Z_COV, zv
-    from scipy.stats import kstest, norm
-    for b in range(3):
-        ks = kstest(draws[:, b], norm(mean[b], np.sqrt(var)).cdf).statistic
-        assert ks < KS_COEF / np.sqrt(C), (b, ks)
+    draws = _last_states(transition, (f0, log_lik(f0)), n_chains=4000, n_steps=60, seed=4)
+    _check_normal_draws(draws, 2 * np.asarray(y) / 3, 1 / 3)
 
 
-def test_mh_prior_accept_reject_rule_on_pytrees():
+def test_mh_asymmetric_proposal_with_its_correction_matches_the_target():
+    """Independence proposals from q = N(1, 2²) for the target N(m_b, 1/2): only with the
+    Hastings correction log q(x) − log q(x⋆) is the chain's stationary law the target (it
+    would be π·q otherwise, whose mean is pulled towards 1)."""
+    m = jnp.array([-1.0, 0.0, 2.0])
+
+    def log_target(f):
+        return -((f - m) ** 2)
+
+    def log_q(f):
+        return -0.125 * (f - 1.0) ** 2
+
+    def transition(key, f, lp):
+        proposal = 1.0 + 2.0 * jax.random.normal(jax.random.fold_in(key, 0), f.shape)
+        state, _ = mh_step(jax.random.fold_in(key, 1), MHState(f, lp), proposal,
+                           log_target(proposal), log_proposal_ratio=log_q(f) - log_q(proposal))
+        return state.position, state.log_density
+
+    f0 = jnp.zeros(3)
+    draws = _last_states(transition, (f0, log_target(f0)), n_chains=4000, n_steps=60, seed=5)
+    _check_normal_draws(draws, np.asarray(m), 0.5)
+
+
+def test_mh_accept_reject_rule_on_pytrees():
     """A +inf log-ratio always accepts, -inf and NaN always reject; acceptance is per block and
-    applies to every leaf of a pytree with leading block axis; a finite ratio r is accepted
-    with probability e^r (here 0.25, checked over 20000 blocks within 5 SE)."""
+    applies to every leaf of a pytree with leading block axis; the info's acceptance
+    probability is min(1, e^r) (0 for NaN); a finite ratio r is accepted with probability e^r
+    (here 0.25, checked over 20000 blocks within 5 SE)."""
     current = {"w": jnp.zeros((3, 2)), "z": jnp.zeros(3)}
     proposal = {"w": jnp.ones((3, 2)), "z": jnp.ones(3)}
-    ll_cur = jnp.zeros(3)
-    ll_prop = jnp.array([jnp.inf, -jnp.inf, jnp.nan])
-    new, ll_new, acc = metropolis_hastings_prior(jax.random.PRNGKey(0), current, proposal,
-                                                 ll_cur, ll_prop)
-    np.testing.assert_array_equal(acc, [True, False, False])
-    np.testing.assert_array_equal(new["w"], [[1, 1], [0, 0], [0, 0]])
-    np.testing.assert_array_equal(new["z"], [1, 0, 0])
-    np.testing.assert_array_equal(ll_new, [np.inf, 0.0, 0.0])
+    state = mh_init(current, lambda _: jnp.zeros(3))
+    new, info = mh_step(jax.random.PRNGKey(0), state, proposal,
+                        jnp.array([jnp.inf, -jnp.inf, jnp.nan]))
+    np.testing.assert_array_equal(info.accepted, [True, False, False])
+    np.testing.assert_array_equal(info.acceptance_probability, [1.0, 0.0, 0.0])
+    np.testing.assert_array_equal(new.position["w"], [[1, 1], [0, 0], [0, 0]])
+    np.testing.assert_array_equal(new.position["z"], [1, 0, 0])
+    np.testing.assert_array_equal(new.log_density, [np.inf, 0.0, 0.0])
     n = 20000
-    _, _, acc = metropolis_hastings_prior(jax.random.PRNGKey(1), jnp.zeros(n), jnp.ones(n),
-                                          jnp.zeros(n), jnp.full(n, np.log(0.25)))
-    rate = float(acc.mean())
+    _, info = mh_step(jax.random.PRNGKey(1), MHState(jnp.zeros(n), jnp.zeros(n)), jnp.ones(n),
+                      jnp.full(n, np.log(0.25)))
+    np.testing.assert_allclose(info.acceptance_probability, 0.25, rtol=1e-15)
+    rate = float(info.accepted.mean())
     assert abs(rate - 0.25) < 5 * np.sqrt(0.25 * 0.75 / n), rate
+
+
+def test_mh_given_uniform_and_lazy_proposal():
+    """accept_reject with a given log u accepts exactly when log u < log ratio; a callable
+    proposal (one decision) gives what the proposal itself gives, and is refused for blocks."""
+    state = MHState(jnp.zeros(2), jnp.asarray(-1.0))
+    for log_u, accepted in [(-0.6, True), (-0.4, False)]:          # log ratio = -0.5
+        eager, info = mh_accept_reject(jnp.asarray(log_u), state, jnp.ones(2), -1.5)
+        lazy, info_lazy = jax.jit(lambda lu: mh_accept_reject(lu, state, lambda: jnp.ones(2),
+                                                              -1.5))(jnp.asarray(log_u))
+        assert bool(info.accepted) is accepted and bool(info_lazy.accepted) is accepted
+        np.testing.assert_array_equal(lazy.position, eager.position)
+        np.testing.assert_array_equal(eager.position, np.full(2, float(accepted)))
+        np.testing.assert_array_equal(lazy.log_density, -1.5 if accepted else -1.0)
+    with pytest.raises(ValueError, match="scalar log density"):
+        mh_accept_reject(jnp.zeros(2), MHState(jnp.zeros(2), jnp.zeros(2)),
+                         lambda: jnp.ones(2), jnp.zeros(2))

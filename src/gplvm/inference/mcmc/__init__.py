@@ -1,14 +1,24 @@
 """MCMC: pure transition kernels, one chain driver, alignment and diagnostics (seed 000, §3.1).
 
-* :mod:`.elliptical_slice` — batched elliptical slice sampling over independent blocks;
-* :func:`metropolis_hastings_prior` — MH accept/reject with the prior as proposal (eq. 22);
+Kernels in the ``init`` / ``step`` form with ``State`` / ``Info`` named tuples (STYLE.md 1):
+
+* elliptical slice sampling — :func:`ess_init`, :func:`ess_step` (:class:`ESSState`,
+  :class:`ESSInfo`; :mod:`.elliptical_slice`, batched over independent blocks);
+* Metropolis–Hastings — :func:`mh_init`, :func:`mh_step`, :func:`mh_accept_reject`
+  (:class:`MHState`, :class:`MHInfo`; prior, symmetric or general proposals).
+
+Around them:
+
 * :mod:`.driver` — :func:`run_chains`, the only loop over sweeps (``lax.scan``) and chains
   (``vmap``);
 * :mod:`.align` — orthogonal Procrustes alignment of latent draws;
-* :mod:`.diagnostics` — ArviZ ``InferenceData`` and rotation-invariant summaries.
+* :mod:`.diagnostics` — ArviZ ``InferenceData``, split R-hat and rotation-invariant summaries.
 """
 
-from gplvm.inference.mcmc._metropolis import metropolis_hastings_prior
+from gplvm.inference.mcmc._metropolis import MHInfo, MHState
+from gplvm.inference.mcmc._metropolis import accept_reject as mh_accept_reject
+from gplvm.inference.mcmc._metropolis import init as mh_init
+from gplvm.inference.mcmc._metropolis import step as mh_step
 from gplvm.inference.mcmc.align import (align_samples, generalised_procrustes,
                                         posterior_mean_aligned, procrustes_rotation)
 from gplvm.inference.mcmc.diagnostics import (pairwise_distance_summary, random_row_pairs,
@@ -17,12 +27,13 @@ from gplvm.inference.mcmc.driver import (ChainResult, concat_results, default_th
                                          run_chains)
 from gplvm.inference.mcmc.elliptical_slice import (ESSInfo, ESSState, elliptical_slice,
                                                    elliptical_slice_gaussian)
+from gplvm.inference.mcmc.elliptical_slice import init as ess_init
+from gplvm.inference.mcmc.elliptical_slice import step as ess_step
 
 __all__ = [
-    "ChainResult", "ESSInfo", "ESSState", "align_samples", "concat_results",
-    "default_thin_heavy", "elliptical_slice", "elliptical_slice_gaussian",
-    "generalised_procrustes", "metropolis_hastings_prior", "pairwise_distance_summary",
-    "posterior_mean_aligned", "procrustes_rotation", "random_row_pairs", "run_chains",
-    "split_rhat",
-    "summary_rhat_ess", "to_inference_data",
+    "ChainResult", "ESSInfo", "ESSState", "MHInfo", "MHState", "align_samples",
+    "concat_results", "default_thin_heavy", "elliptical_slice", "elliptical_slice_gaussian",
+    "ess_init", "ess_step", "generalised_procrustes", "mh_accept_reject", "mh_init", "mh_step",
+    "pairwise_distance_summary", "posterior_mean_aligned", "procrustes_rotation",
+    "random_row_pairs", "run_chains", "split_rhat", "summary_rhat_ess", "to_inference_data",
 ]

@@ -1,46 +1,126 @@
-r"""Metropolis–Hastings with the prior as proposal (seed 000, eq. 22).
+r"""Metropolis–Hastings accept/reject as a kernel: ``init`` / ``step`` with ``MHState`` /
+``MHInfo`` (STYLE.md 1; Metropolis et al. 1953, Hastings 1970).
 
-With :math:`q(w^\star) = p(w^\star)` the prior ratio cancels the proposal ratio and the
-acceptance probability is the likelihood ratio
+The caller proposes; the kernel decides.  With target density :math:`\pi` and proposal
+:math:`q`, a proposal :math:`x^\star` is accepted with probability
 
-.. math:: \rho_{\mathrm{MH}} = \min\{1,\; p(Y \mid w^\star) / p(Y \mid w)\}.
+.. math:: \rho = \min\Big\{1,\; \frac{\pi(x^\star)\, q(x \mid x^\star)}
+                               {\pi(x)\, q(x^\star \mid x)}\Big\}.
+
+With the prior as proposal (seed 000, eq. 22: the frequencies W) the prior ratio cancels the
+proposal ratio and :math:`\rho = \min\{1, p(Y \mid x^\star) / p(Y \mid x)\}`: the state's
+``log_density`` is then the log-likelihood.  For a symmetric proposal it is the log target.
+Any other proposal passes ``log_proposal_ratio`` = :math:`\log q(x \mid x^\star) - \log
+q(x^\star \mid x)`.
+
+``log_density`` may hold one value per independent block (shape ``(B,)``): each block is then
+accepted or rejected on its own, with its own uniform.
 """
 
 from __future__ import annotations
 
+from typing import Any, Callable, NamedTuple, Optional
+
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 Array = jax.Array
 
+__all__ = ["MHInfo", "MHState", "accept_reject", "init", "step"]
 
-def metropolis_hastings_prior(key: Array, current, proposal, log_lik_current: Array,
-                              log_lik_proposal: Array):
-    """Accept or reject prior proposals, independently for each entry of ``log_lik_*``.
 
-    Args:
-        key: a ``jax.random`` key.
-        current: the current value, a pytree whose leaves have leading shape
-            ``log_lik_current.shape`` (scalar log-likelihood: any shapes).
-        proposal: a draw from the prior, same structure as ``current``.
-        log_lik_current: ``Float[Array, "..."]`` log-likelihood of ``current`` (scalar, or one
-            per independent block).
-        log_lik_proposal: the same for ``proposal``.
+class MHState(NamedTuple):
+    """Current position and the log density the acceptance ratio compares.
 
-    Returns:
-        ``(new, log_lik_new, accepted)``: the kept value (pytree like ``current``), its
-        log-likelihood, and the boolean acceptance (shape of ``log_lik_current``).  A NaN
-        proposal log-likelihood is rejected.
+    Attributes:
+        position: any pytree; with B blocks its leaves have leading shape ``(B,)``.
+        log_density: ``Float[Array, "..."]``: log target, or log-likelihood for prior
+            proposals (scalar, or one per block).
     """
-    log_lik_current = jnp.asarray(log_lik_current)
-    log_lik_proposal = jnp.asarray(log_lik_proposal)
-    log_u = jnp.log(jax.random.uniform(key, log_lik_current.shape, log_lik_current.dtype))
-    # accept with probability min(1, L(w*) / L(w)); log u < NaN is False, so NaN is rejected
-    accepted = log_u < log_lik_proposal - log_lik_current
+
+    position: Any
+    log_density: Array
+
+
+class MHInfo(NamedTuple):
+    """Diagnostics of one accept/reject.
+
+    Attributes:
+        accepted: ``Bool[Array, "..."]``, shape of ``log_density``.
+        acceptance_probability: ``Float[Array, "..."]``, min(1, ρ) (0 for a NaN proposal).
+    """
+
+    accepted: Array
+    acceptance_probability: Array
+
+
+def init(position: Any, log_density_fn: Callable[[Any], Array]) -> MHState:
+    """The state at ``position``: ``MHState(position, log_density_fn(position))``."""
+    return MHState(position, jnp.asarray(log_density_fn(position)))
+
+
+def _select(accepted: Array, proposal: Any, current: Any) -> Any:
+    """Per block, the proposal where accepted, else the current value.
+
+    A zero-argument callable ``proposal`` (scalar decision only) is evaluated under
+    ``lax.cond`` only when accepted: a proposal that is costly to form (the collapsed frequency
+    step's rank-2 update of A⁻¹) costs nothing when it is rejected.
+    """
+    if callable(proposal):
+        if accepted.ndim:
+            raise ValueError("a callable proposal needs a scalar log density (one decision); "
+                             "pass the proposal itself for blocks")
+        return lax.cond(accepted, proposal, lambda: current)
 
     def choose(p, c):
         a = accepted.reshape(accepted.shape + (1,) * (jnp.ndim(c) - accepted.ndim))
         return jnp.where(a, p, c)
 
-    new = jax.tree_util.tree_map(choose, proposal, current)
-    return new, jnp.where(accepted, log_lik_proposal, log_lik_current), accepted
+    return jax.tree_util.tree_map(choose, proposal, current)
+
+
+def accept_reject(log_u: Array, state: MHState, proposal: Any, proposal_log_density: Array,
+                  log_proposal_ratio: Optional[Array] = None) -> tuple[MHState, MHInfo]:
+    """The accept rule given log u, u ~ U(0, 1) (module docstring).
+
+    :func:`step` draws u itself; a sequential pass over components (one MH move per frequency
+    w_m, each changing what the next one sees) draws all its uniforms at once and gives the
+    m-th to move m.
+
+    Args:
+        log_u: ``Float[Array, "..."]`` log of U(0, 1) draws, shape of ``state.log_density``.
+        state: the current :class:`MHState`.
+        proposal: a pytree like ``state.position``, or (scalar decision) a zero-argument
+            callable that returns it, evaluated only when the proposal is accepted.
+        proposal_log_density: the log density at the proposal, shape of ``state.log_density``.
+        log_proposal_ratio: log q(x | x⋆) − log q(x⋆ | x); None for prior or symmetric
+            proposals.
+
+    Returns:
+        ``(MHState, MHInfo)``.  A NaN ratio is rejected.
+    """
+    proposal_log_density = jnp.asarray(proposal_log_density)
+    log_ratio = proposal_log_density - state.log_density
+    if log_proposal_ratio is not None:
+        log_ratio = log_ratio + log_proposal_ratio
+    # accept with probability min(1, ρ): log u < log ρ; log u < NaN is False
+    accepted = log_u < log_ratio
+    position = _select(accepted, proposal, state.position)
+    log_density = jnp.where(accepted, proposal_log_density, state.log_density)
+    probability = jnp.where(jnp.isnan(log_ratio), 0.0, jnp.exp(jnp.minimum(log_ratio, 0.0)))
+    return MHState(position, log_density), MHInfo(accepted, probability)
+
+
+def step(key: Array, state: MHState, proposal: Any, proposal_log_density: Array,
+         log_proposal_ratio: Optional[Array] = None) -> tuple[MHState, MHInfo]:
+    """One Metropolis–Hastings transition for a proposal made by the caller.
+
+    Args:
+        key: a ``jax.random`` key (one uniform per block).
+        Other arguments as in :func:`accept_reject`.
+    """
+    log_density = jnp.asarray(state.log_density)
+    log_u = jnp.log(jax.random.uniform(key, log_density.shape, log_density.dtype))
+    return accept_reject(log_u, state._replace(log_density=log_density), proposal,
+                         proposal_log_density, log_proposal_ratio)
