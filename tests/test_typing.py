@@ -27,7 +27,7 @@ from gplvm.expectations.analytic import analytic_psi
 from gplvm.expectations.quadrature import quadrature_psi
 from gplvm.expectations.rules import Unscented
 from gplvm.features import RandomFourierFeatures
-from gplvm.kernels import RBF, AbstractKernel, Matern32
+from gplvm.kernels import RBF, AbstractKernel, Linear, Matern32
 from gplvm.likelihoods import Multinomial, Poisson
 from gplvm.samplers import polya_gamma
 
@@ -101,6 +101,13 @@ def test_checks_run_at_trace_time_under_jit():
     assert f(jnp.zeros((5, 2)), jnp.zeros((3, 2))).shape == (5, 3)
     with pytest.raises(TypeCheckError):
         f(jnp.zeros((5, 2)), jnp.zeros((3, 3)))
+
+
+def test_diag_of_one_dimensional_inputs_is_the_diagonal_of_the_gram_matrix():
+    # Found by the annotations: diag read a 1-D X as one point of N dimensions (one value).
+    x = np.linspace(-1.0, 1.0, 5)
+    for kernel in (RBF(), Linear(variance=0.7), RBF() + Linear()):
+        np.testing.assert_allclose(kernel.diag(x), np.diag(np.asarray(kernel(x))), rtol=1e-12)
 
 
 def test_kernel_rejects_a_wrong_output_shape():
