@@ -2,11 +2,26 @@
 
 Exact identities (dense Gaussian marginal likelihood from SciPy, finite differences, the closed
 posterior), agreement with exact GP regression as M grows (scikit-learn's
-GaussianProcessRegressor), planted noise level and calibrated intervals, input validation and the
-scikit-learn contract.
+GaussianProcessRegressor), planted noise level and calibrated intervals, a fit that does not
+depend on y's units, rows independent of the other rows of a call (bit for bit), the
+ConvergenceWarning, input validation and the scikit-learn contract.
+
+scikit-learn's estimator checks (``parametrize_with_checks``) run on a model with 10 features and
+``optimize=False`` (exact conditioning, no L-BFGS: its compiled step takes seconds per data shape
+and the checks use a dozen shapes).  One check does not apply to that setting, and is marked as
+an expected failure: ``check_non_transformer_estimators_n_iter`` asks a model with a ``max_iter``
+parameter for ``n_iter_ >= 1``, but ``optimize=False`` runs no iteration, so ``n_iter_`` is 0 by
+design; :func:`test_max_iter_warning_and_n_iter` runs that check on an optimising model, where it
+passes.
+
+``check_array_api_input`` is left out: the models compute with JAX, not through the
+array-API namespace of their input, so passing CuPy or PyTorch arrays does not apply (scikit-learn
+itself skips the check unless SCIPY_ARRAY_API=1).
 """
 
 from __future__ import annotations
+
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -14,11 +29,15 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal, norm
 from sklearn.base import clone
-from sklearn.datasets import load_diabetes
-from sklearn.exceptions import NotFittedError
+from sklearn.datasets import load_diabetes, load_iris
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF as SkRBF
 from sklearn.gaussian_process.kernels import ConstantKernel
+from sklearn.utils import get_tags
+from sklearn.utils.estimator_checks import (
+    check_non_transformer_estimators_n_iter, parametrize_with_checks,
+)
 
 from gplvm import BayesianLinearRegression
 from gplvm.features import Bias, Concat, RandomFourierFeatures
@@ -171,17 +190,25 @@ def gaussian_data():
     return X[:1000], y[:1000], X[1000:], y[1000:]
 
 
+def _fit(X, y):
+    """The optimised fit of these tests; L-BFGS converges within max_iter, so no warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        return BayesianLinearRegression(n_features=100, n_restarts=1, max_iter=200,
+                                        random_state=0).fit(X, y)
+
+
 @pytest.fixture(scope="module")
 def fitted(gaussian_data):
     X, y, _, _ = gaussian_data
-    return BayesianLinearRegression(n_features=100, n_restarts=1, max_iter=200,
-                                    random_state=0).fit(X, y)
+    return _fit(X, y)
 
 
 def test_type_ii_ml_recovers_noise_and_improves_evidence(gaussian_data, fitted):
     X, y, _, _ = gaussian_data
     # planted noise variance 0.04; its ML estimate has relative sd ≈ sqrt(2/N) ≈ 4.5%
     assert abs(fitted.noise_var_ / 0.04 - 1) < 0.2
+    assert fitted.converged_
     start = BayesianLinearRegression(n_features=100, optimize=False, random_state=0).fit(X, y)
     assert fitted.log_marginal_likelihood_ > start.log_marginal_likelihood_
     assert fitted.n_iter_ > 0 and fitted.history_.shape == (fitted.n_iter_,)
@@ -215,12 +242,85 @@ def test_sklearn_contract(gaussian_data, fitted):
     with pytest.raises(NotFittedError):
         model.predict(X_test)
     assert fitted.score(X_test, y_test) > 0.9    # R² (RegressorMixin); sd(noise)/sd(y) ≈ 0.2
-    with pytest.raises(ValueError, match="columns"):
+    with pytest.raises(ValueError, match="X has 2 features, but BayesianLinearRegression is "
+                                         "expecting 1"):
         fitted.predict(np.zeros((3, 2)))
+    tags = get_tags(model)
+    assert tags.estimator_type == "regressor" and not tags.input_tags.allow_nan
+    assert BayesianLinearRegression().random_state == 0
+
+
+@pytest.mark.parametrize("scale, shift", [(1.0, 5000.0), (1000.0, 0.0)])
+def test_fit_does_not_depend_on_the_units_of_y(gaussian_data, fitted, scale, shift):
+    """``standardize=True`` (the default): on a·y + b the standardised targets and the initial
+    values (fractions of Var(y)) equal those of y to rounding, so L-BFGS takes the same path;
+    held-out R² agrees to 1e-6 and predictions, noise and evidence move with y's units (the
+    evidence by −N log a, the Jacobian)."""
+    X, y, X_test, y_test = gaussian_data
+    model = _fit(X, scale * y + shift)
+    assert model.score(X_test, scale * y_test + shift) == pytest.approx(
+        fitted.score(X_test, y_test), abs=1e-6)
+    mean, sd = fitted.predict(X_test, return_std=True)
+    mean_t, sd_t = model.predict(X_test, return_std=True)
+    np.testing.assert_allclose(mean_t, scale * mean + shift, rtol=0, atol=1e-6 * scale)
+    np.testing.assert_allclose(sd_t, scale * sd, rtol=1e-6)
+    assert model.noise_var_ == pytest.approx(scale**2 * fitted.noise_var_, rel=1e-6)
+    assert model.log_marginal_likelihood_ == pytest.approx(
+        fitted.log_marginal_likelihood_ - len(y) * np.log(scale), abs=1e-6)
+
+
+def test_each_row_depends_only_on_itself(gaussian_data, fitted):
+    """A row's prediction equals, bit for bit, that of the row alone and of the rows reversed
+    (300 rows: rows of every block of the evaluation, and the last one padded)."""
+    X = gaussian_data[2][:300]
+    mean, sd = fitted.predict(X, return_std=True)
+    q = fitted.predict_quantile(X, [0.05, 0.95])
+    for i in (0, 127, 128, 200, 299):
+        m1, s1 = fitted.predict(X[i:i + 1], return_std=True)
+        assert (m1[0], s1[0]) == (mean[i], sd[i])
+        np.testing.assert_array_equal(fitted.predict_quantile(X[i:i + 1], [0.05, 0.95])[0], q[i])
+    reversed_mean, reversed_sd = fitted.predict(X[::-1], return_std=True)
+    np.testing.assert_array_equal(reversed_mean, mean[::-1])
+    np.testing.assert_array_equal(reversed_sd, sd[::-1])
+
+
+def test_max_iter_warning_and_n_iter():
+    """Three L-BFGS iterations cannot meet the convergence test (10 quiet iterations): a
+    ConvergenceWarning naming max_iter, converged_ False; and scikit-learn's n_iter_ check."""
+    X, y = load_iris(return_X_y=True)
+    model = BayesianLinearRegression(n_features=10, max_iter=3, n_restarts=0)
+    with pytest.warns(ConvergenceWarning, match="max_iter=3"):
+        model.fit(X, y)
+    assert model.n_iter_ == 3 and not model.converged_
+    with pytest.warns(ConvergenceWarning):
+        check_non_transformer_estimators_n_iter("BayesianLinearRegression", model)
+
+
+def _estimator_checks(estimators, **kwargs):
+    """``parametrize_with_checks`` less ``check_array_api_input``, which does not apply (see
+    the module docstring)."""
+    mark = parametrize_with_checks(estimators, **kwargs)
+
+    def name(param):
+        check = (param.values if hasattr(param, "values") else param)[1]
+        return getattr(check, "func", check).__name__
+
+    keep = [param for param in mark.args[1] if name(param) != "check_array_api_input"]
+    return pytest.mark.parametrize(mark.args[0], keep, **mark.kwargs)
+
+
+@_estimator_checks(
+    [BayesianLinearRegression(n_features=10, optimize=False)], xfail_strict=True,
+    expected_failed_checks=lambda estimator: {
+        "check_non_transformer_estimators_n_iter":
+            "optimize=False runs no iteration (n_iter_ = 0 by design); the check runs on an "
+            "optimising model in test_max_iter_warning_and_n_iter"})
+def test_scikit_learn_estimator_checks(estimator, check):
+    check(estimator)
 
 
 @pytest.mark.parametrize("case", ["nan_X", "inf_y", "nan_y", "lengths", "1d_X", "neg_noise",
-                                  "bad_prior_blocks"])
+                                  "bad_prior_blocks", "one_sample", "constant_y"])
 def test_bad_input_raises_before_computation(case, forbid_computation):
     import gplvm.models.linear_regression as module
 
@@ -239,7 +339,11 @@ def test_bad_input_raises_before_computation(case, forbid_computation):
         X = X[:, 0]
     elif case == "neg_noise":
         kwargs = dict(noise_var=-1.0, features=Bias(in_dim=2))
-    else:
+    elif case == "bad_prior_blocks":
         kwargs = dict(prior_var=[1.0, 2.0], features=Bias(in_dim=2))
+    elif case == "one_sample":
+        X, y = X[:1], y[:1]
+    else:
+        y = np.full(10, 3.0)
     with pytest.raises(ValueError):
         BayesianLinearRegression(**kwargs).fit(X, y)

@@ -15,13 +15,16 @@ from scipy.stats import norm
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from gplvm._random import as_key
-from gplvm._validation import as_1d_float, as_2d_float, check_consistent_length
 from gplvm.features import AbstractFeatureMap
 from gplvm.inference import minimise
 from gplvm.io import SaveMixin
 from gplvm.registry import register
 from gplvm.models._common import (
     block_expand, check_features, check_is_fitted, default_features, freeze_feature_variance,
+)
+from gplvm.models._rows import map_rows
+from gplvm.models._supervised import (
+    fit_inputs, no_missing_values, query_inputs, warn_not_converged,
 )
 from gplvm.objectives import linear_model as lm
 from gplvm.transforms import inverse_softplus, softplus
@@ -84,14 +87,10 @@ class BayesianLinearRegression(SaveMixin, RegressorMixin, BaseEstimator):
         self.random_state = random_state
         self.progress = progress
 
-    # ------------------------------------------------------------------ validation
-    def _check_X(self, X):
-        X = as_2d_float(X, "X")
-        if hasattr(self, "n_features_in_") and X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} columns but the model was fitted on "
-                             f"{self.n_features_in_}")
-        return X
+    def __sklearn_tags__(self):
+        return no_missing_values(super().__sklearn_tags__())
 
+    # ------------------------------------------------------------------ validation
     def _initial_values(self, y, n_blocks, y_std):
         """σ² and Λ per block in the units of the (standardised) targets."""
         scale = float(np.var(y)) if self.standardize else float(np.mean(y**2))
@@ -115,14 +114,14 @@ class BayesianLinearRegression(SaveMixin, RegressorMixin, BaseEstimator):
         """Learn the hyper-parameters by maximising eq. 14, then condition the weights.
 
         Args:
-            X: inputs (N, D), finite.
+            X: inputs (N, D), finite, N ≥ 2.
             y: targets (N,), finite.
+
+        Warns:
+            ConvergenceWarning: the best L-BFGS run stopped at ``max_iter`` before its
+                convergence test (see ``tol``) was met.
         """
-        X = as_2d_float(X, "X")
-        y = as_1d_float(y, "y")
-        check_consistent_length(X, y)
-        if len(y) < 2:
-            raise ValueError("need at least 2 samples to fit a regression")
+        X, y = fit_inputs(self, X, y)
         for name in ("n_restarts", "max_iter"):
             value = getattr(self, name)
             if int(value) != value or value < 0:
@@ -157,7 +156,12 @@ class BayesianLinearRegression(SaveMixin, RegressorMixin, BaseEstimator):
         self.log_marginal_likelihood_ = float(lml) - len(y) * np.log(self.y_std_)
         self.history_, self.n_iter_, self.converged_ = history, n_iter, converged
         self.interrupted_ = interrupted
-        self.n_features_in_ = X.shape[1]
+        if self.optimize and not (converged or interrupted) and n_iter == int(self.max_iter):
+            warn_not_converged("BayesianLinearRegression",
+                               f"L-BFGS stopped at max_iter={self.max_iter} before the "
+                               f"marginal likelihood settled (relative change below "
+                               f"tol={self.tol} for 10 iterations)",
+                               "increase max_iter or tol")
         return self
 
     def _optimise(self, u0, fmap, Xj, ys, key):
@@ -185,12 +189,12 @@ class BayesianLinearRegression(SaveMixin, RegressorMixin, BaseEstimator):
         """Predictive mean of y* (eq. 16); with ``return_std`` also the square root of eq. 17
         (noise included), both in the units of y."""
         check_is_fitted(self, "posterior_")
-        X = self._check_X(X)
-        mean, var = _predict(self.posterior_, self.features_, jnp.asarray(X))
-        mean = np.asarray(mean) * self.y_std_ + self.y_mean_
+        X = query_inputs(self, X)
+        mean, var = map_rows(_predict, X, self.posterior_, self.features_)
+        mean = mean * self.y_std_ + self.y_mean_
         if not return_std:
             return mean
-        return mean, np.sqrt(np.asarray(var)) * self.y_std_
+        return mean, np.sqrt(var) * self.y_std_
 
     def predict_quantile(self, X, q):
         """Quantile(s) of the Gaussian predictive of eq. 15: mean + sd·Φ⁻¹(q).
@@ -271,7 +275,7 @@ def _condition(u, fmap, X, y):
 
 
 @jax.jit
-def _predict(post, fmap, X):
+def _predict(X, post, fmap):
     return lm.predict(post, fmap(X))
 
 
