@@ -5,46 +5,91 @@ the stochastic bound of :mod:`gplvm.objectives.glm` with Adam over minibatches (
 jointly with the weight-prior variances, the likelihood's parameters and the basis
 hyper-parameters.  Predictions integrate over q(w) by Monte Carlo: the expectation of eq. 29,
 class probabilities, and quantiles / intervals by root finding on the predictive CDF
-(eqs. 30–31).
+(eqs. 30–31).  The numbers are made in :mod:`gplvm.models._glm_core`; this module checks,
+chooses and stores.
 """
 
 from __future__ import annotations
 
-import functools
-from functools import partial
-
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 from sklearn.base import BaseEstimator
+from sklearn.metrics import accuracy_score, r2_score
+from sklearn.utils._tags import ClassifierTags, RegressorTags
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
 
+from gplvm._pytree import replace
 from gplvm._random import as_key
-from gplvm._validation import as_1d_float, as_2d_float, check_consistent_length
 from gplvm.features import AbstractFeatureMap
 from gplvm.inference import minimise
 from gplvm.io import SaveMixin
-from gplvm.registry import register
-from gplvm.likelihoods import get_likelihood
-from gplvm.models import _quantiles
-from gplvm.models._common import (
-    block_expand, check_features, check_is_fitted, default_features, freeze_feature_variance,
+from gplvm.likelihoods import AbstractLikelihood, get_likelihood
+from gplvm.models import _glm_core as core
+from gplvm.models._common import check_features, check_is_fitted, default_features
+from gplvm.models._rows import map_rows
+from gplvm.models._supervised import (
+    fit_inputs, no_missing_values, query_inputs, warn_not_converged,
 )
-from gplvm.objectives import glm as glm_objective
-from gplvm.transforms import inverse_softplus, softplus
+from gplvm.registry import register
+from gplvm.transforms import softplus
 
 _SUPPORTED = ("gaussian", "bernoulli", "binomial", "poisson", "negative_binomial")
+
+
+def _is_binary(lik) -> bool:
+    """One Bernoulli outcome per sample: the Bernoulli likelihood or a binomial of one trial."""
+    return lik.name == "bernoulli" or (lik.name == "binomial" and np.ndim(lik.n_trials) == 0
+                                       and float(lik.n_trials) == 1.0)
+
+
+def _declared_likelihood(model):
+    """The likelihood the parameters name, or None when they name none (``fit`` says why)."""
+    if not isinstance(model.likelihood, (str, AbstractLikelihood)):
+        return None
+    try:
+        return get_likelihood(model.likelihood)
+    except ValueError:
+        return None
+
+
+def _is_classifier(model) -> bool:
+    lik = _declared_likelihood(model)
+    return lik is not None and _is_binary(lik)
+
+
+def _has_trial_probability(model) -> bool:
+    lik = _declared_likelihood(model)
+    return lik is not None and lik.name in ("bernoulli", "binomial")
+
+
+def _is_regressor(model) -> bool:
+    return not _is_classifier(model)
 
 
 @register("gplvm.BayesianGLM", estimator=True)
 class BayesianGLM(SaveMixin, BaseEstimator):
     """Bayesian generalised linear model on random features, by stochastic variational inference.
 
+    **Classifier or regressor, by likelihood.**  With ``"bernoulli"`` (or a binomial of one
+    trial) the model is a scikit-learn binary classifier: ``fit`` takes any two distinct labels
+    (strings too) and stores them in ``classes_``, ``predict`` returns labels,
+    ``predict_proba`` the (N*, 2) class probabilities, ``score`` the accuracy, and scikit-learn
+    treats it as a classifier (stratified folds, ``scoring="accuracy"``).  With the other
+    likelihoods it is a regressor: ``predict`` returns E[y*] (``return_std`` adds the predictive
+    standard deviation), ``predict_quantile``/``predict_interval`` give predictive quantiles,
+    and ``score`` is R², as for scikit-learn's regressors (and ``BayesianLinearRegression``).
+    Methods that make no sense for the likelihood are absent (``AttributeError``), e.g.
+    ``predict_proba`` of a Gaussian model.  The mean log predictive density (eq. 28), a proper
+    scoring rule for any likelihood, is :meth:`log_predictive_density`.
+
     Args:
-        likelihood: ``"gaussian"``, ``"bernoulli"`` (y coded 0/1), ``"binomial"``,
-            ``"poisson"``, ``"negative_binomial"`` or a likelihood object, e.g.
-            ``Binomial(n_trials=10)`` (a scalar number of trials) or ``Gaussian(noise_var=0.5)``
-            (its parameters are initial values and are learned).
+        likelihood: ``"gaussian"``, ``"bernoulli"``, ``"binomial"``, ``"poisson"``,
+            ``"negative_binomial"`` (any case) or a likelihood object, e.g.
+            ``Binomial(n_trials=10)`` (a scalar number of trials) or ``Gaussian(noise_var=0.5)``.
+            An object's parameters are initial values, in y's units, and are learned; a name
+            starts the Gaussian noise variance at Var(y) (at 1 without ``standardize``).
         features: a feature map from :mod:`gplvm.features` (or a composition, which gets one
             prior variance per block); ``None`` builds random Fourier features of an RBF kernel
             whose length-scale(s) start at the median pairwise distance of X and are learned.
@@ -58,8 +103,12 @@ class BayesianGLM(SaveMixin, BaseEstimator):
         learning_rate: Adam's initial step size; it decays along a cosine to 1/20 of itself
             over ``n_iter`` steps, so the last iterates average out the gradient noise.
         prior_var: initial weight-prior variance (one per basis block, learned).  With a
-            feature map of unit kernel variance it is the prior variance of f = φᵀw.
+            feature map of unit kernel variance it is the prior variance of f = φᵀw (in the
+            units of the standardised y for the Gaussian likelihood).
         n_predict_samples: S, draws of f* per query point for predictions (eqs. 29–30).
+        standardize: Gaussian likelihood only: fit to y centred and scaled to unit variance,
+            so that the fit does not depend on y's location and scale (API.md); every fitted
+            attribute and prediction is in y's units.  Other likelihoods model y as it is.
         random_state: seed (int or ``jax.random`` key) for the features, the initialisation,
             the minibatches and the prediction draws.
         progress: show a progress bar with the (negative) bound.
@@ -69,16 +118,19 @@ class BayesianGLM(SaveMixin, BaseEstimator):
     training part of digits 3 vs 5, by the bound and the validation log-loss.
 
     Attributes:
-        features_, likelihood_, prior_var_ (per block), weights_mean_ (K, M),
-        weights_var_ (K, M), history_ (negative bound per step), n_iter_, converged_ (always
-        False: Adam runs all its steps), interrupted_ (Ctrl-C stopped the fit early).
+        features_, likelihood_ (noise variance in y's units), prior_var_ (per block),
+        weights_mean_ (K, M), weights_var_ (K, M) (all in y's units), y_mean_, y_std_ (the
+        standardisation; 0 and 1 without it), classes_ (classifiers), history_ (negative bound
+        per step), n_iter_, converged_ (see :func:`gplvm.models._glm_core.bound_settled`),
+        interrupted_ (Ctrl-C stopped the fit early), n_features_in_.
     """
 
     def __init__(self, likelihood="gaussian", features: AbstractFeatureMap | None = None,
                  n_mixture: int = 10, n_features: int = 400, ard: bool = True,
                  n_samples: int = 5, batch_size: int | None = None, n_iter: int = 1000,
                  learning_rate: float = 0.04, prior_var: float = 1.0,
-                 n_predict_samples: int = 200, random_state=0, progress: bool = True):
+                 n_predict_samples: int = 200, standardize: bool = True, random_state=0,
+                 progress: bool = True):
         self.likelihood = likelihood
         self.features = features
         self.n_mixture = n_mixture
@@ -90,27 +142,34 @@ class BayesianGLM(SaveMixin, BaseEstimator):
         self.learning_rate = learning_rate
         self.prior_var = prior_var
         self.n_predict_samples = n_predict_samples
+        self.standardize = standardize
         self.random_state = random_state
         self.progress = progress
 
+    def __sklearn_tags__(self):
+        tags = no_missing_values(super().__sklearn_tags__())
+        if _is_classifier(self):
+            tags.estimator_type = "classifier"
+            tags.classifier_tags = ClassifierTags(multi_class=False)
+        else:
+            tags.estimator_type = "regressor"
+            tags.regressor_tags = RegressorTags()
+        return tags
+
     # ------------------------------------------------------------------ validation
     def _likelihood(self):
+        if not isinstance(self.likelihood, (str, AbstractLikelihood)):
+            raise ValueError(f"likelihood must be a name such as 'bernoulli' or a "
+                             f"gplvm.likelihoods object; got {type(self.likelihood).__name__}")
         lik = get_likelihood(self.likelihood)
         if lik.name not in _SUPPORTED:
-            raise ValueError(f"BayesianGLM supports the univariate likelihoods {_SUPPORTED}; "
-                             f"got {lik.name!r}")
+            raise ValueError(f"BayesianGLM models one target per sample; the {lik.name} "
+                             f"likelihood is not one of its likelihoods {_SUPPORTED}")
         if lik.name == "binomial" and np.ndim(lik.n_trials) != 0:
             raise ValueError("BayesianGLM needs a scalar n_trials for the binomial likelihood "
                              "(the same number of trials for every sample); got an array of "
                              f"shape {np.shape(lik.n_trials)}")
         return lik
-
-    def _check_X(self, X):
-        X = as_2d_float(X, "X")
-        if hasattr(self, "n_features_in_") and X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} columns but the model was fitted on "
-                             f"{self.n_features_in_}")
-        return X
 
     def _check_settings(self):
         for name in ("n_mixture", "n_samples", "n_iter", "n_predict_samples"):
@@ -125,85 +184,128 @@ class BayesianGLM(SaveMixin, BaseEstimator):
             if not (np.isfinite(value) and value > 0):
                 raise ValueError(f"{name}={value!r} must be a positive number")
 
+    def _class_codes(self, y, lik):
+        """Labels → 0/1 codes of ``classes_`` (sorted, as scikit-learn's classifiers)."""
+        check_classification_targets(y)
+        classes, codes = np.unique(y, return_inverse=True)
+        if len(classes) != 2:
+            raise ValueError(f"Only binary classification is supported. y has {len(classes)} "
+                             f"distinct class(es) {classes[:5].tolist()}; the {lik.name} "
+                             f"likelihood makes a binary classifier, which needs exactly two "
+                             f"classes (one-vs-rest with sklearn.multiclass.OneVsRestClassifier "
+                             f"for more)")
+        return classes, codes.astype(float)
+
+    def _scaling(self, y, lik):
+        """(mean, sd) that standardise y: the Gaussian likelihood with ``standardize`` only."""
+        if lik.name != "gaussian" or not self.standardize:
+            return 0.0, 1.0
+        y_mean, y_std = float(np.mean(y)), float(np.std(y))
+        if not y_std > 0:
+            raise ValueError("y is constant; there is nothing to regress (or pass "
+                             "standardize=False)")
+        return y_mean, y_std
+
     # ------------------------------------------------------------------ fit
     def fit(self, X, y):
         """Maximise the bound of eq. 27 over q(w) and all hyper-parameters.
 
         Args:
-            X: inputs (N, D), finite.
-            y: targets (N,), finite and in the likelihood's support (0/1 for Bernoulli,
-                integers for the count likelihoods).
+            X: inputs (N, D), finite, N ≥ 2.
+            y: targets (N,): two distinct labels of any type for a classifier; else finite
+                numbers in the likelihood's support (integers for the count likelihoods).
+
+        Warns:
+            ConvergenceWarning: the bound was still rising at the end of the run
+                (:func:`gplvm.models._glm_core.bound_settled`).
         """
         self._check_settings()
         lik = self._likelihood()
-        X = as_2d_float(X, "X")
-        y = as_1d_float(y, "y")
-        check_consistent_length(X, y)
+        classifier = _is_binary(lik)
+        X, y = fit_inputs(self, X, y, numeric_y=not classifier)
+        if classifier:
+            classes, y = self._class_codes(y, lik)
         lik.validate(y[:, None], name="y")
-        if len(y) < 2:
-            raise ValueError("need at least 2 samples to fit a GLM")
+        y_mean, y_std = self._scaling(y, lik)
         check_features(self.features, X.shape[1])
         # validation done: computation starts here
+        if classifier:
+            self.classes_ = classes
+        lik_fit = lik
+        if lik.name == "gaussian" and not isinstance(self.likelihood, str):
+            lik_fit = replace(lik, noise_var=lik.noise_var / y_std**2)   # y's units → fit's
+        u = self._optimise(X, (y - y_mean) / y_std, lik_fit)
+        fm, lk, _ = core.unpack(u, self.features_, lik_fit)
+        self.features_ = fm
+        self.likelihood_ = replace(lk, noise_var=lk.noise_var * y_std**2) \
+            if lk.name == "gaussian" else lk
+        self.prior_var_ = np.asarray(softplus(u["prior_var"])) * y_std**2
+        self.weights_mean_ = np.asarray(u["m"]) * y_std
+        self.weights_var_ = np.asarray(softplus(u["psi"])) * y_std**2
+        self.y_mean_, self.y_std_ = y_mean, y_std
+        if not (self.converged_ or self.interrupted_):
+            warn_not_converged("BayesianGLM", f"the bound was still rising after n_iter="
+                               f"{self.n_iter} Adam steps", "increase n_iter (or learning_rate)")
+        return self
+
+    def _optimise(self, X, y, lik):
+        """Adam on −eq. 27; sets ``features_`` (the start), history and flags; returns u."""
         key = as_key(self.random_state)
         k_feat, k_init, k_fit, self._predict_key = jax.random.split(key, 4)
-        fmap = self.features if self.features is not None else default_features(
+        self.features_ = self.features if self.features is not None else default_features(
             X, self.n_features, k_feat, ard=self.ard)
         N = X.shape[0]
         B = min(N, 256) if self.batch_size is None else int(min(self.batch_size, N))
         Xj, yj = jnp.asarray(X), jnp.asarray(y)
-        u0 = _initial_params(k_init, fmap, lik, Xj, yj, float(self.prior_var),
-                             int(self.n_mixture))
-        res = minimise(_neg_elbo(B, int(self.n_samples)), u0, method="adam",
+        u0 = core.initial_params(k_init, self.features_, lik, Xj, yj, float(self.prior_var),
+                                 int(self.n_mixture))
+        res = minimise(core.neg_elbo(B, int(self.n_samples)), u0, method="adam",
                        n_iter=int(self.n_iter),
-                       optimizer=_optimizer(float(self.learning_rate), int(self.n_iter)),
+                       optimizer=core.optimizer(float(self.learning_rate), int(self.n_iter)),
                        key=k_fit, progress=self.progress, desc=f"BayesianGLM ({lik.name})",
-                       args=(fmap, lik, Xj, yj))
-        u = res.params
-        self.features_, self.likelihood_, _ = _unpack(u, fmap, lik)
-        self.prior_var_ = np.asarray(softplus(u["prior_var"]))
-        self.weights_mean_ = np.asarray(u["m"])
-        self.weights_var_ = np.asarray(softplus(u["psi"]))
-        self.history_ = res.history
-        self.n_iter_, self.converged_, self.interrupted_ = res.n_iter, res.converged, \
+                       args=(self.features_, lik, Xj, yj))
+        self.history_, self.n_iter_, self.interrupted_ = res.history, res.n_iter, \
             res.interrupted
-        self.n_features_in_ = X.shape[1]
-        return self
+        self.converged_ = core.bound_settled(res.history, N)
+        return res.params
 
     # ------------------------------------------------------------------ prediction
-    def _latent_draws(self, X):
-        """S draws of f* = φ(x*)ᵀw, w ~ q(w), at each row of X: shape (N*, S).
-
-        Only the marginal of f* at each point matters for eqs. 29–31, and under component k it
-        is exactly N(φ*ᵀm_k, (φ*⊙φ*)ᵀΨ_k); the draws are stratified over the K components
-        (S/K each, S rounded up to a multiple of K), which removes the component-choice noise.
-        """
+    def _fitted_classifier(self) -> bool:
         check_is_fitted(self, "weights_mean_")
-        X = self._check_X(X)
-        K = self.weights_mean_.shape[0]
-        per_component = -(-int(self.n_predict_samples) // K)
-        return _draw_latent(self._predict_key, self.features_, jnp.asarray(X),
-                            jnp.asarray(self.weights_mean_), jnp.asarray(self.weights_var_),
-                            per_component)
+        return _is_binary(self.likelihood_)
+
+    def _predictive(self, X):
+        """The checked query and the fitted :class:`~gplvm.models._glm_core.Predictive`."""
+        check_is_fitted(self, "weights_mean_")
+        X = query_inputs(self, X)
+        return X, core.predictive(self._predict_key, self.features_, self.weights_mean_,
+                                  self.weights_var_, self.y_mean_, int(self.n_predict_samples))
 
     def predict(self, X, return_std: bool = False):
-        """Predictive expectation E[y*] (eq. 29); ``return_std`` adds the predictive standard
-        deviation (law of total variance over the draws of f*)."""
-        F = self._latent_draws(X)
-        mean, var = _moments(self.likelihood_, F)
-        if not return_std:
-            return np.asarray(mean)
-        return np.asarray(mean), np.sqrt(np.asarray(var))
+        """Classifier: the most probable label.  Regressor: the predictive expectation E[y*]
+        (eq. 29); ``return_std`` adds the predictive standard deviation (law of total variance
+        over the draws of f*).  Each row's output depends on that row only."""
+        if self._fitted_classifier():
+            if return_std:
+                raise ValueError("this BayesianGLM is a classifier: predict returns labels and "
+                                 "has no standard deviation; use predict_proba")
+            return self.classes_[np.argmax(self._trial_probabilities(X), axis=1)]
+        X, pred = self._predictive(X)
+        mean, var = map_rows(core.moments, X, pred, self.likelihood_)
+        return (mean, np.sqrt(var)) if return_std else mean
 
+    @available_if(_has_trial_probability)
     def predict_proba(self, X):
-        """Class probabilities [P(y*=0), P(y*=1)] (Bernoulli), or [1 − p, p] with p the
-        per-trial success probability E[σ(f*)] (binomial): shape (N*, 2)."""
-        check_is_fitted(self, "weights_mean_")
-        if self.likelihood_.name not in ("bernoulli", "binomial"):
-            raise ValueError(f"predict_proba needs a Bernoulli or binomial likelihood; this model "
-                             f"has {self.likelihood_.name!r} (use predict or predict_quantile)")
-        p1 = np.asarray(_success_probability(self._latent_draws(X)))
+        """Classifier: the class probabilities (N*, 2) in the order of ``classes_``.  Binomial
+        count model: [1 − p, p], the outcome probabilities of one trial (p = E[σ(f*)])."""
+        return self._trial_probabilities(X)
+
+    def _trial_probabilities(self, X):
+        X, pred = self._predictive(X)
+        p1 = map_rows(core.success_probability, X, pred)
         return np.column_stack([1.0 - p1, p1])
 
+    @available_if(_is_regressor)
     def predict_quantile(self, X, q):
         """The q-quantile(s) of the predictive distribution by root finding (eqs. 30–31).
 
@@ -218,10 +320,11 @@ class BayesianGLM(SaveMixin, BaseEstimator):
         levels = np.atleast_1d(np.asarray(q, dtype=float))
         if levels.ndim != 1 or not np.all((levels > 0) & (levels < 1)):
             raise ValueError(f"q={q!r}: quantile levels must lie strictly between 0 and 1")
-        F = self._latent_draws(X)
-        out = np.asarray(_quantiles.quantiles(self.likelihood_, F, jnp.asarray(levels)))
+        X, pred = self._predictive(X)
+        out = map_rows(core.quantiles, X, pred, self.likelihood_, jnp.asarray(levels))
         return out[:, 0] if np.ndim(q) == 0 else out
 
+    @available_if(_is_regressor)
     def predict_interval(self, X, coverage: float = 0.9):
         """The central predictive interval (lower, upper) with the given coverage: the
         (1 − c)/2 and (1 + c)/2 quantiles."""
@@ -231,129 +334,43 @@ class BayesianGLM(SaveMixin, BaseEstimator):
         bounds = self.predict_quantile(X, [a, 1.0 - a])
         return bounds[:, 0], bounds[:, 1]
 
-    def score(self, X, y):
-        """Mean log predictive density of y under the Monte Carlo predictive (eq. 28)."""
-        check_is_fitted(self, "weights_mean_")
-        X = self._check_X(X)
-        y = as_1d_float(y, "y")
-        check_consistent_length(X, y)
+    def score(self, X, y, sample_weight=None):
+        """scikit-learn's score: the accuracy of a classifier, R² of a regressor."""
+        if self._fitted_classifier():
+            return float(accuracy_score(y, self.predict(X), sample_weight=sample_weight))
+        return float(r2_score(y, self.predict(X), sample_weight=sample_weight))
+
+    def log_predictive_density(self, X, y):
+        """Mean log predictive density of y under the Monte Carlo predictive (eq. 28), in y's
+        units (labels of ``classes_`` for a classifier)."""
+        X, pred = self._predictive(X)
+        y = self._observed(y, X.shape[0])
+        return float(np.mean(map_rows(core.log_density, (X, y), pred, self.likelihood_)))
+
+    def _observed(self, y, n_rows):
+        """Held-out targets as the likelihood's numbers (0/1 codes of the labels)."""
+        y = np.asarray(y)
+        if y.ndim != 1 or len(y) != n_rows:
+            raise ValueError(f"y must be 1-D with one target per row of X ({n_rows}); got "
+                             f"shape {y.shape}")
+        if hasattr(self, "classes_"):
+            unknown = ~np.isin(y, self.classes_)
+            if unknown.any():
+                raise ValueError(f"y has labels {np.unique(y[unknown])[:5].tolist()} that are "
+                                 f"not among the fitted classes {self.classes_.tolist()}")
+            y = np.searchsorted(self.classes_, y).astype(float)
+        y = np.asarray(y, dtype=float)
         self.likelihood_.validate(y[:, None], name="y")
-        return float(_log_predictive_density(self.likelihood_, self._latent_draws(X),
-                                             jnp.asarray(y)))
+        return y
 
-
-# ---------------------------------------------------------------------- compiled helpers
-# Module-level and jitted so that every fit and prediction with the same shapes reuses one
-# compilation (eager op-by-op code compiles each primitive separately).
-
-@functools.lru_cache(maxsize=None)
-def _neg_elbo(batch_size: int, n_samples: int):
-    """−eq. 27 on a random minibatch, as ``f(u, key, fmap, lik, X, y)``; one function (hence one
-    compiled step) per (B, L), the data passed as traced arguments."""
-    def neg_elbo(u, key, fmap, lik, X, y):
-        N = X.shape[0]
-        k_batch, k_mc = jax.random.split(key)
-        if batch_size < N:   # eqs. 5–6: a minibatch without replacement, boosted by N/B
-            idx = jax.random.choice(k_batch, N, (batch_size,), replace=False)
-            X, y = X[idx], y[idx]
-        fm, lk, prior = _unpack(u, fmap, lik)
-        return -glm_objective.elbo(k_mc, fm(X), y, N, u["m"], softplus(u["psi"]), prior, lk,
-                                   n_samples)
-
-    return neg_elbo
-
-
-_HYPER = ("features", "likelihood", "prior_var")
-
-
-def _relative_steps() -> optax.GradientTransformation:
-    """Scale the updates of the hyper-parameters by max(1, |u₀|), u₀ their initial values.
-
-    Adam moves every unconstrained coordinate by about the learning rate per step.  For the
-    weights that is the right scale, but a positive hyper-parameter θ = softplus(u) with θ ≫ 1
-    (a length-scale of 30 on unscaled pixels, say) has u ≈ θ, so a step of 0.01 would change it
-    by 0.01/θ relative and the fit would take thousands of steps to move it.  With the scale the
-    steps are relative (about the learning rate times θ).  The scales are fixed at ``init``.
-    """
-    def init(params):
-        return {name: jax.tree_util.tree_map(
-            (lambda x: jnp.maximum(1.0, jnp.abs(x))) if name in _HYPER else jnp.ones_like, leaf)
-            for name, leaf in params.items()}
-
-    def update(updates, scales, params=None):
-        return jax.tree_util.tree_map(jnp.multiply, updates, scales), scales
-
-    return optax.GradientTransformation(init, update)
-
-
-@functools.lru_cache(maxsize=None)
-def _optimizer(learning_rate: float, n_iter: int) -> optax.GradientTransformation:
-    """Adam with relative hyper-parameter steps and a cosine-decaying step size.
-
-    The decay (to 1/20 of the initial rate over ``n_iter`` steps) lets the last iterates settle
-    instead of jittering with the gradient noise.  Cached, so that fits with the same settings
-    share one optimiser object and hence one compiled step.
-    """
-    schedule = optax.cosine_decay_schedule(learning_rate, n_iter, alpha=0.05)
-    return optax.chain(optax.scale_by_adam(), _relative_steps(),
-                       optax.scale_by_learning_rate(schedule))
-
-
-def _unpack(u, fmap, lik):
-    fm = fmap.from_unconstrained(freeze_feature_variance(u["features"]))
-    lk = lik.from_unconstrained(u["likelihood"])
-    return fm, lk, block_expand(softplus(u["prior_var"]), fm.blocks)
-
-
-@partial(jax.jit, static_argnums=(5, 6))
-def _initial_params(key, fmap, lik, X, y, prior_var: float, n_mixture: int):
-    r"""Unconstrained initial values: q(w) starts at a diagonal Laplace approximation at w = 0.
-
-    Ψ_k starts at the inverse of the diagonal of the Hessian of the negative log joint at w = 0,
-
-    .. math:: \Psi_{0,j} = \big(1/\lambda + \textstyle\sum_n \phi_{nj}^2 h_n\big)^{-1},
-              \qquad h_n = -\partial_f^2 \log p(y_n \mid f)\big|_{f=0},
-
-    so a weight the data barely constrain starts near its prior variance (a start far below it
-    drags the learned prior variance down with it) and a tightly constrained one starts near
-    its posterior variance (a wide start makes, for instance, the Poisson gradients through
-    e^f very noisy).  The means m_k start at 0.1·sqrt(Ψ₀)·N(0, 1): distinct, so that the K
-    components can separate, and small.
-    """
-    curvature = -jax.vmap(jax.grad(jax.grad(
-        lambda f, yn: lik._log_prob(yn, f))))(jnp.zeros_like(y), y)
-    Phi = fmap(X)
-    psi0 = 1.0 / (1.0 / prior_var + jnp.maximum(curvature, 0.0) @ (Phi * Phi))      # (M,)
-    return {
-        "features": fmap.unconstrained(),
-        "likelihood": lik.unconstrained(),
-        "prior_var": inverse_softplus(jnp.full(len(fmap.blocks), prior_var)),
-        "m": 0.1 * jnp.sqrt(psi0) * jax.random.normal(key, (n_mixture, Phi.shape[1])),
-        "psi": inverse_softplus(jnp.broadcast_to(psi0, (n_mixture, Phi.shape[1]))),
-    }
-
-
-@partial(jax.jit, static_argnums=5)
-def _draw_latent(key, fmap, X, m, psi, per_component: int):
-    F_mean, F_var = glm_objective.latent_moments(fmap(X), m, psi)          # (N*, K)
-    eps = jax.random.normal(key, F_mean.shape + (per_component,), dtype=F_mean.dtype)
-    F = F_mean[..., None] + jnp.sqrt(F_var)[..., None] * eps               # (N*, K, S/K)
-    return F.reshape(F.shape[0], -1)
-
-
-@jax.jit
-def _moments(lik, F):
-    mu = lik._inverse_link(F)
-    return jnp.mean(mu, axis=1), jnp.mean(lik._conditional_variance(F), axis=1) \
-        + jnp.var(mu, axis=1)
-
-
-@jax.jit
-def _success_probability(F):
-    return jnp.mean(jax.nn.sigmoid(F), axis=1)
-
-
-@jax.jit
-def _log_predictive_density(lik, F, y):
-    lp = lik._masked_log_prob(jnp.broadcast_to(y[:, None], F.shape), F)
-    return jnp.mean(jax.scipy.special.logsumexp(lp, axis=1) - jnp.log(F.shape[1]))
+    @classmethod
+    def _upgrade_fitted(cls, fitted: dict, format_version: int) -> dict:
+        """Format 1 (before issue 11): y was never standardised, and a Bernoulli model was fitted
+        to 0/1 targets without ``classes_``."""
+        fitted = dict(fitted)
+        if format_version < 2:
+            fitted.setdefault("y_mean_", 0.0)
+            fitted.setdefault("y_std_", 1.0)
+            if _is_binary(fitted["likelihood_"]):
+                fitted.setdefault("classes_", np.array([0.0, 1.0]))
+        return fitted
