@@ -213,7 +213,7 @@ def test_poisson_weight_slice_matches_grid_posterior():
         def step(beta, key):
             return wts.sample_beta_ess(key, jnp.asarray(Phi), beta, jnp.asarray(y),
                                        jnp.ones_like(jnp.asarray(y)), jnp.asarray(offset),
-                                       mean0, prec0), None
+                                       mean0, prec0)[0], None
         beta, _ = jax.lax.scan(step, mean0, jax.random.split(key, 60))
         return beta[:, 0]
 
@@ -339,7 +339,7 @@ def test_latent_row_slice_matches_grid_posterior():
 
     def chain(key):
         return update_x_static(key, jnp.zeros((1, 1)), "poisson", data, jnp.asarray(y), W,
-                               beta, jnp.ones(6), jnp.ones(6), True, n_steps=40)[0, 0]
+                               beta, jnp.ones(6), jnp.ones(6), True, n_steps=40)[0][0, 0]
 
     draws = np.asarray(jax.jit(jax.vmap(chain))(jax.random.split(jax.random.PRNGKey(13),
                                                                    N_CHAINS)))
@@ -348,3 +348,50 @@ def test_latent_row_slice_matches_grid_posterior():
         jnp.asarray(grid)))
     log_post = (y[0] * f - np.exp(f)).sum(1) - 0.5 * grid**2
     _grid_check(draws, grid, log_post, "latent row")
+
+
+# --- the samplers' Info, as kept by a whole sweep ------------------------------------------------
+
+def _sweep_once(kind, Y, map_sweeps=0, seed=0):
+    """(state before, state after) one sweep of a small model with a fixed RBF kernel."""
+    from gplvm.models._rflvm.init import init_state, prepare_data
+    from gplvm.models._rflvm.spec import RFLVMSpec
+    from gplvm.models._rflvm.sweep import sweep
+    spec = RFLVMSpec(likelihood=kind, n_components=2, n_freq=8, n_outputs=Y.shape[1],
+                     intercept=kind != "gaussian", learn_kernel=False, map_sweeps=map_sweeps)
+    data = prepare_data(spec, Y, None, None, RBF(lengthscale=1.0), None)
+    X0 = jnp.asarray(np.random.default_rng(seed).normal(size=(Y.shape[0], 2)))
+    state = init_state(jax.random.PRNGKey(seed), spec, data, X0, 0.0, 1)
+    return state, jax.jit(sweep, static_argnums=2)(jax.random.PRNGKey(seed + 1), state, spec,
+                                                    data, jnp.zeros((1,)))
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "poisson", "bernoulli"])
+def test_sweep_keeps_the_kernels_info(kind):
+    rng = np.random.default_rng(20)
+    F = np.sin(rng.normal(size=(40, 2)) @ rng.normal(size=(2, 5)))
+    Y = {"gaussian": F + 0.1 * rng.normal(size=F.shape),
+         "poisson": rng.poisson(np.exp(F)).astype(float),
+         "bernoulli": (rng.random(F.shape) < 1 / (1 + np.exp(-2 * F))).astype(float)}[kind]
+    before, after = _sweep_once(kind, Y)
+    # Proposals w⋆ come from a continuous density, so a frequency changed iff its move was
+    # accepted: the acceptance the MH kernel reported is the fraction of rows of W that moved.
+    moved = np.any(np.asarray(after.W) != np.asarray(before.W), axis=1)
+    assert float(after.accept_W) == moved.mean()
+    # At least one point is evaluated per slice; informative data make some rows shrink.
+    assert float(after.n_proposals_X) > 1.0
+    if kind == "poisson":                       # β by elliptical slice, one slice per column
+        assert float(after.n_proposals_beta) >= 1.0
+    else:                                       # β drawn from its exact conditional
+        assert np.isnan(after.n_proposals_beta)
+
+
+def test_sweep_info_without_data_and_during_the_map_warm_up():
+    # With every entry missing the likelihood of X is flat, so every slice accepts its first
+    # point (log y = log u < 0 = the log-likelihood anywhere): exactly one proposal per row.
+    _, after = _sweep_once("gaussian", np.full((30, 4), np.nan))
+    assert float(after.n_proposals_X) == 1.0
+    # MAP warm-up sweeps move X uphill, not by slice sampling: no proposals to report.
+    Y = np.random.default_rng(3).poisson(2.0, (30, 4)).astype(float)
+    _, warm = _sweep_once("poisson", Y, map_sweeps=5)
+    assert np.isnan(warm.n_proposals_X) and float(warm.n_proposals_beta) >= 1.0

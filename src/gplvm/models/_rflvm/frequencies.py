@@ -3,7 +3,8 @@ r"""Metropolis–Hastings on the frequencies W with the prior as proposal (seed 
 For m = 1..M/2 in turn, propose :math:`w_m^\star` from its prior — the DP component
 N(μ_{z_m}, Σ_{z_m}) under kernel learning, or the fixed kernel's spectral density — and accept
 with probability min{1, p(Y | X, w_m^⋆, ·)/p(Y | X, w_m, ·)} (the prior terms cancel against
-the proposal).  Frequency m owns the two columns (m, m + M/2) of Φ, so a proposal changes Φ
+the proposal): the Metropolis–Hastings kernel of :mod:`gplvm.inference.mcmc`, given the m-th of
+M/2 uniforms drawn at the start of the pass.  Frequency m owns the two columns (m, m + M/2) of Φ, so a proposal changes Φ
 by a rank-2 term and every ratio is evaluated by an update, not from scratch:
 
 * count likelihoods, β given: ψ ← ψ + (φ⋆ − φ)β_{(m, m+M/2)}, O(ND) per proposal;
@@ -22,6 +23,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.scipy.linalg import solve_triangular
 
+from gplvm.inference.mcmc import MHState, mh_accept_reject
 from gplvm.models._rflvm.features import design, feature_pair, pair_index
 from gplvm.models._rflvm.loglik import total_log_lik
 
@@ -52,20 +54,18 @@ def update_frequencies_given_beta(key: Array, W_star: Array, X: Array, W: Array,
                              noise_var, dispersion)
 
     def body(m, carry):
-        W, Phi, psi, cur, n_acc = carry
+        state, n_acc = carry
+        W, Phi, psi = state.position
         idx = pair_index(m, n_freq)
         new = feature_pair(X, W_star[m], n_freq)              # (N, 2)
         psi_new = psi + (new - Phi[:, idx]) @ beta[idx, :]
-        prop = ll(psi_new)
-        accept = log_u[m] < prop - cur
-        W = jnp.where(accept, W.at[m].set(W_star[m]), W)
-        Phi = jnp.where(accept, Phi.at[:, idx].set(new), Phi)
-        psi = jnp.where(accept, psi_new, psi)
-        return W, Phi, psi, jnp.where(accept, prop, cur), n_acc + accept
+        proposal = (W.at[m].set(W_star[m]), Phi.at[:, idx].set(new), psi_new)
+        state, info = mh_accept_reject(log_u[m], state, proposal, ll(psi_new))
+        return state, n_acc + info.accepted
 
-    init = (W, Phi, psi, ll(psi), jnp.zeros((), jnp.int32))
-    W, _, _, _, n_acc = lax.fori_loop(0, n_freq, body, init)
-    return W, n_acc
+    init = (MHState((W, Phi, psi), ll(psi)), jnp.zeros((), jnp.int32))
+    state, n_acc = lax.fori_loop(0, n_freq, body, init)
+    return state.position[0], n_acc
 
 
 class _Collapsed(NamedTuple):
@@ -158,16 +158,18 @@ def update_frequencies_collapsed(key: Array, W_star: Array, X: Array, W: Array, 
         return -0.5 * D * logdet + 0.5 * jnp.sum(quad / noise_var)
 
     def body(m, carry):
-        c, W, cur, n_acc = carry
+        state, n_acc = carry
+        c, W = state.position
         idx = pair_index(m, n_freq)
         new = feature_pair(X, W_star[m], n_freq)
         terms = _block_terms(c, idx, new, Y, s0)
-        prop = score(terms[7], terms[8])
-        accept = log_u[m] < prop - cur
-        c = lax.cond(accept, lambda: _accept(c, idx, new, terms), lambda: c)
-        W = jnp.where(accept, W.at[m].set(W_star[m]), W)
-        return c, W, jnp.where(accept, prop, cur), n_acc + accept
+        # the rank-2 update of A⁻¹ is formed only if the move is accepted
+        state, info = mh_accept_reject(
+            log_u[m], state, lambda: (_accept(c, idx, new, terms), W.at[m].set(W_star[m])),
+            score(terms[7], terms[8]))
+        return state, n_acc + info.accepted
 
     cur0 = score(jnp.sum(P * c0.U, axis=0), c0.logdet)
-    _, W, _, n_acc = lax.fori_loop(0, n_freq, body, (c0, W, cur0, jnp.zeros((), jnp.int32)))
-    return W, n_acc
+    init = (MHState((c0, W), cur0), jnp.zeros((), jnp.int32))
+    state, n_acc = lax.fori_loop(0, n_freq, body, init)
+    return state.position[1], n_acc

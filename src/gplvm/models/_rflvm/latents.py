@@ -25,7 +25,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.scipy.linalg import solve_triangular
 
-from gplvm.inference.mcmc import elliptical_slice
+from gplvm.inference.mcmc import ess_init, ess_step, mh_init, mh_step
 from gplvm.models._rflvm.features import design
 from gplvm.models._rflvm.loglik import row_log_lik
 
@@ -43,18 +43,24 @@ def _row_ll_fn(kind, data, Y, W, beta, noise_var, dispersion, intercept):
 
 
 def update_x_static(key: Array, X: Array, kind, data, Y, W, beta, noise_var, dispersion,
-                    intercept: bool, n_steps: int = 1) -> Array:
-    """``n_steps`` elliptical-slice updates of every row of X under N(0, I)."""
+                    intercept: bool, n_steps: int = 1) -> tuple[Array, Array]:
+    """``n_steps`` elliptical-slice updates of every row of X under N(0, I).
+
+    Returns:
+        (X, mean number of points evaluated on the ellipse per row and step).
+    """
     fn = _row_ll_fn(kind, data, Y, W, beta, noise_var, dispersion, intercept)
 
     def step(X, key):
         key_nu, key_ess = jax.random.split(key)
+        # 1. ν ~ N(0, I) per row, the ellipse of Murray et al. (2010, Fig. 2); the kernel
+        #    does steps 2-7
         nu = jax.random.normal(key_nu, X.shape, X.dtype)
-        X, _, _ = elliptical_slice(key_ess, X, fn(X), fn, nu)
-        return X, None
+        state, info = ess_step(key_ess, ess_init(X, fn), fn, nu)
+        return state.position, jnp.mean(info.n_proposals.astype(X.dtype))
 
-    X, _ = lax.scan(step, X, jax.random.split(key, n_steps))
-    return X
+    X, n_proposals = lax.scan(step, X, jax.random.split(key, n_steps))
+    return X, jnp.mean(n_proposals)
 
 
 def map_x_static(X: Array, kind, data, Y, W, beta, noise_var, dispersion, intercept: bool,
@@ -138,7 +144,11 @@ def time_prior_log_density(X: Array, B: Array, d: Array, whitener=None) -> Array
 def update_x_dynamic(key: Array, X: Array, time_params: Array, kind, data, Y, W, beta,
                      noise_var, dispersion, intercept: bool, inducing_times: Array,
                      n_steps: int = 1):
-    """Elliptical slice on each column of X under the GP time prior, then the time kernel."""
+    """Elliptical slice on each column of X under the GP time prior, then the time kernel.
+
+    Returns:
+        (X, time_params, mean number of points evaluated on the ellipse per column and step).
+    """
     t = data.time
     fn_rows = _row_ll_fn(kind, data, Y, W, beta, noise_var, dispersion, intercept)
 
@@ -151,22 +161,22 @@ def update_x_dynamic(key: Array, X: Array, time_params: Array, kind, data, Y, W,
         def fn(f):
             return jnp.sum(fn_rows(X.at[:, q].set(f[0])))[None]
 
-        f0 = X[:, q][None]
-        f_new, _, _ = elliptical_slice(key_ess, f0, fn(f0), fn, nu)
-        return (X.at[:, q].set(f_new[0]), B, d), None
+        state, info = ess_step(key_ess, ess_init(X[:, q][None], fn), fn, nu)
+        return (X.at[:, q].set(state.position[0]), B, d), info.n_proposals[0].astype(X.dtype)
 
     def sweep(carry, key):
         X, params = carry
         key_cols, key_rw, key_u = jax.random.split(key, 3)
         B, d = time_prior_factors(t, inducing_times, params)
         Q = X.shape[1]
-        (X, _, _), _ = lax.scan(column_step, (X, B, d),
-                                (jnp.arange(Q), jax.random.split(key_cols, Q)))
+        (X, _, _), n_proposals = lax.scan(column_step, (X, B, d),
+                                          (jnp.arange(Q), jax.random.split(key_cols, Q)))
         params = update_time_params(key_rw, key_u, X, params, t, inducing_times)
-        return (X, params), None
+        return (X, params), jnp.mean(n_proposals)
 
-    (X, time_params), _ = lax.scan(sweep, (X, time_params), jax.random.split(key, n_steps))
-    return X, time_params
+    (X, time_params), n_proposals = lax.scan(sweep, (X, time_params),
+                                             jax.random.split(key, n_steps))
+    return X, time_params, jnp.mean(n_proposals)
 
 
 def map_x_dynamic(X: Array, time_params: Array, kind, data, Y, W, beta, noise_var, dispersion,
@@ -204,16 +214,16 @@ def _log_target(rel, shift, X, t, u):
     return time_prior_log_density(X, B, d) + prior
 
 
-def update_time_params(key_rw, key_u, X, params, t, u, step: float = 0.2):
-    """Random-walk Metropolis on (log ℓ_t, log σ_t²) targeting p(X | θ_t) p(θ_t)."""
+def update_time_params(key_rw, key_u, X, params, t, u, step_size: float = 0.2):
+    """Random-walk Metropolis on (log ℓ_t, log σ_t²) targeting p(X | θ_t) p(θ_t) (a symmetric
+    proposal: the kernel compares the log targets only)."""
     span = jnp.maximum(jnp.max(t) - jnp.min(t), 1e-12)
     # The prior is on the length-scale as a fraction of the time span.
     shift = jnp.array([jnp.log(span), 0.0])
     cur = params - shift
-    prop = cur + step * jax.random.normal(key_rw, cur.shape, cur.dtype)
+    prop = cur + step_size * jax.random.normal(key_rw, cur.shape, cur.dtype)
     # lax.map, not two independent calls: the two targets' factorisations then run one after
     # the other (concurrent batched LAPACK calls can deadlock jaxlib's CPU pool).
     vals = lax.map(lambda p: _log_target(p, shift, X, t, u), jnp.stack([prop, cur]))
-    log_ratio = vals[0] - vals[1]
-    accept = jnp.log(jax.random.uniform(key_u, dtype=cur.dtype)) < log_ratio
-    return jnp.where(accept, prop, cur) + shift
+    state, _ = mh_step(key_u, mh_init(cur, lambda _: vals[1]), prop, vals[0])
+    return state.position + shift

@@ -15,8 +15,6 @@ from gplvm.registry import register
 
 Array = jax.Array
 
-LIKELIHOODS = ("gaussian", "poisson", "bernoulli", "binomial", "negative_binomial",
-               "multinomial")
 POLYA_GAMMA = ("bernoulli", "binomial", "negative_binomial", "multinomial")
 
 
@@ -26,7 +24,7 @@ class RFLVMSpec:
     """Everything about the model that fixes array shapes or control flow (hashable, static).
 
     Attributes:
-        likelihood: one of :data:`LIKELIHOODS`.
+        likelihood: the ``name`` of a :mod:`gplvm.likelihoods` class (``'poisson'``, ...).
         n_components: Q, the latent dimension.
         n_freq: M/2, the number of frequencies (the feature map has M = 2·n_freq columns).
         n_outputs: D, the number of latent output columns (J − 1 for the multinomial).
@@ -124,8 +122,17 @@ class RFLVMState(NamedTuple):
             (Gaussian only; the other likelihoods leave missing entries out).
         time_params: (2,) log length-scale and log variance of the time kernel (dynamic).
         log_lik: () log p(Y_obs | X, W, β, θ) after the sweep.
-        accept_W: () fraction of frequency proposals accepted in the sweep.
+        accept_W: () fraction of frequency proposals accepted in the sweep (the Metropolis–
+            Hastings kernel's ``MHInfo.accepted``, averaged over the M/2 moves).
         n_sweeps: () sweeps done (selects the MAP warm-up of X).
+        n_proposals_X: () points evaluated on the ellipse per elliptical-slice block of X
+            (rows, or columns under the GP prior; ``ESSInfo.n_proposals``, 1 = the first point
+            accepted), averaged over blocks and the sweep's X steps; NaN in a MAP warm-up sweep.
+        n_proposals_beta: () the same for the columns of β (Poisson); NaN where β is drawn
+            from its exact conditional.
+
+    The last two are None only in states read from files saved before they existed
+    (:meth:`gplvm.RFLVM._upgrade_fitted` fills them in).
     """
 
     X: Array
@@ -140,3 +147,5 @@ class RFLVMState(NamedTuple):
     log_lik: Array
     accept_W: Array
     n_sweeps: Array
+    n_proposals_X: Any = None
+    n_proposals_beta: Any = None

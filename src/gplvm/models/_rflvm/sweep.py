@@ -14,6 +14,10 @@ before any step that conditions on it):
 * Poisson: β | X, W (elliptical slice) → W | β, X → X | β, W.
 
 then, under kernel learning, the DP mixture on W (eqs. 23–25).
+
+X, β (Poisson) and W are moved by the kernels of :mod:`gplvm.inference.mcmc` (elliptical
+slice, Metropolis–Hastings); the state after the sweep carries their ``Info`` summarised:
+``accept_W``, ``n_proposals_X``, ``n_proposals_beta`` (:class:`.spec.RFLVMState`).
 """
 
 from __future__ import annotations
@@ -107,7 +111,8 @@ def _sweep_gaussian(key, spec, data, state, inducing_times):
     yy = jnp.sum(Y**2, axis=0)
     noise_var = sample_noise_var(k_s2, terms, yy, N, spec.noise_prior)
     beta = sample_beta_gaussian(k_beta, terms, noise_var)
-    state = state._replace(W=W, beta=beta, noise_var=noise_var, accept_W=n_acc / spec.n_freq)
+    state = state._replace(W=W, beta=beta, noise_var=noise_var, accept_W=n_acc / spec.n_freq,
+                           n_proposals_beta=jnp.full((), jnp.nan, Y.dtype))
     # X given the observed entries only (the missing ones integrated out), then the missing
     # entries redrawn at the new X: a partially collapsed step followed by the draw it needs.
     state = _update_latents(k_x, spec, data, state, data.Y, inducing_times)
@@ -121,10 +126,12 @@ def _sweep_counts(key, spec, data, state, inducing_times):
     Phi = design(state.X, state.W, spec.intercept)
     if spec.polya_gamma:
         beta = _update_weights_pg(k_beta, spec, data, state, Phi)
+        n_proposals = jnp.full((), jnp.nan, Phi.dtype)       # exact conditional draw
     else:
-        beta = sample_beta_ess(k_beta, Phi, state.beta, data.Y, data.observed, data.offset,
-                               data.beta_prior_mean, data.beta_prior_prec)
-    state = state._replace(beta=beta)
+        beta, n_proposals = sample_beta_ess(k_beta, Phi, state.beta, data.Y, data.observed,
+                                            data.offset, data.beta_prior_mean,
+                                            data.beta_prior_prec)
+    state = state._replace(beta=beta, n_proposals_beta=n_proposals)
     F = Phi @ beta                                   # ψ without the offset, shared below
     if spec.likelihood == "negative_binomial":
         def update():
@@ -154,8 +161,11 @@ def _sweep_counts(key, spec, data, state, inducing_times):
 
 
 def _update_latents(key, spec, data, state, Y, inducing_times):
+    """X by elliptical slice (or, in the first ``spec.map_sweeps`` sweeps, uphill), with the
+    mean number of ellipse points per block (NaN in a MAP sweep)."""
     args = (spec.likelihood, data, Y, state.W, state.beta, state.noise_var, state.dispersion,
             spec.intercept)
+    no_proposals = jnp.full((), jnp.nan, state.X.dtype)
     if spec.dynamic:
         def sample():
             return update_x_dynamic(key, state.X, state.time_params, *args,
@@ -167,19 +177,26 @@ def _update_latents(key, spec, data, state, Y, inducing_times):
             # The time kernel still moves (by its Metropolis step) during the warm-up.
             k1, k2 = jax.random.split(key)
             return X, update_time_params(k1, k2, X, state.time_params, data.time,
-                                         inducing_times)
+                                         inducing_times), no_proposals
 
         if spec.map_sweeps > 0:
-            X, time_params = lax.cond(state.n_sweeps < spec.map_sweeps, climb, sample)
+            X, time_params, n_proposals = lax.cond(state.n_sweeps < spec.map_sweeps, climb,
+                                                   sample)
         else:
-            X, time_params = sample()
-        return state._replace(X=X, time_params=time_params)
+            X, time_params, n_proposals = sample()
+        return state._replace(X=X, time_params=time_params, n_proposals_X=n_proposals)
+
+    def sample():
+        return update_x_static(key, state.X, *args, n_steps=spec.n_x_steps)
+
     if spec.map_sweeps > 0:
-        X = lax.cond(state.n_sweeps < spec.map_sweeps,
-                     lambda: map_x_static(state.X, *args, n_steps=spec.map_steps),
-                     lambda: update_x_static(key, state.X, *args, n_steps=spec.n_x_steps))
-        return state._replace(X=X)
-    return state._replace(X=update_x_static(key, state.X, *args, n_steps=spec.n_x_steps))
+        X, n_proposals = lax.cond(
+            state.n_sweeps < spec.map_sweeps,
+            lambda: (map_x_static(state.X, *args, n_steps=spec.map_steps), no_proposals),
+            sample)
+    else:
+        X, n_proposals = sample()
+    return state._replace(X=X, n_proposals_X=n_proposals)
 
 
 def current_log_lik(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState) -> Array:

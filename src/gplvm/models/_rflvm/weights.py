@@ -36,7 +36,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.scipy.linalg import solve_triangular
 
-from gplvm.inference.mcmc import elliptical_slice
+from gplvm.inference.mcmc import ess_init, ess_step
 from gplvm.models._rflvm.loglik import psi_log_lik
 
 Array = jax.Array
@@ -162,7 +162,8 @@ def _working_gaussian(Phi: Array, Y: Array, observed: Array, offset: Array, prio
 
 
 def sample_beta_ess(key: Array, Phi: Array, beta: Array, Y: Array, observed: Array,
-                    offset: Array, prior_mean: Array, prior_prec: Array) -> Array:
+                    offset: Array, prior_mean: Array, prior_prec: Array
+                    ) -> tuple[Array, Array]:
     r"""β_j by elliptical slice sampling, one slice per column (Poisson).
 
     Plain elliptical slice sampling under the prior N(β0, B0) mixes slowly here: the
@@ -178,6 +179,9 @@ def sample_beta_ess(key: Array, Phi: Array, beta: Array, Y: Array, observed: Arr
     step O(N + M) per column, and the Gaussian ratio is cheap in it:
     log N(β; β0, B0) − log N(β; μ, Λ⁻¹) = ½λ‖Φ(β − μ)‖² + ½‖β − μ‖²_{B0⁻¹} − ½‖β − β0‖²_{B0⁻¹}
     + const.
+
+    Returns:
+        (β (P, D), mean number of points evaluated on the ellipse per column).
     """
     P, D = beta.shape
     key_nu, key_ess = jax.random.split(key)
@@ -199,7 +203,6 @@ def sample_beta_ess(key: Array, Phi: Array, beta: Array, Y: Array, observed: Arr
                                  axis=0))
         return ll + ratio
 
-    f = stack(beta)
-    f_new, _, _ = elliptical_slice(key_ess, f, log_lik_fn(f), log_lik_fn, stack(nu),
-                                   mean=stack(mu))
-    return f_new[:, :P].T
+    state, info = ess_step(key_ess, ess_init(stack(beta), log_lik_fn), log_lik_fn, stack(nu),
+                           mean=stack(mu))
+    return state.position[:, :P].T, jnp.mean(info.n_proposals.astype(beta.dtype))
