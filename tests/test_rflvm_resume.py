@@ -1,5 +1,6 @@
 """RFLVM checkpoints (API.md: "can checkpoint to a file and resume to exactly the result an
-uninterrupted run would give"): Ctrl-C + resume(), and a killed run resumed from its file."""
+uninterrupted run would give"): Ctrl-C + resume(), a killed run resumed from its file, and a
+model saved by gplvm before issue 11 (format 1) loaded, upgraded and still giving its outputs."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 
 import gplvm
 
+LEGACY = "tests/data/legacy_v1/rflvm"
 KW = dict(likelihood="poisson", n_features=10, n_iter=16, burn_in=8, n_chains=2, block_size=4,
           progress=False, random_state=3)
 
@@ -19,6 +21,8 @@ def _data():
 def _assert_same(a, b):
     for name in ("X_samples_", "X_mean_", "history_", "W_samples_", "beta_samples_"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    for name in a.sampler_info_:
+        np.testing.assert_array_equal(a.sampler_info_[name], b.sampler_info_[name], err_msg=name)
     assert a.n_iter_ == b.n_iter_ == KW["n_iter"] and not a.interrupted_
 
 
@@ -34,6 +38,9 @@ def _stop_after(monkeypatch, n_blocks, exc):
     monkeypatch.setattr(module, "run_chains",
                         lambda *a, **kw: real(*a, **{**kw, "callback": callback}))
     return lambda: monkeypatch.setattr(module, "run_chains", real)
+
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
 
 @pytest.mark.filterwarnings("ignore:.*interrupted:RuntimeWarning")
@@ -63,3 +70,50 @@ def test_killed_run_resumes_from_its_checkpoint_file(monkeypatch, tmp_path):
     resumed = saved.resume()
     _assert_same(resumed, full)
     assert gplvm.load(path).n_iter_ == 16                         # the file is final as well
+
+
+def _upgraded_legacy_model():
+    """The format-1 file, through ``RFLVM._upgrade_fitted`` (which gplvm.load calls for old
+    files; applying it again to upgraded attributes changes nothing)."""
+    model = gplvm.load(f"{LEGACY}.gplvm")
+    params = model.get_params(deep=False)
+    fitted = {k: v for k, v in vars(model).items() if k not in params}
+    vars(model).update(gplvm.RFLVM._upgrade_fitted(fitted, 1))
+    return model
+
+
+def test_a_format_1_file_gives_its_saved_outputs_and_runs_today(tmp_path):
+    model = _upgraded_legacy_model()
+    expected = np.load(f"{LEGACY}_expected.npz")
+    np.testing.assert_array_equal(model.X_mean_, expected["X_mean"])
+    np.testing.assert_array_equal(model.predict(expected["X"]), expected["predict"])
+    # The file predates the slice diagnostics: NaN, and the frequency acceptance it had.
+    info = model.sampler_info_
+    assert model._upgraded_from_format_ == 1
+    assert np.all(np.isnan(info["n_proposals_X"])) and np.all(np.isnan(info["n_proposals_beta"]))
+    assert info["accept_W"].shape == model.history_.shape
+    assert np.all((info["accept_W"] >= 0) & (info["accept_W"] <= 1))
+    # The training data are rebuilt exactly (Poisson: unstandardised) and recognised as such.
+    Y = model._train_Y_
+    assert model.n_features_in_ == Y.shape[1] == 6 and np.isnan(Y[0, 1])
+    assert model._is_training_data(*model._prepare_new(Y))
+    assert np.all(np.isfinite(model.impute(Y))) and model.transform(Y[:3]).shape == (3, 2)
+    assert model.to_arviz().posterior["log_lik"].shape == (1, 8)
+    # Saved again by today's code and loaded: the same outputs.
+    model.save(tmp_path / "again.gplvm")
+    again = gplvm.load(tmp_path / "again.gplvm")
+    np.testing.assert_array_equal(again.predict(expected["X"]), expected["predict"])
+    np.testing.assert_array_equal(again.sampler_info_["accept_W"], info["accept_W"])
+
+
+def test_a_format_1_fit_continues_with_todays_sampler():
+    # The upgrade fills the chain states' new fields, so today's sampler continues an old
+    # run from the final chain state its file holds: 4 sweeps more than it was fitted with.
+    model = _upgraded_legacy_model()
+    model.set_params(n_iter=20)
+    model.resume()
+    assert model.n_iter_ == 20 and model.history_.shape == (1, 20)
+    info = model.sampler_info_
+    assert np.all(np.isnan(info["n_proposals_X"][:, :16]))
+    assert np.all(info["n_proposals_X"][:, 16:] >= 1)
+    assert np.all(np.isfinite(model.history_))

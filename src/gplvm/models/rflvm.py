@@ -20,25 +20,27 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
 
 from gplvm._random import as_key
-from gplvm._validation import as_2d_float
-from gplvm.inference.mcmc import (align_samples, generalised_procrustes, run_chains,
-                                  split_rhat)
+from gplvm._validation import as_1d_float, as_2d_float
+from gplvm.inference.mcmc import run_chains, split_rhat
 from gplvm.inference.mcmc.driver import concat_results
 from gplvm.io import SaveMixin
-from gplvm.registry import register
 from gplvm.kernels import RBF
 from gplvm.likelihoods import get_likelihood
 from gplvm.models._common import check_is_fitted
 from gplvm.models._rflvm import predict as pred
+from gplvm.models._rflvm.checks import check_fit_inputs, check_latent_points
+from gplvm.models._rflvm.fitted import (SAMPLER_INFO, aligned_draws, record_heavy,
+                                        record_light, trace)
+from gplvm.models._rflvm.inference_data import inference_data
 from gplvm.models._rflvm.init import init_state, prepare_data
-from gplvm.models._rflvm.features import design
+from gplvm.models._rflvm.legacy import upgrade_fitted
 from gplvm.models._rflvm.loglik import likelihood_object
 from gplvm.models._rflvm.spec import RFLVMSpec
 from gplvm.models._rflvm.sweep import sweep as rflvm_sweep
-from gplvm.models._rflvm_arviz import inference_data
-from gplvm.models._rflvm_checks import check_fit_inputs
+from gplvm.registry import register
 
 
 MAX_NEW_ROW_DRAWS = 50
@@ -51,7 +53,10 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
     Args:
         n_components: Q, the latent dimension.
         likelihood: ``'gaussian'``, ``'poisson'``, ``'bernoulli'``, ``'binomial'``,
-            ``'negative_binomial'`` or ``'multinomial'`` (last category the reference).
+            ``'negative_binomial'`` or ``'multinomial'`` (last category the reference), in
+            any case, or a :mod:`gplvm.likelihoods` object (``Binomial(n_trials=16)``).  The
+            sampler draws the Gaussian noise variance and the negative-binomial dispersion,
+            so those objects are taken with their default values.
         n_features: M, the number of random features (M/2 frequencies; even).
         n_iter: sweeps per chain, burn-in included (paper: 2000).
         burn_in: sweeps discarded (paper: 1000).
@@ -89,9 +94,14 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         X_samples_ (chains, draws, N, Q) aligned to a common frame; X_mean_, X_var_ (N, Q);
         W_samples_, beta_samples_ (stored draws, flattened over chains, aligned frame for W);
         noise_var_ (Gaussian, per column, original units); dispersion_ (NB, per column);
-        history_ (chains, sweeps) log-likelihood per sweep; accept_rate_ (frequency MH);
-        relevance_ (Q,) mean squared frequency per latent dimension; n_iter_; converged_
-        (split R-hat of the log-likelihood below 1.1); interrupted_.
+        history_ (chains, sweeps) log-likelihood per sweep; sampler_info_ (dict of
+        (chains, sweeps) arrays: ``accept_W`` the fraction of frequency proposals accepted,
+        ``n_proposals_X`` / ``n_proposals_beta`` the mean number of points an elliptical
+        slice evaluated per block of X / per column of β, 1 meaning the first proposal was
+        accepted; NaN where the sweep did not slice-sample that block); accept_rate_ (mean
+        of ``accept_W``); relevance_ (Q,) mean squared frequency per latent dimension;
+        n_features_in_; n_iter_; converged_ (split R-hat of the kept log-likelihood trace
+        below 1.1; a ``ConvergenceWarning`` otherwise); interrupted_.
     """
 
     def __init__(self, n_components: int = 2, likelihood: str = "poisson", n_features: int = 100,
@@ -130,43 +140,46 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
 
     # --- fitting ------------------------------------------------------------------------------
 
-    def _spec(self, n_outputs: int, dynamic: bool) -> RFLVMSpec:
-        kind = self.likelihood
+    def _spec(self, kind: str, n_outputs: int, dynamic: bool) -> RFLVMSpec:
         return RFLVMSpec(likelihood=kind, n_components=int(self.n_components),
                          n_freq=int(self.n_features) // 2, n_outputs=n_outputs,
                          intercept=kind != "gaussian", learn_kernel=bool(self.learn_kernel),
                          dynamic=dynamic, beta_prior_var=float(self.beta_prior_var),
                          intercept_prior_var=float(self.intercept_prior_var),
-                         n_x_steps=int(self.x_steps), map_sweeps=self._map_sweeps(dynamic))
+                         n_x_steps=int(self.x_steps), map_sweeps=self._map_sweeps())
 
-    def _map_sweeps(self, dynamic: bool) -> int:
+    def _map_sweeps(self) -> int:
         if self.map_sweeps == "auto":
             return int(self.burn_in) // 2
         return int(self.map_sweeps)
 
-    def fit(self, Y, y=None, times=None, offset=None, n_trials=None):
+    def fit(self, Y, y=None, *, times=None, offset=None, n_trials=None):
         """Sample the posterior of the latents and the map given ``Y`` (NaN = missing).
 
         Args:
             Y: (N, J) data; NaN marks a missing entry.
+            y: ignored (scikit-learn's place for targets; unsupervised).
             times: (N,) time stamps for the dynamic RFLVM (a GP prior over time on each
                 latent dimension); ``None`` for the iid N(0, I) prior.
             offset: (N,) known row offsets of the linear predictor for count models (e.g. log
                 size factors of single-cell data).
             n_trials: binomial numbers of trials (scalar, (J,), (N, 1) or (N, J)).
+
+        Returns:
+            self.
         """
-        Y, times, offset = check_fit_inputs(self, Y, times, offset, n_trials)
-        kind = self.likelihood
-        lik = get_likelihood(kind) if kind != "binomial" else get_likelihood(
-            kind, n_trials=1 if n_trials is None else n_trials)
+        lik, Y, times, offset = check_fit_inputs(self, Y, times, offset, n_trials)
+        kind = lik.name
+        self.n_features_in_ = Y.shape[1]
         self.n_outputs_ = lik.latent_dim(Y.shape[1])
-        Ys = self._standardise_fit(Y)
-        spec = self._spec(self.n_outputs_, times is not None)
+        Ys = self._standardise_fit(Y, kind)
+        spec = self._spec(kind, self.n_outputs_, times is not None)
         kernel = RBF(lengthscale=1.0) if self.kernel is None else self.kernel
-        data = prepare_data(spec, Ys, offset, n_trials, kernel, times)
+        trials = getattr(lik, "n_trials", None) if kind == "binomial" else None
+        data = prepare_data(spec, Ys, offset, trials, kernel, times)
         key = as_key(self.random_state)
         key_init, key_run = jax.random.split(key)
-        X0 = self._initial_latents(Ys, key_init, offset)
+        X0 = self._initial_latents(Ys, kind, key_init, offset)
         keys = jax.random.split(key_init, self.n_chains)
         jitter = 0.1
         states = jax.vmap(lambda k: init_state(k, spec, data, X0, jitter, self.n_clusters))(keys)
@@ -178,7 +191,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
 
         self._spec_, self._data_, self._u_ = spec, data, u
         self._key_run_ = key_run
-        self._train_pattern_, self._train_values_ = np.isnan(Ys), Ys
+        self._train_Y_ = Y.copy()          # the caller may change its array later
         return self._run(init, start=0, earlier=None)
 
     def resume(self):
@@ -202,10 +215,10 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         on_block = None if self.checkpoint is None else self._checkpoint_writer(earlier)
         result = run_chains(
             self._key_run_, init, _sweep_for(spec), n_iter=int(self.n_iter),
-            burn_in=int(self.burn_in), thin=int(self.thin), record=_record_light,
-            record_heavy=_record_heavy, thin_heavy=thin_heavy, trace=_trace,
+            burn_in=int(self.burn_in), thin=int(self.thin), record=record_light,
+            record_heavy=record_heavy, thin_heavy=thin_heavy, trace=trace,
             block_size=int(self.block_size), progress=self.progress,
-            desc=f"RFLVM ({self.likelihood})", start=start, on_block=on_block)
+            desc=f"RFLVM ({spec.likelihood})", start=start, on_block=on_block)
         if earlier is not None:
             result = concat_results(earlier, result)
         self._set_fitted(result)
@@ -226,8 +239,8 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
 
         return write
 
-    def _standardise_fit(self, Y):
-        if self.likelihood == "gaussian" and self.standardize:
+    def _standardise_fit(self, Y, kind: str):
+        if kind == "gaussian" and self.standardize:
             self.mean_ = np.nanmean(Y, axis=0)
             self.scale_ = np.nanstd(Y, axis=0)
         else:
@@ -235,12 +248,12 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
             self.scale_ = np.ones(Y.shape[1])
         return (Y - self.mean_) / self.scale_
 
-    def _initial_latents(self, Ys, key, offset=None):
+    def _initial_latents(self, Ys, kind: str, key, offset=None):
         Q = int(self.n_components)
         if self.init == "random":
             return jax.random.normal(key, (Ys.shape[0], Q))
         Z = np.where(np.isnan(Ys), np.nanmean(Ys, axis=0), Ys)
-        if self.likelihood != "gaussian":
+        if kind != "gaussian":
             if offset is not None:               # counts per unit of exposure exp(offset)
                 Z = Z * np.exp(-(np.asarray(offset, float) - np.mean(offset))).reshape(-1, 1)
             Z = np.log1p(np.maximum(Z, 0.0))     # PCA of log counts (variance-stabilised)
@@ -257,7 +270,8 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         self.n_iter_ = int(result.n_done)
         self.interrupted_ = bool(result.interrupted)
         self.history_ = np.asarray(result.trace["log_lik"])
-        self.accept_rate_ = float(np.mean(np.asarray(result.trace["accept_W"])))
+        self.sampler_info_ = {k: np.asarray(result.trace[k]) for k in SAMPLER_INFO}
+        self.accept_rate_ = float(np.mean(self.sampler_info_["accept_W"]))
         # Interrupted before a (heavy) draw was kept: the chains' last states stand in for the
         # draws, so the model stays usable (API.md); they are not posterior draws.
         def last(record):
@@ -269,30 +283,34 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
                 warnings.warn("the fit was interrupted during burn-in: the model holds the "
                               "last state of each chain, not posterior draws", RuntimeWarning,
                               stacklevel=3)
-            draws = last(_record_light)
+            draws = last(record_light)
         if np.asarray(heavy["W"]).shape[1] == 0:
-            heavy = last(_record_heavy)
-        X = np.asarray(draws["X"])                            # (C, S, N, Q)
-        aligned, reference = generalised_procrustes(X)
-        self.X_samples_, self.X_mean_ = np.asarray(aligned), np.asarray(reference)
-        self.X_var_ = np.var(self.X_samples_.reshape(-1, *X.shape[2:]), axis=0)
-        # Heavy draws: flatten chains, rotate each draw's latents and frequencies into the
-        # reference frame (φ depends on X Wᵀ only, so (X R, W R) is the same map).
-        self._draws_ = {k: np.asarray(v).reshape(-1, *np.asarray(v).shape[2:])
-                        for k, v in heavy.items()}
-        Xh, R = align_samples(self._draws_["X"][None], reference)
-        self._draws_["X"] = np.asarray(Xh[0])
-        self._draws_["W"] = np.einsum("smq,sqr->smr", self._draws_["W"], np.asarray(R[0]))
+            heavy = last(record_heavy)
+        self.X_samples_, self.X_mean_, self._draws_ = aligned_draws(draws, heavy)
+        self.X_var_ = np.var(self.X_samples_.reshape(-1, *self.X_samples_.shape[2:]), axis=0)
         self.W_samples_ = self._draws_["W"]
         self.beta_samples_ = self._draws_["beta"]
+        kind = self._spec_.likelihood
         nv = self._draws_["noise_var"].mean(0)
-        self.noise_var_ = nv * self.scale_**2 if self.likelihood == "gaussian" else None
+        self.noise_var_ = nv * self.scale_**2 if kind == "gaussian" else None
         self.dispersion_ = (self._draws_["dispersion"].mean(0)
-                            if self.likelihood == "negative_binomial" else None)
+                            if kind == "negative_binomial" else None)
         self.relevance_ = np.mean(self._draws_["W"] ** 2, axis=(0, 1))
         self._light_ = {k: np.asarray(v) for k, v in draws.items() if k != "X"}
+        self._check_convergence(quiet or self.interrupted_)
+
+    def _check_convergence(self, quiet: bool) -> None:
+        """``converged_``: split R-hat (Gelman et al. 2013, §11.4) of the log-likelihood after
+        burn-in below 1.1, with a ``ConvergenceWarning`` when it is not."""
         kept_trace = self.history_[:, self.burn_in:]
-        self.converged_ = bool(kept_trace.shape[1] >= 4 and split_rhat(kept_trace) < 1.1)
+        rhat = split_rhat(kept_trace) if kept_trace.shape[1] >= 4 else float("nan")
+        self.converged_ = bool(rhat < 1.1)
+        if not self.converged_ and not quiet:
+            why = (f"the split R-hat of the log-likelihood after burn-in is {rhat:.3g}"
+                   if np.isfinite(rhat) else
+                   f"{kept_trace.shape[1]} sweeps after burn-in are too few to compute R-hat")
+            warnings.warn(f"RFLVM: {why} (converged_ is False); run more sweeps (n_iter, "
+                          f"burn_in) or more chains", ConvergenceWarning, stacklevel=5)
 
     # --- prediction ---------------------------------------------------------------------------
 
@@ -307,37 +325,50 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
                 jnp.asarray(d["noise_var"][idx]), jnp.asarray(d["dispersion"][idx]))
 
     def _prepare_new(self, Y, offset=None):
+        """(Y, prepared data) of new rows, validated against the fitted model."""
         check_is_fitted(self, "X_mean_")
         Y = as_2d_float(Y, "Y", allow_nan=True)
-        if Y.shape[1] != self._train_values_.shape[1]:
+        if Y.shape[1] != self.n_features_in_:
             raise ValueError(f"Y has {Y.shape[1]} columns but the model was fitted on "
-                             f"{self._train_values_.shape[1]}; pass rows with the same columns")
-        if self.likelihood != "binomial":
-            get_likelihood(self.likelihood).validate(Y)
-        Ys = (Y - self.mean_) / self.scale_
+                             f"{self.n_features_in_}; pass rows with the same columns")
         spec = self._spec_
-        data = prepare_data(spec, Ys, offset, None, self._data_.kernel, None)
-        return Ys, data
+        if spec.likelihood != "binomial":
+            get_likelihood(spec.likelihood).validate(Y)
+        if offset is not None:
+            offset = as_1d_float(offset, "offset")
+            if offset.shape[0] != Y.shape[0]:
+                raise ValueError(f"offset has {offset.shape[0]} entries but Y has {Y.shape[0]} "
+                                 f"rows; pass one offset per row")
+        Ys = (Y - self.mean_) / self.scale_
+        return Y, prepare_data(spec, Ys, offset, None, self._data_.kernel, None)
 
-    def _new_latents(self, data, key):
+    def _new_latents(self, Y, data):
+        """(S, N*, Q) latents of new rows, one chain per row and stored draw of the map."""
         W, beta, nv, disp = self._map_draws(subset=True)
-        return pred.infer_new_latents(key, self.likelihood, self._spec_.intercept,
+        keys = pred.row_keys(as_key(self.random_state), Y, np.asarray(data.offset))
+        return pred.infer_new_latents(keys, self._spec_.likelihood, self._spec_.intercept,
                                       int(self.transform_steps), data.Y, data.observed,
                                       data.offset, data.trials, W, beta, nv, disp)
 
-    def transform(self, Y, return_var: bool = False, offset=None):
-        """Posterior mean latents of new rows (map held fixed; rows may contain NaN)."""
-        _, data = self._prepare_new(Y, offset)
-        Xs = np.asarray(self._new_latents(data, as_key(self.random_state)))
+    def transform(self, Y, return_var: bool = False, *, offset=None):
+        """Posterior mean latents of new rows (map held fixed; rows may contain NaN).
+
+        Each row's latent depends on that row (and its offset) and the fitted model only: its
+        elliptical-slice chains draw random numbers from a key derived from the row's values.
+        """
+        Y, data = self._prepare_new(Y, offset)
+        Xs = np.asarray(self._new_latents(Y, data))
         return (Xs.mean(0), Xs.var(0)) if return_var else Xs.mean(0)
 
     def fit_transform(self, Y, y=None, **fit_params):
         return self.fit(Y, **fit_params).X_mean_
 
     def predict(self, X, return_var: bool = False):
-        """Posterior predictive mean (and variance over draws of E[y | ψ]) at latent points X."""
+        """Posterior predictive mean (and variance over draws of E[y | ψ]) at latent points X,
+        in the units of Y; the variance leaves out the observation noise (for the Gaussian
+        model add ``noise_var_``)."""
         check_is_fitted(self, "X_mean_")
-        X = as_2d_float(X, "X")
+        X = check_latent_points(X, int(self.n_components))
         W, beta, nv, disp = self._map_draws()
         S = W.shape[0]
         Xs = jnp.broadcast_to(jnp.asarray(X), (S,) + X.shape)
@@ -349,68 +380,84 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
 
     inverse_transform = predict
 
-    def impute(self, Y, offset=None):
-        """A copy of Y with each NaN replaced by its posterior expected value (seed 000 §4.2)."""
-        check_is_fitted(self, "X_mean_")
-        Y = as_2d_float(Y, "Y", allow_nan=True)
-        Ys, data = self._prepare_new(Y, offset)
-        if self._is_training_data(Ys):
+    def impute(self, Y, *, offset=None):
+        """A copy of Y with each NaN replaced by its posterior expected value (seed 000 §4.2).
+
+        The training data (exactly: same values, same NaN, same offset) are imputed from the
+        stored draws of their latents; other rows from latents inferred with the map fixed.
+        """
+        Y, data = self._prepare_new(Y, offset)
+        if self._is_training_data(Y, data):
             data = self._data_
             Xs = jnp.asarray(self._draws_["X"])
             W, beta, nv, disp = self._map_draws()
         else:
-            Xs = self._new_latents(data, as_key(self.random_state))
+            Xs = self._new_latents(Y, data)
             W, beta, nv, disp = self._map_draws(subset=True)
         mean = np.asarray(_per_draw_means(self, Xs, W, beta, nv, disp, data.offset,
                                           data.trials).mean(0))
         mean = mean * self.scale_ + self.mean_
         return np.where(np.isnan(Y), mean, Y)
 
-    def _is_training_data(self, Ys) -> bool:
-        return (Ys.shape == self._train_values_.shape
-                and np.array_equal(np.isnan(Ys), self._train_pattern_)
-                and np.allclose(np.nan_to_num(Ys), np.nan_to_num(self._train_values_)))
+    def _is_training_data(self, Y, data) -> bool:
+        return (np.array_equal(Y, self._train_Y_, equal_nan=True)
+                and np.array_equal(np.asarray(data.offset), np.asarray(self._data_.offset)))
 
-    def score(self, Y, y=None, offset=None):
-        """Log pointwise predictive density of Y's observed entries: Σ_i log of the mean over
-        stored draws of p(y_i,obs | x_i*, map), with x_i* inferred per draw (map fixed)."""
-        Ys, data = self._prepare_new(Y, offset)
-        Xs = self._new_latents(data, as_key(self.random_state))
+    def score(self, Y, y=None, *, offset=None):
+        """Log pointwise predictive density of Y's observed entries, in the units of Y:
+        Σ_i log of the mean over stored draws of p(y_i,obs | x_i*, map), with x_i* inferred
+        per draw (map fixed)."""
+        Y, data = self._prepare_new(Y, offset)
+        Xs = self._new_latents(Y, data)
         W, beta, nv, disp = self._map_draws(subset=True)
-        lp = pred.log_predictive_rows(self.likelihood, self._spec_.intercept, Xs, W, beta, nv,
-                                      disp, data.Y, data.observed, data.offset, data.trials)
+        lp = pred.log_predictive_rows(self._spec_.likelihood, self._spec_.intercept, Xs, W,
+                                      beta, nv, disp, data.Y, data.observed, data.offset,
+                                      data.trials)
         # Standardised Gaussian densities back to original units: −Σ log scale_j per entry.
-        jac = np.sum(np.where(np.isnan(Ys), 0.0, np.log(self.scale_)))
+        jac = np.sum(np.where(np.isnan(Y), 0.0, np.log(self.scale_)))
         return float(lp) - float(jac)
 
     def sample(self, n_samples: int = 1, X=None, random_state=None, n_trials=None):
-        """Data from the posterior generative process: a stored draw of the map, x ~ N(0, I)
-        (or the given X), y ~ p(y | φ(x)β)."""
+        """Data from the posterior generative process: per row a stored draw s of the map,
+        x ~ N(0, I) (or the given X), y ~ p(y | φ_{W_s}(x)β_s, θ_s).
+
+        Returns:
+            (Y (n, J) in the units of the data, X (n, Q) the latent points used).
+        """
         check_is_fitted(self, "X_mean_")
         key = as_key(self.random_state if random_state is None else random_state)
         k_draw, k_x, k_y = jax.random.split(key, 3)
         W, beta, nv, disp = self._map_draws()
         Q = int(self.n_components)
+        kind = self._spec_.likelihood
         X = (jax.random.normal(k_x, (n_samples, Q)) if X is None
-             else jnp.asarray(as_2d_float(X, "X")))
+             else jnp.asarray(check_latent_points(X, Q)))
         s = jax.random.randint(k_draw, (X.shape[0],), 0, W.shape[0])
-        Phi = jax.vmap(lambda x, w: design(x[None], w, self._spec_.intercept)[0])(X, W[s])
-        psi = jnp.einsum("np,npd->nd", Phi, beta[s])
+        psi = pred.linear_predictor_per_row(X, s, W, beta, self._spec_.intercept)
         trials = (self._data_.trials[:1] if n_trials is None
                   else jnp.broadcast_to(jnp.asarray(n_trials, float), psi.shape))
-        if self.likelihood == "multinomial" and n_trials is None:
+        if kind == "multinomial" and n_trials is None:
             trials = jnp.full_like(psi, jnp.round(jnp.mean(self._data_.trials[:, 0])))
-        lik = likelihood_object(self.likelihood, jnp.broadcast_to(trials, psi.shape)
-                                if self.likelihood != "multinomial" else trials[:, :1],
-                                nv[s], disp[s])
+        lik = likelihood_object(kind, jnp.broadcast_to(trials, psi.shape)
+                                if kind != "multinomial" else trials[:, :1], nv[s], disp[s])
         Yn = np.asarray(lik.sample(k_y, psi))
-        return Yn * self.scale_ + self.mean_
+        return Yn * self.scale_ + self.mean_, np.asarray(X)
 
     def to_arviz(self):
         """ArviZ ``InferenceData`` with the log-likelihood, latent pairwise distances and the
         scalar parameters, per chain and draw (R-hat and ESS via ``arviz.summary``)."""
         check_is_fitted(self, "X_mean_")
         return inference_data(self)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True        # NaN marks a missing entry
+        return tags
+
+    @classmethod
+    def _upgrade_fitted(cls, fitted: dict, format_version: int) -> dict:
+        """Attributes of a file saved by an earlier gplvm (:mod:`._rflvm.legacy`)."""
+        return upgrade_fitted(fitted, format_version)
 
 
 # --- helpers ------------------------------------------------------------------------------------
@@ -430,25 +477,6 @@ def _per_chain(tree, n_chains: int):
                                   tree)
 
 
-def _record_light(carry):
-    state = carry[0]
-    rec = {"X": state.X, "log_lik": state.log_lik}
-    if state.dp is not None:
-        rec["alpha"] = state.dp.alpha
-    return rec
-
-
-def _record_heavy(carry):
-    state = carry[0]
-    return {"X": state.X, "W": state.W, "beta": state.beta, "noise_var": state.noise_var,
-            "dispersion": state.dispersion}
-
-
-def _trace(carry):
-    state = carry[0]
-    return {"log_lik": state.log_lik, "accept_W": state.accept_W}
-
-
 def _inducing_times(times, n):
     if times is None:
         return jnp.zeros((1,))
@@ -459,5 +487,5 @@ def _inducing_times(times, n):
 def _per_draw_means(model, Xs, W, beta, nv, disp, offset, trials=None):
     if trials is None:
         trials = jnp.ones((Xs.shape[1], model.n_outputs_))
-    return pred.expected_y_per_draw(model.likelihood, model._spec_.intercept, Xs, W, beta, nv,
-                                    disp, offset, trials)
+    return pred.expected_y_per_draw(model._spec_.likelihood, model._spec_.intercept, Xs, W,
+                                    beta, nv, disp, offset, trials)

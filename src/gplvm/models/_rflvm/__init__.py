@@ -6,9 +6,17 @@ The estimator :class:`gplvm.RFLVM` is a thin layer over these modules:
 * :mod:`.features` — the design matrix [φ_W(X), 1] (eq. 18 plus a per-column intercept);
 * :mod:`.weights` — updates of the weights β (Gaussian collapsed and conjugate draws, Pólya-gamma
   Gibbs for the logistic family, elliptical slice for the Poisson) and of the noise parameters;
+* :mod:`.dispersion` — the negative binomial's dispersion (CRT and mean-preserving moves);
 * :mod:`.frequencies` — Metropolis–Hastings on the frequencies W with the prior as proposal (eq. 22);
 * :mod:`.latents` — elliptical slice on the rows of X (static prior) or the columns of X (GP prior
   over time, §3.1);
 * :mod:`.sweep` — one Gibbs sweep, composing the above;
-* :mod:`.predict` — posterior-predictive quantities from retained draws.
+* :mod:`.predict` — posterior-predictive quantities from retained draws, new-row latents;
+* :mod:`.init` — the prepared data and the chains' starting states;
+* :mod:`.checks` — validation of the estimator's inputs;
+* :mod:`.inference_data` — the ArviZ export;
+* :mod:`.legacy` — attributes of files saved by earlier versions.
+
+The transition kernels themselves (elliptical slice, Metropolis–Hastings) are the ``init`` /
+``step`` kernels of :mod:`gplvm.inference.mcmc`.
 """

@@ -5,19 +5,22 @@ A retained draw s is (X_s, W_s, β_s, θ_s).  Predictions average over draws:
 * E[y_ij | Y_obs] ≈ (1/S) Σ_s E[y | ψ_ij^{(s)}] — the posterior expected value the paper uses
   to impute held-out entries (§4.2);
 * for new rows, the latents are drawn per draw with the map (W_s, β_s, θ_s) held fixed, by
-  elliptical slice sampling of x* under N(0, I) given the new row's observed entries.
+  elliptical slice sampling of x* under N(0, I) given the new row's observed entries, each
+  row with random numbers of its own (:func:`row_keys`).
 """
 
 from __future__ import annotations
 
+import hashlib
 from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jax.scipy.special import logsumexp
 
-from gplvm.inference.mcmc import elliptical_slice
+from gplvm.inference.mcmc import ess_init, ess_step
 from gplvm.models._rflvm.features import design
 from gplvm.models._rflvm.loglik import full_log_lik, likelihood_object, row_log_lik
 
@@ -26,6 +29,18 @@ Array = jax.Array
 
 def linear_predictor(X, W, beta, offset, intercept: bool) -> Array:
     return design(X, W, intercept) @ beta + offset
+
+
+def linear_predictor_per_row(X, s, W, beta, intercept: bool) -> Array:
+    """ψ_n = φ_{W_{s_n}}(x_n) β_{s_n}: row n under its own stored draw s_n of the map, (N, D).
+
+    Rows go in batches: a (rows, P, D) gather of β for all rows at once can be gigabytes.
+    """
+    def row(args):
+        x, s = args
+        return design(x[None], W[s], intercept)[0] @ beta[s]
+
+    return lax.map(row, (X, s), batch_size=256)
 
 
 def expected_y(kind: str, psi: Array, trials: Array, noise_var: Array, dispersion: Array):
@@ -46,30 +61,51 @@ def expected_y_per_draw(kind, intercept, X, W, beta, noise_var, dispersion, offs
     return jax.vmap(one)(X, W, beta, noise_var, dispersion)
 
 
+def row_keys(key: Array, Y: np.ndarray, offset: np.ndarray) -> Array:
+    """One ``jax.random`` key per row, ``fold_in(key, h)`` with h a hash of the row's values
+    (and its offset): a row's random numbers depend on the row alone, never on the other rows
+    of the call or their number (API.md: rows are independent given the fitted model).
+
+    NaN is hashed as one bit pattern and −0.0 as 0.0, so equal rows get equal keys.
+    """
+    rows = np.concatenate([np.asarray(Y, np.float64), np.asarray(offset, np.float64)], axis=1)
+    rows = np.where(np.isnan(rows), np.nan, rows + 0.0)
+    hashes = [int.from_bytes(hashlib.sha256(np.ascontiguousarray(r).tobytes()).digest()[:4],
+                             "little") for r in rows]
+    return jax.vmap(lambda h: jax.random.fold_in(key, h))(jnp.asarray(hashes, jnp.uint32))
+
+
 @partial(jax.jit, static_argnames=("kind", "intercept", "n_steps"))
-def infer_new_latents(key, kind, intercept, n_steps, Y, observed, offset, trials,
+def infer_new_latents(keys, kind, intercept, n_steps, Y, observed, offset, trials,
                       W, beta, noise_var, dispersion):
-    """x* for new rows under each draw's map: returns (S, N*, Q), the last of ``n_steps``
-    elliptical-slice updates started at 0, and the per-draw row log-likelihoods (S, N*)."""
-    S = W.shape[0]
-    N, Q = Y.shape[0], W.shape[-1]
+    """x* for new rows under each draw's map: (S, N*, Q), the last of ``n_steps``
+    elliptical-slice updates started at 0 (the prior mean).
 
-    def per_draw(key, W, beta, noise_var, dispersion):
-        def fn(X):
-            psi = linear_predictor(X, W, beta, offset, intercept)
-            return row_log_lik(kind, Y, psi, observed, trials, noise_var, dispersion)
+    Row i uses ``keys[i]`` (:func:`row_keys`) and its own data only: each row runs its own
+    chains (one per draw), so its latent does not depend on the other rows of the call.
+    """
+    S, Q = W.shape[0], W.shape[-1]
 
-        def step(X, key):
-            key_nu, key_ess = jax.random.split(key)
-            nu = jax.random.normal(key_nu, X.shape, X.dtype)
-            X, _, _ = elliptical_slice(key_ess, X, fn(X), fn, nu)
-            return X, None
+    def per_row(key, y, obs, off, tr):
+        def per_draw(key, W, beta, noise_var, dispersion):
+            def fn(x):                                    # (1, Q) -> (1,)
+                psi = linear_predictor(x, W, beta, off[None], intercept)
+                return row_log_lik(kind, y[None], psi, obs[None], tr[None], noise_var,
+                                   dispersion)
 
-        X, _ = lax.scan(step, jnp.zeros((N, Q)), jax.random.split(key, n_steps))
-        return X
+            def step(x, key):
+                key_nu, key_ess = jax.random.split(key)
+                nu = jax.random.normal(key_nu, x.shape, x.dtype)
+                state, _ = ess_step(key_ess, ess_init(x, fn), fn, nu)
+                return state.position, None
 
-    keys = jax.random.split(key, S)
-    return jax.vmap(per_draw)(keys, W, beta, noise_var, dispersion)
+            x, _ = lax.scan(step, jnp.zeros((1, Q)), jax.random.split(key, n_steps))
+            return x[0]
+
+        return jax.vmap(per_draw)(jax.random.split(key, S), W, beta, noise_var, dispersion)
+
+    X = jax.vmap(per_row)(keys, Y, observed, offset, trials)          # (N*, S, Q)
+    return jnp.swapaxes(X, 0, 1)
 
 
 @partial(jax.jit, static_argnames=("kind", "intercept"))

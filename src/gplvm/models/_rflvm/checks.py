@@ -5,13 +5,42 @@ from __future__ import annotations
 import numpy as np
 
 from gplvm._validation import as_1d_float, as_2d_float, check_no_constant_columns
-from gplvm.likelihoods import get_likelihood
-from gplvm.models._rflvm.spec import LIKELIHOODS
+from gplvm.likelihoods import AbstractLikelihood, Binomial, get_likelihood
+
+#: parameters the sampler draws itself (seed 000: σ² ~ IG, eq. 29's r ~ Ga), so an object's
+#: value for them could only be ignored
+_SAMPLED = {"gaussian": ("noise_var", "the noise variance (inverse-gamma prior)"),
+            "negative_binomial": ("dispersion", "the dispersion (eq. 29's gamma prior)")}
+
+
+def resolve_likelihood(likelihood, n_trials=None) -> AbstractLikelihood:
+    """The likelihood object for ``likelihood`` (a name, any case, or a gplvm.likelihoods
+    object), with the binomial's numbers of trials from ``fit(n_trials=...)`` or the object.
+
+    Raises:
+        ValueError: unknown name; an object of another kind; a value for a parameter the
+            sampler draws; ``n_trials`` given twice or for a likelihood without trials.
+    """
+    lik = get_likelihood(likelihood)
+    kind = lik.name
+    if kind in _SAMPLED:
+        field, what = _SAMPLED[kind]
+        if not np.all(np.asarray(getattr(lik, field)) == 1.0):
+            raise ValueError(f"the RFLVM samples {what}, so {type(lik).__name__}({field}=...) "
+                             f"would be ignored; pass {type(lik).__name__}() or {kind!r}")
+    if kind == "binomial":
+        given_twice = n_trials is not None and isinstance(likelihood, AbstractLikelihood) and \
+            not np.all(np.asarray(lik.n_trials) == 1)
+        if given_twice:
+            raise ValueError("n_trials was given both to fit and on the Binomial object; "
+                             "give it once")
+        return lik if n_trials is None else Binomial(n_trials=n_trials)
+    if n_trials is not None:
+        raise ValueError(f"n_trials is only used by the binomial likelihood, not {kind!r}")
+    return lik
 
 
 def _check_hyper(model) -> None:
-    if model.likelihood not in LIKELIHOODS:
-        raise ValueError(f"likelihood={model.likelihood!r} is not one of {LIKELIHOODS}")
     M = model.n_features
     if not isinstance(M, (int, np.integer)) or M < 2 or M % 2:
         raise ValueError(f"n_features={M!r}: random Fourier features come in [sin, cos] pairs, "
@@ -30,23 +59,23 @@ def _check_hyper(model) -> None:
 
 
 def check_fit_inputs(model, Y, times, offset, n_trials):
-    """Validate ``fit``'s arguments; returns (Y, times, offset) as NumPy arrays or None."""
+    """Validate ``fit``'s arguments.
+
+    Returns:
+        (likelihood object, Y, times, offset), the last three NumPy arrays or None.
+    """
+    lik = resolve_likelihood(model.likelihood, n_trials)
+    kind = lik.name
     _check_hyper(model)
     Y = as_2d_float(Y, "Y", allow_nan=True, min_rows=3)
     N, J = Y.shape
     if model.n_components >= N:
         raise ValueError(f"n_components={model.n_components} must be smaller than the number "
                          f"of rows ({N})")
-    kw = {}
-    if model.likelihood == "binomial":
-        kw["n_trials"] = 1 if n_trials is None else n_trials
-    elif n_trials is not None:
-        raise ValueError(f"n_trials is only used by the binomial likelihood, not "
-                         f"{model.likelihood!r}")
-    get_likelihood(model.likelihood, **kw).validate(Y)
-    if model.likelihood == "multinomial" and J < 2:
+    lik.validate(Y)
+    if kind == "multinomial" and J < 2:
         raise ValueError("the multinomial likelihood needs at least 2 categories (columns)")
-    if model.likelihood == "gaussian":
+    if kind == "gaussian":
         check_no_constant_columns(Y)
     empty = np.all(np.isnan(Y), axis=0)
     if empty.any():
@@ -61,12 +90,21 @@ def check_fit_inputs(model, Y, times, offset, n_trials):
             raise ValueError("all time stamps are equal; the GP prior over time needs distinct "
                              "times (or pass times=None for the iid prior)")
     if offset is not None:
-        if model.likelihood in ("gaussian", "multinomial"):
+        if kind in ("gaussian", "multinomial"):
             raise ValueError(f"offset= is for the count likelihoods with a per-row rate "
-                             f"(poisson, negative_binomial, binomial, bernoulli), not "
-                             f"{model.likelihood!r}")
+                             f"(poisson, negative_binomial, binomial, bernoulli), not {kind!r}")
         offset = as_1d_float(offset, "offset")
         if offset.shape[0] != N:
             raise ValueError(f"offset has {offset.shape[0]} entries but Y has {N} rows; pass "
                              f"one offset per row (e.g. log size factors)")
-    return Y, times, offset
+    return lik, Y, times, offset
+
+
+def check_latent_points(X, n_components: int) -> np.ndarray:
+    """X as an (N, Q) float array whose Q matches the model's latent dimension."""
+    X = as_2d_float(X, "X")
+    if X.shape[1] != n_components:
+        raise ValueError(f"X has {X.shape[1]} columns but the model has n_components="
+                         f"{n_components} latent dimensions; pass latent points of shape "
+                         f"(n, {n_components})")
+    return X

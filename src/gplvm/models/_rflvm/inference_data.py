@@ -1,0 +1,42 @@
+"""ArviZ export of a fitted :class:`gplvm.RFLVM` (chains × draws, rotation-invariant summaries).
+
+The latent posterior is identified only up to an orthogonal transform, so R-hat and effective
+sample sizes are computed on quantities that do not depend on it: the log-likelihood at every
+kept draw, distances between a fixed random set of pairs of latent points, and the DP
+concentration α.  ``sample_stats`` holds the samplers' diagnostics at the same draws
+(:attr:`gplvm.RFLVM.sampler_info_`): the frequency acceptance rate and the mean number of
+elliptical-slice proposals for X (and β where it is slice-sampled).
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from gplvm.inference.mcmc import pairwise_distance_summary, to_inference_data
+from gplvm.inference.mcmc.driver import n_kept
+
+
+def kept_sweeps(model) -> np.ndarray:
+    """Indices into the per-sweep traces (``history_``, ``sampler_info_``) of the draws in
+    ``X_samples_``: sweep i (0-based) gives the state after i + 1 sweeps, kept when
+    i + 1 − burn_in is a positive multiple of ``thin``.  A fit interrupted before its first
+    kept draw holds the chains' last states: the last sweep done."""
+    thin = max(int(model.thin), 1)
+    n_draws = n_kept(int(model.n_iter_), int(model.burn_in), thin)
+    if n_draws == 0:
+        return np.array([int(model.n_iter_) - 1])
+    return int(model.burn_in) + thin * np.arange(1, n_draws + 1) - 1
+
+
+def inference_data(model, n_pairs: int = 20):
+    """``arviz.InferenceData`` of a fitted RFLVM (module docstring)."""
+    kept = kept_sweeps(model)
+    posterior = {"log_lik": model.history_[:, kept],
+                 "latent_distance": np.asarray(pairwise_distance_summary(
+                     model.X_samples_, n_pairs=n_pairs, key=jax.random.PRNGKey(0)))}
+    if "alpha" in model._light_:
+        posterior["alpha"] = model._light_["alpha"]
+    stats = {name: values[:, kept] for name, values in model.sampler_info_.items()}
+    stats = {name: v for name, v in stats.items() if not np.all(np.isnan(v))}
+    return to_inference_data(posterior, sample_stats=stats or None)

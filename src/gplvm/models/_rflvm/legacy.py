@@ -1,0 +1,57 @@
+"""Fitted RFLVMs saved by earlier versions of gplvm, brought to today's attributes.
+
+:func:`gplvm.load` passes the decoded instance attributes of an old file to
+``RFLVM._upgrade_fitted``, which calls :func:`upgrade_fitted`.  Format 1 (before issue 11)
+lacked:
+
+* the samplers' diagnostics beyond the frequency acceptance (``n_proposals_X``,
+  ``n_proposals_beta``): filled with NaN — in ``sampler_info_``, in the per-sweep trace and in
+  the chain states, so that ``resume()`` still runs — and the file's format version is kept in
+  ``_upgraded_from_format_``;
+* ``n_features_in_``: the number of columns of the training data;
+* ``_train_Y_``, the training data in original units (for the exact "is this the training
+  data?" test of ``impute``): rebuilt from the standardised copy ``_train_values_`` as
+  ``Ys · scale + mean``, exact for the count likelihoods (mean 0, scale 1); for a Gaussian model
+  a value that does not round-trip makes ``impute`` treat the training rows as new rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gplvm.models._rflvm.spec import RFLVMState
+
+NEW_INFO = ("n_proposals_X", "n_proposals_beta")
+
+
+def _fill_state(carry):
+    """The chain states with NaN for the diagnostics they predate (one per chain)."""
+    state, *rest = carry
+    if not isinstance(state, RFLVMState) or state.n_proposals_X is not None:
+        return carry
+    nan = np.full(np.shape(state.log_lik), np.nan)
+    return (state._replace(n_proposals_X=nan, n_proposals_beta=nan.copy()), *rest)
+
+
+def _fill_trace(trace: dict) -> dict:
+    shape = np.shape(trace["log_lik"])
+    return {**trace, **{k: np.full(shape, np.nan) for k in NEW_INFO if k not in trace}}
+
+
+def upgrade_fitted(fitted: dict, format_version: int) -> dict:
+    """Today's attributes from those of a file of ``format_version`` (module docstring)."""
+    fitted = dict(fitted)
+    if format_version >= 2 or "_result_" not in fitted:
+        return fitted
+    result = fitted["_result_"]
+    fitted["_result_"] = result._replace(state=_fill_state(result.state),
+                                         trace=_fill_trace(result.trace))
+    trace = fitted["_result_"].trace
+    fitted["sampler_info_"] = {k: np.asarray(trace[k]) for k in ("accept_W", *NEW_INFO)}
+    if "_train_values_" in fitted:
+        Ys = fitted.pop("_train_values_")
+        fitted.pop("_train_pattern_", None)
+        fitted["_train_Y_"] = Ys * fitted["scale_"] + fitted["mean_"]
+        fitted["n_features_in_"] = int(Ys.shape[1])
+    fitted["_upgraded_from_format_"] = int(format_version)
+    return fitted
