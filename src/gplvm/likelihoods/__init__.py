@@ -30,17 +30,19 @@ _ALIASES = {"normal": "gaussian", "nb": "negative_binomial", "negbin": "negative
             "categorical": "multinomial"}
 
 
-def get_likelihood(name_or_object: str | AbstractLikelihood, **kwargs: Any) -> AbstractLikelihood:
+def get_likelihood(name_or_object: object, **kwargs: Any) -> AbstractLikelihood:
     """A likelihood from its name (``"poisson"``, ``"negative_binomial"``, ...) or as given.
 
     Args:
         name_or_object: one of ``LIKELIHOODS`` (case-insensitive; "-" or " " may replace "_";
             aliases "normal", "nb", "binary", "categorical"), or a likelihood object, which is
-            returned unchanged.
+            returned unchanged.  Annotated ``object``: anything else is refused here with a
+            ValueError (a boundary function, :mod:`gplvm.typing`).
         **kwargs: constructor arguments when a name is given, e.g. ``dispersion=2.0``.
 
     Raises:
-        ValueError: unknown name, unknown argument, or arguments given with an object.
+        ValueError: not a name or likelihood object, unknown name, unknown argument, or
+        arguments given with an object.
     """
     if isinstance(name_or_object, AbstractLikelihood):
         if kwargs:
