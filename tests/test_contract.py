@@ -199,3 +199,65 @@ def test_save_load_keeps_every_verb(fitted, tmp_path):
     np.testing.assert_array_equal(loaded.predict(model.X_mean_[:2]),
                                   model.predict(model.X_mean_[:2]))
     assert loaded.score(Y[:2]) == model.score(Y[:2])
+
+
+# ----------------------------------------------------------------------------- supervised
+
+
+def regression_data(n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    return X, np.sin(2 * X[:, 0]) + 0.1 * rng.normal(size=n)
+
+
+def classification_data(n=40, seed=0):
+    X, f = regression_data(n, seed)
+    return X, np.where(f > 0, "yes", "no")
+
+
+#: the supervised estimators (revrand's models, seed 002)
+SUPERVISED = [
+    Case("BayesianLinearRegression",
+         lambda **kw: gplvm.BayesianLinearRegression(**{"n_features": 20, "n_restarts": 0,
+                                                        "max_iter": 30, **kw}),
+         regression_data),
+    Case("BayesianGLM-gaussian",
+         lambda **kw: gplvm.BayesianGLM(**{"n_features": 20, "n_mixture": 2, "n_iter": 30,
+                                           "n_predict_samples": 16, "progress": False, **kw}),
+         regression_data),
+    Case("BayesianGLM-bernoulli",
+         lambda **kw: gplvm.BayesianGLM(**{"likelihood": "bernoulli", "n_features": 20,
+                                           "n_mixture": 2, "n_iter": 30,
+                                           "n_predict_samples": 16, "progress": False, **kw}),
+         classification_data),
+]
+
+
+@pytest.fixture(scope="module", params=SUPERVISED, ids=repr)
+def fitted_supervised(request):
+    case = request.param
+    X, y = case.data()
+    return case, case.make().fit(X, y), X, y
+
+
+def test_supervised_contract(fitted_supervised):
+    """Arguments stored only, random_state 0 by default and reproducible, n_features_in_,
+    unfitted use raises, predictions of a row independent of the other rows, bit for bit."""
+    case, model, X, y = fitted_supervised
+    fresh = case.make()
+    assert inspect.signature(type(fresh).__init__).parameters["random_state"].default == 0
+    assert not any(k.endswith("_") for k in vars(fresh))
+    with pytest.raises(NotFittedError):
+        fresh.predict(X)
+    assert model.n_features_in_ == X.shape[1]
+    again = case.make().fit(X, y)
+    np.testing.assert_array_equal(again.predict(X), model.predict(X))
+    P = model.predict(X[:5])
+    for i in range(5):
+        np.testing.assert_array_equal(model.predict(X[i:i + 1])[0], P[i])
+    if hasattr(model, "predict_proba"):
+        assert set(model.classes_) == set(np.unique(y))
+        proba = model.predict_proba(X[:5])
+        np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-12)
+        np.testing.assert_array_equal(model.predict(X[:5]),
+                                      model.classes_[np.argmax(proba, axis=1)])
