@@ -493,3 +493,20 @@ def test_unfitted_save_raises_not_fitted(cls, tmp_path):
     with pytest.raises(NotFittedError):
         cls().save(tmp_path / "unfitted.npz")
     assert not (tmp_path / "unfitted.npz").exists()
+
+
+def test_string_labels_and_feature_names_round_trip(tmp_path):
+    """scikit-learn's feature_names_in_ and string classes_ are object arrays of str: stored as
+    JSON strings (no pickle) and read back as object arrays with the same entries."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(30, 2))
+    y = np.where(X[:, 0] > 0, "up", "down")
+    model = gplvm.BayesianGLM("bernoulli", n_features=10, n_mixture=2, n_iter=10,
+                              n_predict_samples=4, progress=False).fit(X, y)
+    model.feature_names_in_ = np.array(["a", "b"], dtype=object)
+    loaded = _reload(model, tmp_path)
+    assert loaded.classes_.dtype == model.classes_.dtype
+    np.testing.assert_array_equal(loaded.classes_, model.classes_)
+    assert loaded.feature_names_in_.dtype == object
+    np.testing.assert_array_equal(loaded.feature_names_in_, ["a", "b"])
+    np.testing.assert_array_equal(loaded.predict(X[:5]), model.predict(X[:5]))

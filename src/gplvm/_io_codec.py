@@ -10,6 +10,8 @@ NumPy array a NumPy array and a JAX array a JAX array:
 =============  =====================================================================
 numpy          ``np.ndarray`` (``ref``)
 numpy_scalar   ``np.float64``, ``np.bool_``, ... (``ref`` to a 0-d array)
+str_array      an object-dtype ``np.ndarray`` of ``str`` (scikit-learn's ``feature_names_in_``,
+               string ``classes_``): ``shape`` and ``items`` in JSON
 jax            ``jax.Array`` (``ref``; ``weak`` when JAX's weak type is to be kept)
 jax_key        a typed ``jax.random`` key (``ref`` to its key data, ``impl``)
 tuple, list    ``items``
@@ -58,6 +60,9 @@ class Encoder:
             return value
         if isinstance(value, os.PathLike):      # e.g. a checkpoint path: kept as its string
             return os.fspath(value)
+        if isinstance(value, np.ndarray) and value.dtype == object and all(
+                type(v) is str for v in value.flat):
+            return {"$": "str_array", "shape": list(value.shape), "items": value.ravel().tolist()}
         if isinstance(value, np.ndarray):
             return {"$": "numpy", "ref": self._store(value, where, value)}
         if isinstance(value, jax.Array):
@@ -144,6 +149,11 @@ class Decoder:
             return self._shared(doc, lambda a: a)
         if kind == "numpy_scalar":
             return self._array(doc)[()]
+        if kind == "str_array":
+            items = doc["items"]
+            if not all(isinstance(v, str) for v in items):
+                raise ValueError("damaged file: a string array holds a non-string")
+            return np.array(items, dtype=object).reshape(tuple(int(n) for n in doc["shape"]))
         if kind == "jax":
             return self._shared(doc, lambda a: _as_jax(a, bool(doc.get("weak", False))))
         if kind == "jax_key":
