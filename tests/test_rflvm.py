@@ -207,6 +207,25 @@ def test_predict_checks_the_latent_dimension(poisson_fit):
         model.transform(np.zeros((2, J + 1)))
 
 
+def test_gaussian_score_is_in_the_units_of_the_data(gaussian_fit):
+    # The same fitted model carried to units a + cY (mean a + c·mean_, scale c·scale_) sees
+    # the same standardised data, so its log density of a + cY is that of Y minus the
+    # Jacobian n_obs·log c.  transform_steps=0 keeps every new-row latent at the prior mean,
+    # so both scores use the same latents and agree to rounding.
+    import copy
+    d, model = gaussian_fit
+    base = copy.deepcopy(model)
+    base.transform_steps = 0
+    moved = copy.deepcopy(base)
+    a, c = 5000.0, 1000.0
+    moved.mean_, moved.scale_ = a + c * model.mean_, c * model.scale_
+    Y = d.Y[:20].copy()
+    Y[0, :10] = np.nan                                  # missing entries carry no Jacobian
+    n_obs = np.sum(~np.isnan(Y))
+    assert moved.score(a + c * Y) == pytest.approx(base.score(Y) - n_obs * np.log(c),
+                                                   rel=1e-9)
+
+
 def test_impute_recognises_the_training_data_exactly(gaussian_fit):
     d, model = gaussian_fit
     Y = d.Y.copy()
@@ -223,10 +242,13 @@ def test_likelihood_by_name_in_any_case_or_by_object():
     for lik in ("Poisson", " POISSON ", Poisson()):
         other = gplvm.RFLVM(likelihood=lik, random_state=0, **SMALL).fit(Y)
         np.testing.assert_array_equal(other.X_samples_, ref.X_samples_)
+    # The binomial's trials come from the object or from fit(n_trials=...), the same either
+    # way (test_count_likelihoods_run_and_keep_their_parameters fits with the object).
+    from gplvm.models._rflvm.checks import resolve_likelihood
+    for lik, n_trials in [("binomial", 5), ("Binomial", np.full(6, 5)),
+                          (Binomial(n_trials=5), None)]:
+        assert np.all(np.asarray(resolve_likelihood(lik, n_trials).n_trials) == 5)
     Yb = rng.integers(0, 6, (30, 6)).astype(float)
-    by_fit = gplvm.RFLVM(likelihood="binomial", random_state=0, **SMALL).fit(Yb, n_trials=5)
-    by_obj = gplvm.RFLVM(likelihood=Binomial(n_trials=5), random_state=0, **SMALL).fit(Yb)
-    np.testing.assert_array_equal(by_obj.X_samples_, by_fit.X_samples_)
     with pytest.raises(ValueError, match="samples the noise variance"):
         gplvm.RFLVM(likelihood=Gaussian(noise_var=0.5), **SMALL).fit(Y)
     with pytest.raises(ValueError, match="give it once"):
@@ -270,16 +292,16 @@ def test_convergence_warning_follows_split_rhat():
 
 
 def test_count_likelihoods_run_and_keep_their_parameters():
+    from gplvm.likelihoods import Binomial
     rng = np.random.default_rng(4)
     kw = SMALL
     # (Bernoulli runs the binomial code path with one trial; its recovery is in benchmarks.)
-    for kind, extra in [("negative_binomial", {}), ("binomial", {"n_trials": 5}),
-                        ("multinomial", {})]:
-        if kind == "binomial":
-            Y = rng.integers(0, 6, (30, 6)).astype(float)
-        else:
+    for kind in ("negative_binomial", Binomial(n_trials=5), "multinomial"):
+        if isinstance(kind, str):
             Y = rng.poisson(3.0, (30, 6)).astype(float)
-        model = gplvm.RFLVM(likelihood=kind, random_state=0, **kw).fit(Y, **extra)
+        else:                                    # the binomial, trials given by the object
+            Y = rng.integers(0, 6, (30, 6)).astype(float)
+        model = gplvm.RFLVM(likelihood=kind, random_state=0, **kw).fit(Y)
         assert np.all(np.isfinite(model.history_)), kind
         assert np.all(np.isfinite(model.X_mean_)), kind
         if kind == "negative_binomial":
