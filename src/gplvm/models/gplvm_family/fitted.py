@@ -22,6 +22,7 @@ import numpy as np
 
 from gplvm.expectations import psi_statistics
 from gplvm.linalg import inv_from_cholesky, safe_cholesky
+from gplvm.models._rows import map_rows
 from gplvm.models.gplvm_family.bound import Problem, bound_and_parts_jit
 from gplvm.objectives.new_rows import FittedMap, fitted_map
 from gplvm.registry import register
@@ -83,23 +84,36 @@ def _mean_var(kernel, Z, fmap: FittedMap, X):
     return mean, base[:, None] + extra + fmap.noise_var
 
 
+@jax.jit
+def _mean_var_rows(X, kernel, Z, fmap: FittedMap):
+    return _mean_var(kernel, Z, fmap, X)
+
+
 def predict(fitted: FittedGPLVM, X, return_var: bool = False):
-    """Predictive mean (and variance, noise included) of Y at latent points X, original units."""
-    mean, var = _mean_var(fitted.kernel, fitted.Z, fitted.map, jnp.asarray(X))
+    """Predictive mean (and variance, noise included) of Y at latent points X, original units.
+
+    Evaluated in fixed blocks of rows (:func:`gplvm.models._rows.map_rows`), so a row's output
+    is bit-identical whatever else is in the call."""
+    mean, var = map_rows(_mean_var_rows, np.asarray(X, dtype=float), fitted.kernel, fitted.Z,
+                         fitted.map)
     mean = np.asarray(mean) * fitted.Y_std + fitted.Y_mean
     if not return_var:
         return mean
     return mean, np.asarray(var) * fitted.Y_std**2
 
 
-_psi_jit = jax.jit(psi_statistics)
+@jax.jit
+def _expected_f_rows(rows, kernel, Z, rule, V):
+    X_mean, X_var = rows
+    _, psi1, _ = psi_statistics(kernel, Z, X_mean, X_var, rule)
+    return psi1 @ V
 
 
 def expected_f(fitted: FittedGPLVM, X_mean, X_var) -> np.ndarray:
-    """E[f*] = ψ1(q(x*)) V under uncertain inputs (standardised units)."""
-    _, psi1, _ = _psi_jit(fitted.kernel, fitted.Z, jnp.asarray(X_mean), jnp.asarray(X_var),
-                          fitted.rule)
-    return np.asarray(psi1 @ fitted.map.V)
+    """E[f*] = ψ1(q(x*)) V under uncertain inputs (standardised units), in fixed blocks of rows
+    as :func:`predict`."""
+    rows = (np.asarray(X_mean, dtype=float), np.asarray(X_var, dtype=float))
+    return map_rows(_expected_f_rows, rows, fitted.kernel, fitted.Z, fitted.rule, fitted.map.V)
 
 
 def expected_y(fitted: FittedGPLVM, X_mean, X_var) -> np.ndarray:
