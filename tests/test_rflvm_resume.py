@@ -73,13 +73,8 @@ def test_killed_run_resumes_from_its_checkpoint_file(monkeypatch, tmp_path):
 
 
 def _upgraded_legacy_model():
-    """The format-1 file, through ``RFLVM._upgrade_fitted`` (which gplvm.load calls for old
-    files; applying it again to upgraded attributes changes nothing)."""
-    model = gplvm.load(f"{LEGACY}.gplvm")
-    params = model.get_params(deep=False)
-    fitted = {k: v for k, v in vars(model).items() if k not in params}
-    vars(model).update(gplvm.RFLVM._upgrade_fitted(fitted, 1))
-    return model
+    """The format-1 file; gplvm.load passes its attributes through RFLVM._upgrade_fitted."""
+    return gplvm.load(f"{LEGACY}.gplvm")
 
 
 def test_a_format_1_file_gives_its_saved_outputs_and_runs_today(tmp_path):

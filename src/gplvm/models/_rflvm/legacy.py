@@ -6,8 +6,8 @@ lacked:
 
 * the samplers' diagnostics beyond the frequency acceptance (``n_proposals_X``,
   ``n_proposals_beta``): filled with NaN — in ``sampler_info_``, in the per-sweep trace and in
-  the chain states, so that ``resume()`` still runs — and the file's format version is kept in
-  ``_upgraded_from_format_``;
+  the chain states, so that ``resume()`` still runs (:func:`gplvm.load` records the file's
+  format version in ``_upgraded_from_format_``);
 * ``n_features_in_``: the number of columns of the training data;
 * ``_train_Y_``, the training data in original units (for the exact "is this the training
   data?" test of ``impute``): rebuilt from the standardised copy ``_train_values_`` as
@@ -53,5 +53,4 @@ def upgrade_fitted(fitted: dict, format_version: int) -> dict:
         fitted.pop("_train_pattern_", None)
         fitted["_train_Y_"] = Ys * fitted["scale_"] + fitted["mean_"]
         fitted["n_features_in_"] = int(Ys.shape[1])
-    fitted["_upgraded_from_format_"] = int(format_version)
     return fitted
