@@ -345,7 +345,10 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
     def _new_latents(self, Y, data):
         """(S, N*, Q) latents of new rows, one chain per row and stored draw of the map."""
         W, beta, nv, disp = self._map_draws(subset=True)
-        keys = pred.row_keys(as_key(self.random_state), Y, np.asarray(data.offset))
+        # keyed by the row as the model sees it (standardised), so data that standardise to the
+        # same rows (a·Y + b) get the same random numbers
+        Ys = (Y - self.mean_) / self.scale_
+        keys = pred.row_keys(as_key(self.random_state), Ys, np.asarray(data.offset))
         return pred.infer_new_latents(keys, self._spec_.likelihood, self._spec_.intercept,
                                       int(self.transform_steps), data.Y, data.observed,
                                       data.offset, data.trials, W, beta, nv, disp)
