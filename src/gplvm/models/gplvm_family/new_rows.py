@@ -41,13 +41,10 @@ def _tree_where(pred, a, b):
     return jax.tree_util.tree_map(lambda x, y: jnp.where(pred, x, y), a, b)
 
 
-def _solve_row(u0, fitted, y0, observed, R, n_iter: int):
-    """L-BFGS on one row's objective for ``n_iter`` steps; the best finite iterate and value."""
+def _solve_row(fun, u0, n_iter: int, dtype):
+    """L-BFGS on one row's objective ``fun`` for ``n_iter`` steps; the best finite iterate and
+    its value (a non-finite step never replaces a finite one)."""
     optimizer = optax.lbfgs()
-
-    def fun(u):
-        return row_objective(u, fitted, y0, observed, R)
-
     value_and_grad = optax.value_and_grad_from_state(fun)
 
     def step(carry, _):
@@ -60,20 +57,38 @@ def _solve_row(u0, fitted, y0, observed, R, n_iter: int):
                                           value_fn=fun)
         return (optax.apply_updates(u, updates), state, best_u, best_value), None
 
-    carry = (u0, optimizer.init(u0), u0, jnp.asarray(jnp.inf, dtype=y0.dtype))
+    carry = (u0, optimizer.init(u0), u0, jnp.asarray(jnp.inf, dtype=dtype))
     (u, _, best_u, best_value), _ = jax.lax.scan(step, carry, None, length=n_iter)
     last = fun(u)
     better = jnp.isfinite(last) & (last <= best_value)
     return _tree_where(better, u, best_u), jnp.where(better, last, best_value)
 
 
-@partial(jax.jit, static_argnames="n_iter")
-def _solve_rows(u0, fitted, Y0, observed, R, n_iter: int):
-    def one(row):
-        u, y0, obs, r = row
-        return _solve_row(u, fitted, y0, obs, r, n_iter)
+@partial(jax.jit, static_argnames=("objective", "n_iter"))
+def solve_rows(objective, u0, fixed, rows, n_iter: int):
+    """Minimise ``objective(u_n, fixed, *rows[n])`` over each row's parameters ``u_n`` alone.
 
-    return jax.lax.map(one, (u0, Y0, observed, R))
+    The rows are visited by ``lax.map``, one unbatched L-BFGS run each, so a row's result does
+    not depend on the other rows (see the module docstring).  Any model whose new-row bound is a
+    sum over rows uses this: the Bayesian GPLVM (:func:`row_objective`) and the DP-GP-LVM.
+
+    Args:
+        objective: a module-level function (hashable; it is a static argument).
+        u0: pytree of per-row starting parameters, leading axis N*.
+        fixed: the fitted model's values shared by every row.
+        rows: tuple of per-row arrays, leading axis N*.
+        n_iter: L-BFGS steps per row.
+
+    Returns:
+        Each row's best parameters and its objective value.
+    """
+    dtype = jax.tree_util.tree_leaves(u0)[0].dtype
+
+    def one(args):
+        u, row = args
+        return _solve_row(lambda v: objective(v, fixed, *row), u, n_iter, dtype)
+
+    return jax.lax.map(one, (u0, rows))
 
 
 _row_matrices_jit = jax.jit(new_rows.row_matrices)
@@ -119,6 +134,6 @@ def infer_latents(fitted: FittedGPLVM, Ys, X_start, X_var_start, n_iter: int):
     X_start = jnp.asarray(X_start)
     u0 = {"X_mean": X_start,
           "X_var": inverse_softplus(jnp.broadcast_to(jnp.asarray(X_var_start), X_start.shape))}
-    u, value = _solve_rows(u0, fitted, Y0, observed, R, int(n_iter))
+    u, value = solve_rows(row_objective, u0, fitted, (Y0, observed, R), int(n_iter))
     return (np.asarray(u["X_mean"])[:n_rows], np.asarray(softplus(u["X_var"]))[:n_rows],
             -np.asarray(value)[:n_rows])
