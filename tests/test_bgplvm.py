@@ -183,7 +183,10 @@ def test_bad_input_raises_before_computation(bad, match):
 @pytest.mark.parametrize("value", [0.0, -0.1, np.nan])
 def test_bad_initial_variance_raises_before_computation(value, forbid_computation):
     Y = np.random.default_rng(0).normal(size=(10, 3))
-    forbid_computation(bgplvm_module, "initial_latents", "minimise")
+    from gplvm.models.gplvm_family import estimator
+
+    forbid_computation(estimator, "initial_latents")
+    forbid_computation(bgplvm_module, "minimise")
     with pytest.raises(ValueError, match="init_X_var"):
         BayesianGPLVM(init_X_var=value, progress=False).fit(Y)
 

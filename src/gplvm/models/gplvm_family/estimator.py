@@ -1,0 +1,231 @@
+"""What every estimator of the GPLVM family shares: validation, initial values, and the verbs.
+
+:class:`AbstractGPLVM` is abstract (STYLE.md 4): the final estimators (``BayesianGPLVM``,
+``DPGPLVM``, ...) subclass it, store their own constructor arguments, and supply four hooks on
+their fitted value — :meth:`_infer_new` (q(x*) of standardised rows, each row alone),
+:meth:`_predict_fitted`, :meth:`_expected_y` and :meth:`_sample_y`.  The verbs of
+docs/contract.md (``transform``, ``score``, ``predict``, ``inverse_transform``, ``impute``,
+``sample``) are written once here, so each family member differs only where its model does.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+
+from gplvm._random import as_key
+from gplvm._validation import as_2d_float, check_no_constant_columns
+from gplvm.io import SaveMixin
+from gplvm.kernels import RBF
+from gplvm.models._common import check_is_fitted
+from gplvm.models.gplvm_family.bound import Problem
+from gplvm.models.gplvm_family.init import (initial_inducing, initial_jitter, initial_latents,
+                                            initial_variances, resolve_rule)
+from gplvm.models.gplvm_family.latent import DynamicalLatent, IidLatent
+from gplvm.models.gplvm_family.new_rows import nearest_training_latents
+from gplvm.models.gplvm_family.route import DenseRoute
+from gplvm.objectives import collapsed
+from gplvm.priors import dynamical
+from gplvm.transforms import inverse_softplus
+
+
+class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
+    """Shared surface of the GPLVM family (not instantiated; see the module docstring).
+
+    Subclasses have the constructor arguments ``n_components``, ``n_inducing``, ``kernel``,
+    ``psi_rule``, ``standardize``, ``init_X_var``, ``init_noise_fraction``, ``time_kernel``,
+    ``transform_max_iter``, ``random_state`` and set ``fitted_`` (with ``Z``, ``rule``,
+    ``Y_mean``, ``Y_std``), ``X_mean_``, ``X_var_``, ``_train_Y`` and ``n_features_in_`` in fit.
+    """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+    # ------------------------------------------------------------------ fitting helpers
+    def _validate_common(self, Y, times, groups):
+        """Checks every family member needs, before any computation; returns (Y, times)."""
+        Y = as_2d_float(Y, "Y", allow_nan=True, min_rows=2)
+        Q = self.n_components
+        if not isinstance(Q, (int, np.integer)) or Q < 1:
+            raise ValueError(f"n_components={Q!r} must be a positive integer")
+        if not isinstance(self.n_inducing, (int, np.integer)) or self.n_inducing < 1:
+            raise ValueError(f"n_inducing={self.n_inducing!r} must be a positive integer")
+        if Y.shape[0] < max(Q + 1, 3):
+            raise ValueError(f"Y has {Y.shape[0]} rows; a {Q}-dimensional latent space needs "
+                             f"at least {max(Q + 1, 3)}")
+        if self.standardize:
+            check_no_constant_columns(Y)
+        if self.init_X_var is not None and not (np.isfinite(self.init_X_var)
+                                                and self.init_X_var > 0):
+            raise ValueError(f"init_X_var={self.init_X_var!r}; give a positive number, or None "
+                             f"for GPy's U(0, 0.1) draws")
+        if times is not None:
+            times = np.asarray(times, dtype=float).ravel()
+            if times.shape[0] != Y.shape[0] or not np.all(np.isfinite(times)):
+                raise ValueError(f"times must be {Y.shape[0]} finite time stamps, one per row "
+                                 f"of Y; got shape {np.shape(times)}")
+            if groups is not None and np.asarray(groups).ravel().shape[0] != Y.shape[0]:
+                raise ValueError("groups must give one sequence label per row of Y")
+        elif groups is not None:
+            raise ValueError("groups labels independent sequences of the dynamical prior; pass "
+                             "times as well")
+        return Y, times
+
+    def _standardisation(self, Y):
+        """Column means and standard deviations (zeros and ones with ``standardize=False``)."""
+        if self.standardize:
+            return np.nanmean(Y, axis=0), np.nanstd(Y, axis=0)
+        return np.zeros(Y.shape[1]), np.ones(Y.shape[1])
+
+    def _initial(self, Ys, times, groups, key):
+        """The initial unconstrained parameters and the :class:`Problem` of one kernel.
+
+        PCA latents with unit-variance columns, Z by k-means, an ARD RBF whose length-scales
+        start at 1/(fraction of variance) unless a kernel is given, noise at
+        ``init_noise_fraction`` of the variance, q(X) under the iid or dynamical prior.
+        """
+        Q, M = int(self.n_components), int(min(self.n_inducing, Ys.shape[0]))
+        X0, fracs = initial_latents(Ys, Q)
+        Z0 = initial_inducing(X0, M, key)
+        kernel = self.kernel if self.kernel is not None else RBF(
+            lengthscale=jnp.asarray(1.0 / fracs), variance=1.0)
+        noise0 = self.init_noise_fraction * float(np.nanvar(Ys))
+        u = {"Z": jnp.asarray(Z0), "kernel": kernel.unconstrained(),
+             "noise_var": inverse_softplus(jnp.asarray(noise0))}
+        latent = self._latent_prior(times, groups, Ys.shape[0])
+        if times is None:
+            u.update(latent.initial_params(X0, initial_variances(X0.shape, self.init_X_var, key)))
+        else:
+            u.update(latent.initial_params(X0, 0.1 if self.init_X_var is None
+                                           else self.init_X_var))
+        problem = Problem(jnp.asarray(np.nan_to_num(Ys)), collapsed.group_columns(Ys), latent,
+                          kernel, resolve_rule(self.psi_rule, key), DenseRoute(),
+                          initial_jitter(kernel, Z0))
+        return u, problem
+
+    def _latent_prior(self, times, groups, n_rows):
+        if times is None:
+            return IidLatent()
+        span = float(np.ptp(times)) or 1.0
+        time_kernel = self.time_kernel if self.time_kernel is not None else RBF(
+            lengthscale=span / 10.0, variance=1.0)
+        return DynamicalLatent(dynamical.sequence_layout(times, groups), time_kernel, n_rows)
+
+    # ------------------------------------------------------------------ fitted values
+    @property
+    def Z_(self):
+        check_is_fitted(self, "fitted_")
+        return np.asarray(self.fitted_.Z)
+
+    @property
+    def rule_(self):
+        """The Ψ-statistic rule the bound used."""
+        check_is_fitted(self, "fitted_")
+        return self.fitted_.rule
+
+    @property
+    def Y_mean_(self):
+        check_is_fitted(self, "fitted_")
+        return self.fitted_.Y_mean
+
+    @property
+    def Y_std_(self):
+        check_is_fitted(self, "fitted_")
+        return self.fitted_.Y_std
+
+    # ------------------------------------------------------------------ new rows
+    def _standardise_new(self, Y):
+        check_is_fitted(self, "fitted_")
+        Y = as_2d_float(Y, "Y", allow_nan=True)
+        if Y.shape[1] != self.n_features_in_:
+            raise ValueError(f"Y has {Y.shape[1]} columns but the model was fitted on "
+                             f"{self.n_features_in_}; pass rows with the same columns")
+        return Y, (Y - self.Y_mean_) / self.Y_std_
+
+    def _start_new(self, Ys):
+        """Each new row starts at the latent of its nearest training row (observed columns),
+        with the median fitted variance."""
+        train_Ys = (self._train_Y - self.Y_mean_) / self.Y_std_
+        return (nearest_training_latents(train_Ys, self.X_mean_, Ys),
+                np.median(self.X_var_, axis=0))
+
+    def transform(self, Y, return_var: bool = False):
+        """Posterior mean (and variance) of the latents of new rows, which may contain NaN;
+        each row inferred on its own with the model fixed."""
+        X_mean, X_var, _ = self._infer_new(self._standardise_new(Y)[1])
+        return (X_mean, X_var) if return_var else X_mean
+
+    def fit_transform(self, Y, y=None, *, times=None, groups=None):
+        return self.fit(Y, times=times, groups=groups).X_mean_
+
+    def score(self, Y, y=None):
+        """The lower bound on log p(Y*) of rows Y* with the model held fixed, in the original
+        units of Y: the new-row bound at its optimum minus Σ log Y_std_d over the observed
+        entries (the Jacobian of the standardisation)."""
+        Y, Ys = self._standardise_new(Y)
+        bound = float(np.sum(self._infer_new(Ys)[2]))
+        jacobian = float(np.sum(np.where(np.isnan(Y), 0.0, np.log(self.Y_std_))))
+        return bound - jacobian
+
+    # ------------------------------------------------------------------ prediction
+    def _check_X(self, X):
+        check_is_fitted(self, "fitted_")
+        X = as_2d_float(X, "X")
+        if X.shape[1] != self.n_components:
+            raise ValueError(f"X has {X.shape[1]} columns but the latent space has "
+                             f"{self.n_components}")
+        return X
+
+    def predict(self, X, return_var: bool = False):
+        """Predictive mean (and variance, noise included) of Y at latent points X (N*, Q)."""
+        X = self._check_X(X)
+        return self._predict_fitted(X, return_var)
+
+    def inverse_transform(self, X):
+        """The predictive mean of Y at latent points X."""
+        return self.predict(X)
+
+    def impute(self, Y):
+        """A copy of Y with its NaN entries replaced by posterior predictive means E[y*] under
+        q(x*): the fitted q(X) for the training data itself (an exact comparison; under the
+        dynamical prior it carries information from neighbouring frames), q(x*) inferred with
+        the model fixed (:meth:`transform`) for other rows."""
+        Y, Ys = self._standardise_new(Y)
+        Y = Y.copy()
+        if Y.shape == self._train_Y.shape and np.array_equal(Y, self._train_Y, equal_nan=True):
+            X_mean, X_var = self.X_mean_, self.X_var_
+        else:
+            X_mean, X_var, _ = self._infer_new(Ys)
+        filled = self._expected_y(X_mean, X_var)
+        missing = np.isnan(Y)
+        Y[missing] = filled[missing]
+        return Y
+
+    def sample(self, n_samples: int = 1, X=None, random_state=None):
+        """Draw data from the fitted generative model: X ~ N(0, I) (or the given X), then the
+        model's f given X jointly over the rows, then noise.  Returns (Y, X)."""
+        check_is_fitted(self, "fitted_")
+        key = as_key(self.random_state if random_state is None else random_state)
+        kx, kf, kn = jax.random.split(jax.random.fold_in(key, 104729), 3)
+        if X is None:
+            X = np.asarray(jax.random.normal(kx, (int(n_samples), self.n_components)))
+        X = self._check_X(X)
+        return self._sample_y(X, kf, kn), X
+
+    # ------------------------------------------------------------------ hooks
+    def _infer_new(self, Ys):
+        """(X_mean, X_var, per-row bound) of standardised rows, each row alone."""
+        raise NotImplementedError
+
+    def _predict_fitted(self, X, return_var):
+        raise NotImplementedError
+
+    def _expected_y(self, X_mean, X_var):
+        raise NotImplementedError
+
+    def _sample_y(self, X, key_f, key_noise):
+        raise NotImplementedError
