@@ -7,7 +7,7 @@ Building blocks: :mod:`gplvm.kernels`, :mod:`gplvm.features`, :mod:`gplvm.likeli
 from gplvm import _config  # noqa: F401  (enables float64 once, before anything else)
 from gplvm._version import __version__
 from gplvm.io import load
-from gplvm.models import RFLVM, BayesianGLM, BayesianGPLVM, BayesianLinearRegression
+from gplvm.models import DPGPLVM, RFLVM, BayesianGLM, BayesianGPLVM, BayesianLinearRegression
 
-__all__ = ["__version__", "BayesianGLM", "BayesianGPLVM", "BayesianLinearRegression", "RFLVM",
-           "load"]
+__all__ = ["__version__", "BayesianGLM", "BayesianGPLVM", "BayesianLinearRegression", "DPGPLVM",
+           "RFLVM", "load"]

@@ -1,0 +1,465 @@
+"""``DPGPLVM``: the DP-GP-LVM (Lawrence, Ek & Campbell 2019; seed 001).
+
+The output columns are clustered by a Dirichlet process over per-column kernel
+hyper-parameters: the columns of one cluster share a mapping (ARD weights θ_t, noise precision
+β_t), the number of clusters is inferred, and each cluster's ARD weights show which latent
+dimensions it uses — shared and private parts of the latent space without fixed views.
+
+A thin estimator over the GPLVM family's core (:mod:`gplvm.models.gplvm_family`): per atom the
+collapsed bound of :mod:`.bound` with the columns weighted by their assignment probabilities
+(:mod:`.atoms`), the DP terms and their coordinate updates (:mod:`.dp`), the schedule of
+gradient steps, coordinate updates and merge moves (:mod:`.dp_fit`), q(X) under the iid or the
+dynamical prior (:mod:`.latent`), prediction as a mixture over atoms (:mod:`.dp_fitted`) and
+new-row inference with the model fixed (:mod:`.dp_rows`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
+
+from gplvm._random import as_key
+from gplvm._validation import as_2d_float, check_no_constant_columns
+from gplvm.io import SaveMixin
+from gplvm.kernels import RBF, AbstractKernel
+from gplvm.models._common import check_is_fitted
+from gplvm.models.gplvm_family import dp, dp_fit, dp_fitted, dp_init
+from gplvm.models.gplvm_family.atoms import AtomPrior, atom, stack_atoms
+from gplvm.models.gplvm_family.bound import Problem
+from gplvm.models.gplvm_family.dp_rows import infer_latents
+from gplvm.models.gplvm_family.init import (initial_inducing, initial_jitter, initial_latents,
+                                            initial_variances, resolve_rule)
+from gplvm.models.gplvm_family.latent import DynamicalLatent, IidLatent
+from gplvm.models.gplvm_family.missing_block import block_log_likelihood
+from gplvm.models.gplvm_family.new_rows import nearest_training_latents
+from gplvm.models.gplvm_family.route import DenseRoute
+from gplvm.objectives import collapsed
+from gplvm.priors import dynamical
+from gplvm.registry import register
+from gplvm.transforms import inverse_softplus
+
+#: the constructor arguments that make up the fit's :class:`~.dp_fit.Schedule`
+_SCHEDULE_ARGS = ("max_iter", "n_warmup", "steps_per_update", "merge_every", "merge_steps",
+                  "max_merge_trials", "tol")
+
+
+@register("gplvm.DPGPLVM", estimator=True)
+class DPGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
+    """Dirichlet-process GPLVM: output columns clustered by the latent dimensions they use.
+
+    Args:
+        n_components: Q, the latent dimension.
+        n_inducing: M, the inducing inputs (one set shared by every atom).
+        truncation: T, the number of atoms of the truncated stick-breaking prior.
+        kernel: the kernel template of every atom; ``None`` is an ARD RBF.
+        psi_rule: the Ψ-statistic rule (as :class:`~gplvm.BayesianGPLVM`).
+        standardize: centre and scale the columns of Y; results are in original units.
+        alpha_prior: (s1, s2), the Gamma shape and rate of the concentration α (seed 001
+            eq. 44).
+        kernel_prior_scale: s_θ, the standard deviation of the log of every kernel
+            hyper-parameter under the log-normal base distribution (median 1).
+        noise_prior: (log β0, s_β), mean and standard deviation of the log noise precision.
+        max_iter: L-BFGS steps in all (warm-up and sweeps; each accepted merge adds its
+            refinement steps).
+        n_warmup: L-BFGS steps at the random initial assignments before the first sweep.
+        steps_per_update: L-BFGS steps between two rounds of coordinate updates.
+        merge_every: sweeps between two rounds of merge moves (:mod:`.dp_fit`).
+        merge_steps: L-BFGS steps that refine a proposed merge before it is judged.
+        max_merge_trials: merge proposals per round.
+        tol: a sweep that changes the bound by less than this (relative) ends the fit.
+        init: ``'columns'`` — ``n_init_steps`` L-BFGS steps with one atom per column, then the
+            columns grouped by their ARD profiles (:mod:`.dp_init`; needs a kernel with
+            length-scales) — or ``'random'`` (Dirichlet(1) assignments, equal atoms).
+        n_init_steps: L-BFGS steps of the per-column phase (not counted in ``max_iter``).
+        init_X_var: initial q(X) variances (a number, or ``None`` for U(0, 0.1) draws).
+        init_noise_fraction: initial noise variance of every atom (standardised units).
+        time_kernel: the kernel over time stamps for the dynamical prior (``fit(times=)``).
+        transform_max_iter: L-BFGS steps per new row.
+        random_state: seed (inducing inputs, initial assignments, sampling).
+        progress: show a progress bar.
+
+    Attributes:
+        assignments_: (D, T) φ, q(z_d) = Cat(φ_d).
+        groups_: (D,) each column's most probable atom, relabelled 0 … n_groups_ − 1 in the
+            order of ``atoms_``.
+        n_groups_: the number of used atoms (the most probable atom of at least one column).
+        atoms_: the indices (into the T atoms) of the used atoms, by decreasing mass Σ_d φ_dt.
+        relevance_: (n_groups_, Q) ARD weights (inverse squared length-scales) of the used
+            atoms.
+        kernels_: the T atoms' kernels (a tuple); kernel_: those of the used atoms.
+        noise_var_: (D,) each column's noise variance Σ_t φ_dt σ²_t, original units.
+        X_mean_, X_var_ (N, Q); Z_ (M, Q); dp_state_ (:class:`~.dp.DPState`); elbo_ (the
+        bound, standardised units); history_ (bound per accepted L-BFGS step); n_iter_;
+        converged_; n_merges_; jitter_; fitted_ (what every verb reads).
+    """
+
+    def __init__(self, n_components: int = 10, n_inducing: int = 25, truncation: int = 10,
+                 kernel: AbstractKernel | None = None, psi_rule=None, standardize: bool = True,
+                 alpha_prior=(1.0, 1.0), kernel_prior_scale: float = 3.0,
+                 noise_prior=(0.0, 3.0), max_iter: int = 3000, n_warmup: int = 100,
+                 steps_per_update: int = 20, merge_every: int = 20, merge_steps: int = 40,
+                 max_merge_trials: int = 3, tol: float = 1e-7, init: str = "columns",
+                 n_init_steps: int = 300, init_X_var: Optional[float] = None, init_noise_fraction: float = 0.01,
+                 time_kernel: AbstractKernel | None = None, transform_max_iter: int = 300,
+                 random_state=0, progress: bool = True):
+        self.n_components = n_components
+        self.n_inducing = n_inducing
+        self.truncation = truncation
+        self.kernel = kernel
+        self.psi_rule = psi_rule
+        self.standardize = standardize
+        self.alpha_prior = alpha_prior
+        self.kernel_prior_scale = kernel_prior_scale
+        self.noise_prior = noise_prior
+        self.max_iter = max_iter
+        self.n_warmup = n_warmup
+        self.steps_per_update = steps_per_update
+        self.merge_every = merge_every
+        self.merge_steps = merge_steps
+        self.max_merge_trials = max_merge_trials
+        self.tol = tol
+        self.init = init
+        self.n_init_steps = n_init_steps
+        self.init_X_var = init_X_var
+        self.init_noise_fraction = init_noise_fraction
+        self.time_kernel = time_kernel
+        self.transform_max_iter = transform_max_iter
+        self.random_state = random_state
+        self.progress = progress
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+    # ------------------------------------------------------------------ validation
+    def _validate_fit_args(self, Y, times, groups):
+        Y = as_2d_float(Y, "Y", allow_nan=True, min_rows=2)
+        for name in ("n_components", "n_inducing", "max_iter", "steps_per_update",
+                     "merge_every", "merge_steps"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, np.integer)) or value < 1:
+                raise ValueError(f"{name}={value!r} must be a positive integer")
+        if self.init not in ("columns", "random"):
+            raise ValueError(f"init={self.init!r}; use 'columns' or 'random'")
+        for name in ("n_warmup", "max_merge_trials", "n_init_steps"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, np.integer)) or value < 0:
+                raise ValueError(f"{name}={value!r} must be a non-negative integer")
+        if not isinstance(self.truncation, (int, np.integer)) or self.truncation < 2:
+            raise ValueError(f"truncation={self.truncation!r}; the stick-breaking prior needs "
+                             f"at least 2 atoms (use BayesianGPLVM for one shared mapping)")
+        _check_pair(self.alpha_prior, "alpha_prior", "(shape s1, rate s2)", positive=True)
+        _check_pair(self.noise_prior, "noise_prior", "(log median precision, log-scale sd)",
+                    positive=False)
+        if not (np.isfinite(self.kernel_prior_scale) and self.kernel_prior_scale > 0):
+            raise ValueError(f"kernel_prior_scale={self.kernel_prior_scale!r}; give a positive "
+                             f"standard deviation of the log hyper-parameters")
+        Q = self.n_components
+        if Y.shape[0] < max(Q + 1, 3):
+            raise ValueError(f"Y has {Y.shape[0]} rows; a {Q}-dimensional latent space needs "
+                             f"at least {max(Q + 1, 3)}")
+        if self.standardize:
+            check_no_constant_columns(Y)
+        if self.init_X_var is not None and not (np.isfinite(self.init_X_var)
+                                                and self.init_X_var > 0):
+            raise ValueError(f"init_X_var={self.init_X_var!r}; give a positive number, or None "
+                             f"for U(0, 0.1) draws")
+        if times is not None:
+            times = np.asarray(times, dtype=float).ravel()
+            if times.shape[0] != Y.shape[0] or not np.all(np.isfinite(times)):
+                raise ValueError(f"times must be {Y.shape[0]} finite time stamps, one per row "
+                                 f"of Y; got shape {np.shape(times)}")
+            if groups is not None and np.asarray(groups).ravel().shape[0] != Y.shape[0]:
+                raise ValueError("groups must give one sequence label per row of Y")
+        elif groups is not None:
+            raise ValueError("groups labels independent sequences of the dynamical prior; pass "
+                             "times as well")
+        return Y, times
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, Y, y=None, *, times=None, groups=None):
+        """Maximise the DP-GP-LVM bound (:mod:`gplvm.models.gplvm_family.dp_fit`).
+
+        Args:
+            Y: (N, D) data; NaN marks a missing entry (left out of the bound).
+            y: ignored (scikit-learn's unsupervised convention).
+            times: (N,) time stamps for the dynamical prior (seed 001 §E).
+            groups: (N,) sequence labels: independent sequences of the dynamical prior.
+        """
+        del y
+        Y, times = self._validate_fit_args(Y, times, groups)
+        if self.standardize:
+            Y_mean, Y_std = np.nanmean(Y, axis=0), np.nanstd(Y, axis=0)
+        else:
+            Y_mean, Y_std = np.zeros(Y.shape[1]), np.ones(Y.shape[1])
+        Ys = (Y - Y_mean) / Y_std
+        key = as_key(self.random_state)
+        u, problem = self._initial(Ys, times, groups, key)
+        priors = dp_fit.Priors(AtomPrior(float(self.kernel_prior_scale),
+                                         float(self.noise_prior[0]),
+                                         float(self.noise_prior[1])),
+                               dp.DPPrior(*map(float, self.alpha_prior)))
+        if self.init == "columns" and dp_init.has_ard(problem.kernel) and self.n_init_steps:
+            seed = int(jax.random.randint(jax.random.fold_in(key, 3), (), 0, 2**31 - 1))
+            u, phi0 = dp_init.initial_from_columns(u, problem, priors.atom,
+                                                   int(self.n_init_steps), seed)
+        else:
+            phi0 = np.asarray(jax.random.dirichlet(jax.random.fold_in(key, 3),
+                                                   jnp.ones(self.truncation), (Y.shape[1],)))
+        schedule = dp_fit.Schedule(**{k: getattr(self, k) for k in _SCHEDULE_ARGS})
+        result = dp_fit.maximise(u, problem, dp.initial_state(phi0, priors.dp), priors,
+                                 schedule, self.progress)
+        if not (result.converged or result.interrupted):
+            warnings.warn(f"DPGPLVM: stopped at max_iter={self.max_iter} before the bound "
+                          f"converged; raise max_iter", ConvergenceWarning, stacklevel=2)
+        self._set_fitted(result, priors, Y_mean, Y_std)
+        self.times_, self.sequence_groups_ = times, groups
+        self._train_Y = Y
+        self.n_features_in_ = Y.shape[1]
+        return self
+
+    def _initial(self, Ys, times, groups, key):
+        """PCA latents, k-means Z, T equal atoms (the Bayesian GPLVM's initial kernel)."""
+        Q, M = int(self.n_components), int(min(self.n_inducing, Ys.shape[0]))
+        X0, fracs = initial_latents(Ys, Q)
+        Z0 = initial_inducing(X0, M, key)
+        kernel = self.kernel if self.kernel is not None else RBF(
+            lengthscale=jnp.asarray(1.0 / fracs), variance=1.0)
+        T = int(self.truncation)
+        noise0 = inverse_softplus(jnp.asarray(self.init_noise_fraction * float(np.nanvar(Ys))))
+        u = {"Z": jnp.asarray(Z0), "kernel": stack_atoms([kernel.unconstrained()] * T),
+             "noise_var": jnp.full(T, noise0)}
+        if times is None:
+            latent = IidLatent()
+            u.update(latent.initial_params(X0, initial_variances(X0.shape, self.init_X_var,
+                                                                 key)))
+        else:
+            span = float(np.ptp(times)) or 1.0
+            time_kernel = self.time_kernel if self.time_kernel is not None else RBF(
+                lengthscale=span / 10.0, variance=1.0)
+            latent = DynamicalLatent(dynamical.sequence_layout(times, groups), time_kernel,
+                                     Ys.shape[0])
+            u.update(latent.initial_params(X0, 0.1 if self.init_X_var is None
+                                           else self.init_X_var))
+        problem = Problem(jnp.asarray(np.nan_to_num(Ys)), collapsed.group_columns(Ys), latent,
+                          kernel, resolve_rule(self.psi_rule, key), DenseRoute(),
+                          initial_jitter(kernel, Z0))
+        return u, problem
+
+    def _set_fitted(self, result: dp_fit.FitResult, priors, Y_mean, Y_std):
+        u, state, problem = result.u, result.state, result.problem
+        self.fitted_ = dp_fitted.fitted_from(u, problem, state.phi, Y_mean, Y_std)
+        self.params_, self.dp_state_, self._problem = u, state, problem
+        X_mean, X_var, _ = problem.latent.marginals(u)
+        self.X_mean_, self.X_var_ = np.asarray(X_mean), np.asarray(X_var)
+        self.elbo_ = dp_fit.bound(u, problem, state, priors)
+        self.history_ = result.history
+        self.n_iter_, self.converged_ = int(result.n_iter), bool(result.converged)
+        self.interrupted_, self.n_merges_ = bool(result.interrupted), int(result.n_merges)
+        self.jitter_ = problem.jitter
+
+    # ------------------------------------------------------------------ fitted values
+    @property
+    def assignments_(self):
+        """(D, T) φ: the probability that column d follows atom t."""
+        check_is_fitted(self, "fitted_")
+        return np.asarray(self.fitted_.phi)
+
+    @property
+    def atoms_(self):
+        """Indices of the used atoms, by decreasing mass Σ_d φ_dt."""
+        phi = self.assignments_
+        used = np.unique(np.argmax(phi, axis=1))
+        return used[np.argsort(-phi.sum(0)[used], kind="stable")]
+
+    @property
+    def n_groups_(self):
+        return int(len(self.atoms_))
+
+    @property
+    def groups_(self):
+        """(D,) each column's most probable atom, as an index into ``atoms_``."""
+        order = np.empty(self.truncation, dtype=int)
+        order[self.atoms_] = np.arange(self.n_groups_)
+        return order[np.argmax(self.assignments_, axis=1)]
+
+    @property
+    def kernels_(self):
+        check_is_fitted(self, "fitted_")
+        return tuple(atom(self.fitted_.kernels, t) for t in range(self.truncation))
+
+    @property
+    def kernel_(self):
+        """The kernels of the used atoms, in the order of ``atoms_``."""
+        kernels = self.kernels_
+        return tuple(kernels[t] for t in self.atoms_)
+
+    @property
+    def relevance_(self):
+        """(n_groups_, Q) ARD weights (inverse squared length-scales) of the used atoms."""
+        rows = []
+        for kernel in self.kernel_:
+            ell = getattr(kernel, "lengthscale", None)
+            if ell is None:
+                raise AttributeError("the kernel has no length-scale, so no ARD relevance")
+            rows.append(np.broadcast_to(1.0 / np.asarray(ell) ** 2, (self.n_components,)))
+        return np.array(rows)
+
+    @property
+    def noise_var_(self):
+        """(D,) Σ_t φ_dt σ²_t in original units."""
+        check_is_fitted(self, "fitted_")
+        noise = np.asarray(self.fitted_.maps.noise_var)
+        return self.assignments_ @ noise * self.fitted_.Y_std**2
+
+    @property
+    def Z_(self):
+        check_is_fitted(self, "fitted_")
+        return np.asarray(self.fitted_.Z)
+
+    @property
+    def Y_mean_(self):
+        check_is_fitted(self, "fitted_")
+        return self.fitted_.Y_mean
+
+    @property
+    def Y_std_(self):
+        check_is_fitted(self, "fitted_")
+        return self.fitted_.Y_std
+
+    # ------------------------------------------------------------------ new rows
+    def _standardise_new(self, Y):
+        check_is_fitted(self, "fitted_")
+        Y = as_2d_float(Y, "Y", allow_nan=True)
+        if Y.shape[1] != self.n_features_in_:
+            raise ValueError(f"Y has {Y.shape[1]} columns but the model was fitted on "
+                             f"{self.n_features_in_}; pass rows with the same columns")
+        return Y, (Y - self.Y_mean_) / self.Y_std_
+
+    def _infer_new(self, Ys):
+        train_Ys = (self._train_Y - self.Y_mean_) / self.Y_std_
+        X_start = nearest_training_latents(train_Ys, self.X_mean_, Ys)
+        return infer_latents(self.fitted_, Ys, X_start, np.median(self.X_var_, axis=0),
+                             self.transform_max_iter)
+
+    def transform(self, Y, return_var: bool = False):
+        """Posterior mean (and variance) of the latents of new rows, which may contain NaN;
+        each row inferred on its own with the model fixed."""
+        X_mean, X_var, _ = self._infer_new(self._standardise_new(Y)[1])
+        return (X_mean, X_var) if return_var else X_mean
+
+    def fit_transform(self, Y, y=None, *, times=None, groups=None):
+        return self.fit(Y, times=times, groups=groups).X_mean_
+
+    def score(self, Y, y=None):
+        """The new-row bound of rows Y with the model fixed (:mod:`.dp_rows`), in the original
+        units of Y (minus Σ log Y_std_d over the observed entries)."""
+        Y, Ys = self._standardise_new(Y)
+        bound = float(np.sum(self._infer_new(Ys)[2]))
+        return bound - float(np.sum(np.where(np.isnan(Y), 0.0, np.log(self.Y_std_))))
+
+    # ------------------------------------------------------------------ prediction
+    def _check_X(self, X):
+        check_is_fitted(self, "fitted_")
+        X = as_2d_float(X, "X")
+        if X.shape[1] != self.n_components:
+            raise ValueError(f"X has {X.shape[1]} columns but the latent space has "
+                             f"{self.n_components}")
+        return X
+
+    def predict(self, X, return_var: bool = False):
+        """Predictive mean (and variance, noise included) of Y at latent points X (N*, Q): the
+        moments of the mixture Σ_t φ_dt N(m_dt, v_dt) over atoms."""
+        X = self._check_X(X)
+        return dp_fitted.predict(self.fitted_, X, return_var)
+
+    def inverse_transform(self, X):
+        return self.predict(X)
+
+    def predict_uncertain(self, X_mean, X_var):
+        """Predictive mean and variance of Y under q(x*) = N(X_mean, diag X_var), e.g. from
+        ``transform(Y, return_var=True)``: exact moments of each atom's sparse GP, mixed."""
+        X_mean, X_var = self._check_X(X_mean), as_2d_float(X_var, "X_var")
+        if X_var.shape != X_mean.shape or np.any(X_var <= 0):
+            raise ValueError(f"X_var must hold positive variances of shape {X_mean.shape}")
+        fitted = self.fitted_
+        return dp_fitted.predict_uncertain(fitted, X_mean, X_var)
+
+    def impute(self, Y):
+        """A copy of Y with its NaN entries replaced by E[y*] = Σ_t φ_dt ψ1(q(x*)) V_t; the
+        fitted q(X) for the training data itself (an exact comparison), q(x*) inferred with
+        the model fixed for other rows."""
+        Y, Ys = self._standardise_new(Y)
+        Y = Y.copy()
+        if Y.shape == self._train_Y.shape and np.array_equal(Y, self._train_Y, equal_nan=True):
+            X_mean, X_var = self.X_mean_, self.X_var_
+        else:
+            X_mean, X_var, _ = self._infer_new(Ys)
+        filled = dp_fitted.expected_y(self.fitted_, X_mean, X_var)
+        missing = np.isnan(Y)
+        Y[missing] = filled[missing]
+        return Y
+
+    def sample(self, n_samples: int = 1, X=None, random_state=None):
+        """Draw (Y, X): X ~ N(0, I) (or the given X), z_d ~ Cat(φ_d), each column from its
+        atom's q(f | X) jointly over the rows, plus noise."""
+        check_is_fitted(self, "fitted_")
+        key = as_key(self.random_state if random_state is None else random_state)
+        kx, ky = jax.random.split(jax.random.fold_in(key, 104729))
+        if X is None:
+            X = np.asarray(jax.random.normal(kx, (int(n_samples), self.n_components)))
+        X = self._check_X(X)
+        return dp_fitted.sample(self.fitted_, X, ky), X
+
+    def plot_factorisation(self, ax=None, **kwargs):
+        """Columns × latent dimensions shaded by each column's ARD weights (seed 001 Fig. 6);
+        see :func:`gplvm.models._dp_plot.plot_factorisation`."""
+        from gplvm.models._dp_plot import plot_factorisation
+
+        return plot_factorisation(self, ax=ax, **kwargs)
+
+
+def missing_data_log_likelihood(model, Y_test, Y_truth):
+    """Seed 001 §G's score of a fitted DPGPLVM or BayesianGPLVM on test rows with a missing
+    block: q(x*) of each row from its observed columns (``transform``, model fixed), then the
+    log-likelihood of the true missing values under the predictive mean and (diagonal)
+    covariance at q(x*) (:mod:`gplvm.models.gplvm_family.missing_block`).
+
+    Args:
+        model: a fitted :class:`DPGPLVM` or :class:`~gplvm.BayesianGPLVM`.
+        Y_test: (N*, D) rows with NaN in the missing block.
+        Y_truth: (N*, D) the same rows complete.
+
+    Returns:
+        (log-likelihood summed over the missing entries, predictive mean, predictive variance).
+    """
+    check_is_fitted(model, "fitted_")
+    Y_test, Y_truth = as_2d_float(Y_test, "Y_test", allow_nan=True), as_2d_float(Y_truth,
+                                                                                "Y_truth")
+    if Y_test.shape != Y_truth.shape:
+        raise ValueError(f"Y_test {Y_test.shape} and Y_truth {Y_truth.shape} must be the same "
+                         f"rows")
+    fitted = model.fitted_
+    if not isinstance(fitted, dp_fitted.FittedDPGPLVM):
+        fitted = dp_fitted.from_single(fitted)
+    X_mean, X_var = model.transform(Y_test, return_var=True)
+    return block_log_likelihood(fitted, X_mean, X_var, Y_test, Y_truth)
+
+
+def _check_pair(value, name, meaning, positive):
+    try:
+        pair = tuple(float(v) for v in value)
+    except (TypeError, ValueError):
+        pair = ()
+    ok = len(pair) == 2 and all(np.isfinite(pair)) and (
+        all(v > 0 for v in pair) if positive else pair[1] > 0)
+    if not ok:
+        raise ValueError(f"{name}={value!r}; give two numbers {meaning}"
+                         + (", both positive" if positive else ", the second positive"))

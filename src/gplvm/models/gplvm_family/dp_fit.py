@@ -1,0 +1,221 @@
+r"""Maximising the DP-GP-LVM bound: gradient steps interleaved with exact coordinate updates,
+and merge moves.
+
+One *sweep* is
+
+1. the exact coordinate updates φ → (a, b) → (w1, w2) of :func:`.dp.coordinate_ascent`, with
+   F_d(θ_t) from :func:`.atoms.atom_terms` at the current u;
+2. L-BFGS steps (:func:`gplvm.inference.minimise`) on u — q(X), Z and the atoms (θ_t, β_t) —
+   with the DP parameters fixed (the DP terms do not depend on u): ``steps_per_update`` of
+   them, doubled after every sweep that left each column's most probable atom unchanged (up to
+   ``max_steps_factor`` times as many) and back to ``steps_per_update`` when one changes.  Each
+   run starts L-BFGS afresh, which wastes its curvature estimate; once the clustering has
+   settled, longer runs let q(X) and the ARD weights converge.
+
+Both steps raise the bound (L-BFGS keeps its best iterate).  Sweeps start after ``n_warmup``
+L-BFGS steps at the initial φ, so that the atoms, which start equal, first move apart under the
+random initial assignments.
+
+*Merge moves* (Hughes & Sudderth 2013, for DP mixtures).  Coordinate ascent moves one column at
+a time, so a function whose columns were split between two atoms early stays split: moving one
+column lowers the bound even when moving them all raises it.  A merge proposes giving all of atom
+j's mass to atom i (the atom whose kernel fits the union better by the current F), updates
+q(V), q(α), refines u for ``merge_steps`` L-BFGS steps, and is accepted only if the whole bound
+is then higher than before the proposal — so the bound never decreases.  Pairs are tried in the
+order of their bound change before refinement; a round stops at the first accepted merge or
+after ``max_merge_trials`` proposals.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, NamedTuple
+
+import jax.numpy as jnp
+import numpy as np
+from tqdm.auto import tqdm
+
+from gplvm.inference import minimise
+from gplvm.linalg import CholeskyError, escalate_jitter
+from gplvm.models.gplvm_family import atoms, dp
+from gplvm.models.gplvm_family.bound import Problem
+
+
+class Schedule(NamedTuple):
+    """How the bound is maximised (see the module docstring)."""
+
+    max_iter: int = 3000
+    n_warmup: int = 100
+    steps_per_update: int = 20
+    merge_every: int = 20
+    merge_steps: int = 40
+    max_merge_trials: int = 3
+    tol: float = 1e-7
+    max_steps_factor: int = 8
+
+
+class Priors(NamedTuple):
+    atom: atoms.AtomPrior
+    dp: dp.DPPrior
+
+
+class FitResult(NamedTuple):
+    u: Any
+    state: dp.DPState
+    problem: Problem
+    history: np.ndarray     # the bound after every accepted gradient step
+    n_iter: int
+    converged: bool
+    interrupted: bool
+    n_merges: int
+
+
+def bound(u, problem, state, priors: Priors) -> float:
+    return float(atoms.elbo_jit(u, problem, state, priors.atom, priors.dp))
+
+
+class _Run:
+    """The state of one fit: parameters, the DP state, the history and the budget."""
+
+    def __init__(self, u, problem, state, priors, schedule, progress):
+        self.u, self.problem, self.state, self.priors = u, problem, state, priors
+        self.schedule = schedule
+        self.history: list[np.ndarray] = []
+        self.n_iter, self.n_merges = 0, 0
+        self.n_steps = schedule.steps_per_update
+        self.interrupted = False
+        self.bar = tqdm(total=schedule.max_iter, desc="DPGPLVM", disable=not progress,
+                        leave=False, dynamic_ncols=True)
+
+    def dp_constant(self, state=None):
+        return float(dp.dp_terms(self.state if state is None else state, self.priors.dp))
+
+    def steps(self, n_steps: int, u=None, state=None):
+        """L-BFGS on u with the DP state fixed; returns (u, bounds per step, result)."""
+        u = self.u if u is None else u
+        state = self.state if state is None else state
+        while True:
+            result = minimise(atoms.negative_gp_part, u, n_iter=n_steps, progress=False,
+                              desc="DPGPLVM",
+                              args=(self.problem, state.phi, self.priors.atom))
+            stopped_early = (result.n_iter < n_steps and not result.converged
+                             and not result.interrupted)
+            if not stopped_early or not self._raise_jitter(result.params):
+                break
+            u = result.params
+        return result.params, self.dp_constant(state) - result.history, result
+
+    def _raise_jitter(self, u) -> bool:
+        """The library's jitter policy between restarts (as the Bayesian GPLVM's fit)."""
+        kernel = self.problem.kernel.from_unconstrained(atoms.atom(u["kernel"], 0))
+        scale = float(jnp.mean(kernel.diag(u["Z"])))
+        try:
+            jitter = escalate_jitter(self.problem.jitter, scale, name="Kuu")
+        except CholeskyError as err:
+            warnings.warn(f"DPGPLVM: the bound stayed non-finite ({err}); keeping the last "
+                          f"finite parameters", RuntimeWarning, stacklevel=4)
+            return False
+        self.problem = self.problem._replace(jitter=jitter)
+        warnings.warn(f"DPGPLVM: raising the Kuu jitter to {jitter:.1e} and continuing",
+                      RuntimeWarning, stacklevel=4)
+        return True
+
+    def advance(self, n_steps: int) -> bool:
+        """Take up to ``n_steps`` accepted gradient steps; False when the budget is spent."""
+        n_steps = min(n_steps, self.schedule.max_iter - self.n_iter)
+        if n_steps <= 0:
+            return False
+        self.u, values, result = self.steps(n_steps)
+        self.history.append(values)
+        self.n_iter += result.n_iter
+        self.interrupted = result.interrupted
+        self.bar.update(result.n_iter)
+        if len(values):
+            self.bar.set_postfix(bound=f"{values[-1]:.6g}", refresh=False)
+        return not self.interrupted
+
+    def sweep(self):
+        terms = atoms.atom_terms_jit(self.u, self.problem, self.state.phi, self.priors.atom)
+        before = np.argmax(np.asarray(self.state.phi), axis=1)
+        self.state = dp.coordinate_ascent(terms.per_column, self.state, self.priors.dp)
+        settled = np.array_equal(before, np.argmax(np.asarray(self.state.phi), axis=1))
+        base = self.schedule.steps_per_update
+        self.n_steps = (min(2 * self.n_steps, self.schedule.max_steps_factor * base)
+                        if settled else base)
+        return self.advance(self.n_steps)
+
+    def merge_round(self) -> bool:
+        """Try merges in the order of their unrefined bound change; True if one was taken."""
+        before = bound(self.u, self.problem, self.state, self.priors)
+        terms = atoms.atom_terms_jit(self.u, self.problem, self.state.phi, self.priors.atom)
+        for keep, drop in merge_candidates(np.asarray(terms.per_column),
+                                           np.asarray(self.state.phi),
+                                           self.schedule.max_merge_trials):
+            state = merged_state(self.state, keep, drop, self.priors.dp)
+            u, values, result = self.steps(self.schedule.merge_steps, state=state)
+            if bound(u, self.problem, state, self.priors) > before:
+                self.u, self.state = u, state
+                self.history.append(values)
+                self.n_iter += result.n_iter
+                self.bar.update(result.n_iter)
+                self.n_merges += 1
+                return True
+        return False
+
+
+def merge_candidates(F, phi, max_trials: int):
+    """Pairs (keep, drop) of used atoms, best first by Σ_d (φ_di + φ_dj) F_d(θ_keep) −
+    Σ_d φ_di F_d(θ_i) − Σ_d φ_dj F_d(θ_j); ``keep`` is the atom that fits the union better."""
+    used = np.flatnonzero(phi.sum(0) > 0.5)
+    scored = []
+    for n, i in enumerate(used):
+        for j in used[n + 1:]:
+            w = phi[:, i] + phi[:, j]
+            keep, drop = (i, j) if w @ F[:, i] >= w @ F[:, j] else (j, i)
+            change = w @ F[:, keep] - phi[:, i] @ F[:, i] - phi[:, j] @ F[:, j]
+            scored.append((change, int(keep), int(drop)))
+    scored.sort(key=lambda s: -s[0])
+    return [(keep, drop) for _, keep, drop in scored[:max_trials]]
+
+
+def merged_state(state: dp.DPState, keep: int, drop: int, prior: dp.DPPrior) -> dp.DPState:
+    """φ with atom ``drop``'s mass given to ``keep``; q(V), q(α) updated to match."""
+    phi = state.phi.at[:, keep].add(state.phi[:, drop]).at[:, drop].set(0.0)
+    merged = state._replace(phi=phi)
+    for _ in range(3):
+        merged = dp.update_alpha(dp.update_v(merged), prior)
+    return merged
+
+
+def maximise(u, problem: Problem, state: dp.DPState, priors: Priors, schedule: Schedule,
+             progress: bool = False) -> FitResult:
+    """Warm-up steps, then sweeps with a merge round every ``merge_every`` sweeps and once at
+    the end; stops when the budget is spent, on Ctrl-C, or when a sweep changes the bound by
+    less than ``tol`` (relative) and the following merge round takes nothing."""
+    run = _Run(u, problem, state, priors, schedule, progress)
+    converged = False
+    try:
+        going = run.advance(schedule.n_warmup)
+        last, n_sweeps = bound(run.u, run.problem, run.state, priors), 0
+        while going:
+            going = run.sweep()
+            n_sweeps += 1
+            now = bound(run.u, run.problem, run.state, priors)
+            quiet = abs(now - last) <= schedule.tol * max(1.0, abs(now))
+            last = now
+            if not going and run.interrupted:
+                break
+            if quiet or n_sweeps % schedule.merge_every == 0 or not going:
+                merged = run.merge_round()
+                if quiet and not merged:
+                    converged = True
+                    break
+                if merged:
+                    run.n_steps = schedule.steps_per_update
+                    going = run.n_iter < schedule.max_iter
+                    last = bound(run.u, run.problem, run.state, priors)
+    finally:
+        run.bar.close()
+    history = np.concatenate(run.history) if run.history else np.zeros(0)
+    return FitResult(run.u, run.state, run.problem, history, run.n_iter, converged,
+                     run.interrupted, run.n_merges)
