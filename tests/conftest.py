@@ -42,25 +42,6 @@ import gplvm  # noqa: F401,E402  (float64 on)
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _release_compiled_code():
-    """Drop JAX's compiled executables after each test module.
-
-    XLA's CPU executables keep their code in memory mappings, and one process running the whole
-    suite compiles thousands of them: two test files alone left 6,815 mappings (1,771 with
-    this fixture), and the kernel refuses new ones at vm.max_map_count (65,530 here), which
-    made a full run crash with a segmentation fault inside an XLA compile.  Later modules
-    recompile what they use.
-    """
-    yield
-    import gc
-
-    import jax
-
-    jax.clear_caches()
-    gc.collect()
-
-
 def shared_data_dir() -> Path:
     env = os.environ.get("GPLVM_DATA_DIR")
     return Path(env) if env else REPO.parent / "shared" / "data"
