@@ -52,6 +52,12 @@ def _bgplvm(**kw):
                                   "transform_max_iter": 10, "progress": False, **kw})
 
 
+def _dpgplvm(**kw):
+    return gplvm.DPGPLVM(**{"n_components": 2, "n_inducing": 6, "truncation": 3, "max_iter": 15,
+                            "n_warmup": 5, "steps_per_update": 5, "merge_steps": 5,
+                            "transform_max_iter": 10, "progress": False, **kw})
+
+
 def _rflvm(likelihood):
     def make(**kw):
         return gplvm.RFLVM(**{"likelihood": likelihood, "n_features": 10, "n_iter": 12,
@@ -63,6 +69,7 @@ def _rflvm(likelihood):
 #: the latent-variable estimators; a new model joins every test below by one line here
 LATENT = [
     Case("BayesianGPLVM", _bgplvm, gaussian_data),
+    Case("DPGPLVM", _dpgplvm, gaussian_data),
     Case("RFLVM-gaussian", _rflvm("gaussian"), gaussian_data),
     Case("RFLVM-poisson", _rflvm("poisson"), count_data),
 ]

@@ -222,3 +222,18 @@ def test_times_select_the_dynamical_prior():
     assert model.X_mean_.shape == (30, 2) and np.all(np.isfinite(model.history_))
     with pytest.raises(ValueError, match="times"):
         DPGPLVM(n_components=2).fit(Y, times=t[:5])
+
+
+def test_factorisation_plot_shades_each_column_by_its_ard_weights(planted):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    model, data, _ = planted
+    truth = data.active[data.labels].astype(float)
+    axes = model.plot_factorisation(truth=truth)
+    image = axes[1].get_images()[0].get_array()
+    np.testing.assert_allclose(image, column_relevance(model))
+    np.testing.assert_array_equal(axes[0].get_images()[0].get_array(), truth)
+    plt.close("all")

@@ -68,6 +68,20 @@ def make_factorised(n_samples: int = 200, columns_per_function: int = 15,
     return FactorisedData(Y, X, np.asarray(labels), active)
 
 
+#: GPmat's channel order for CMU subject 35 (the ASF's): root 0–5, then femur, tibia, foot and
+#: toes of the left (6–12) and right (13–19) leg
+CMU35_LEG_CHANNELS = np.arange(6, 20)
+
+
+def gait_period(signal: np.ndarray) -> int:
+    """Frames per cycle of a periodic signal: the highest autocorrelation after its first
+    trough, within half the signal's length."""
+    x = np.asarray(signal, dtype=float) - np.mean(signal)
+    ac = np.correlate(x, x, mode="full")[len(x) - 1:]
+    trough = int(np.argmax(np.diff(ac) > 0))
+    return trough + int(np.argmax(ac[trough:trough + len(x) // 2]))
+
+
 class WalkAmbiguity(NamedTuple):
     """Y (2n, D): the walk, then the walk with its leg channels shifted; legs (D,) boolean;
     times (2n,) and groups (2n,) (two sequences)."""

@@ -122,9 +122,12 @@ class _Run:
 
     def advance(self, n_steps: int) -> bool:
         """Take up to ``n_steps`` accepted gradient steps; False when the budget is spent."""
-        n_steps = min(n_steps, self.schedule.max_iter - self.n_iter)
-        if n_steps <= 0:
+        remaining = self.schedule.max_iter - self.n_iter
+        if remaining <= 0:
             return False
+        n_steps = min(n_steps, remaining)
+        if n_steps <= 0:
+            return True
         self.u, values, result = self.steps(n_steps)
         self.history.append(values)
         self.n_iter += result.n_iter
@@ -190,8 +193,9 @@ def merged_state(state: dp.DPState, keep: int, drop: int, prior: dp.DPPrior) -> 
 def maximise(u, problem: Problem, state: dp.DPState, priors: Priors, schedule: Schedule,
              progress: bool = False) -> FitResult:
     """Warm-up steps, then sweeps with a merge round every ``merge_every`` sweeps and once at
-    the end; stops when the budget is spent, on Ctrl-C, or when a sweep changes the bound by
-    less than ``tol`` (relative) and the following merge round takes nothing."""
+    the end; stops when the budget is spent, on Ctrl-C (keeping the parameters reached), or
+    when a sweep changes the bound by less than ``tol`` (relative) and the following merge
+    round takes nothing."""
     run = _Run(u, problem, state, priors, schedule, progress)
     converged = False
     try:
@@ -214,6 +218,11 @@ def maximise(u, problem: Problem, state: dp.DPState, priors: Priors, schedule: S
                     run.n_steps = schedule.steps_per_update
                     going = run.n_iter < schedule.max_iter
                     last = bound(run.u, run.problem, run.state, priors)
+    except KeyboardInterrupt:
+        # between L-BFGS runs (minimise handles Ctrl-C within its own): keep what was done
+        run.interrupted = True
+        warnings.warn(f"DPGPLVM: interrupted after {run.n_iter} iterations; keeping the "
+                      f"parameters reached so far", RuntimeWarning, stacklevel=2)
     finally:
         run.bar.close()
     history = np.concatenate(run.history) if run.history else np.zeros(0)

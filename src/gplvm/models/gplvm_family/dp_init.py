@@ -18,9 +18,12 @@ D/T sweeps' worth of steps of the main phase).
 
 from __future__ import annotations
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.mixture import BayesianGaussianMixture
 
 from gplvm.inference import minimise
@@ -58,16 +61,27 @@ def ard_profiles(u_cols: dict, problem: Problem) -> np.ndarray:
 
 def group_columns(profiles: np.ndarray, n_atoms: int, seed: int) -> np.ndarray:
     """(D, T) responsibilities of a DP Gaussian mixture over the profiles, components by
-    decreasing size, floored at 10⁻⁶ and renormalised."""
+    decreasing size, floored at 10⁻⁶ and renormalised (one column: all on the first atom)."""
     n_components = min(n_atoms, profiles.shape[0])
-    mixture = BayesianGaussianMixture(n_components=n_components, covariance_type="diag",
-                                      weight_concentration_prior_type="dirichlet_process",
-                                      max_iter=500, n_init=3, random_state=seed)
-    resp = mixture.fit(profiles).predict_proba(profiles)
-    resp = resp[:, np.argsort(-resp.sum(0), kind="stable")]
+    if n_components < 2:
+        resp = np.ones((profiles.shape[0], 1))
+        n_components = 1
+    else:
+        resp = _mixture_responsibilities(profiles, n_components, seed)
     phi = np.full((profiles.shape[0], n_atoms), 1e-6)
     phi[:, :n_components] += resp
     return phi / phi.sum(axis=1, keepdims=True)
+
+
+def _mixture_responsibilities(profiles, n_components, seed):
+    mixture = BayesianGaussianMixture(n_components=n_components, covariance_type="diag",
+                                      weight_concentration_prior_type="dirichlet_process",
+                                      max_iter=500, n_init=3, random_state=seed)
+    with warnings.catch_warnings():
+        # an initialiser: its own iteration limit is no ConvergenceWarning of the model's fit
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        resp = mixture.fit(profiles).predict_proba(profiles)
+    return resp[:, np.argsort(-resp.sum(0), kind="stable")]
 
 
 def atoms_from_columns(u_cols: dict, phi: np.ndarray, template_u, noise_u):
