@@ -96,9 +96,13 @@ def main():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
+        from gplvm.models._dp_plot import column_relevance
+
         seed, model, data, _ = sorted(results, key=lambda r: r[3])[len(results) // 2]
-        order = np.argsort(-model.relevance_.max(0))
         truth = data.active[data.labels].astype(float)
+        # latent axes are identified only up to order: show them in the order that best
+        # matches the truth (Hungarian assignment on the columns' shading)
+        _, order = linear_sum_assignment(-(truth.T @ column_relevance(model)))
         axes = model.plot_factorisation(truth=truth, order=order,
                                         title=f"DP-GP-LVM (seed {seed})")
         axes[0].figure.tight_layout()

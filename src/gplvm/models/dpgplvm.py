@@ -44,6 +44,8 @@ from gplvm.priors import dynamical
 from gplvm.registry import register
 from gplvm.transforms import inverse_softplus
 
+#: the least jitter on K_uu's diagonal, relative to its mean diagonal
+JITTER_FLOOR = 1e-6
 #: the constructor arguments that make up the fit's :class:`~.dp_fit.Schedule`
 _SCHEDULE_ARGS = ("max_iter", "n_warmup", "steps_per_update", "merge_every", "merge_steps",
                   "max_merge_trials", "tol")
@@ -96,7 +98,8 @@ class DPGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         noise_var_: (D,) each column's noise variance Σ_t φ_dt σ²_t, original units.
         X_mean_, X_var_ (N, Q); Z_ (M, Q); dp_state_ (:class:`~.dp.DPState`); elbo_ (the
         bound, standardised units); history_ (bound per accepted L-BFGS step); n_iter_;
-        converged_; n_merges_; jitter_; fitted_ (what every verb reads).
+        converged_; n_merges_; jitter_ (added to K_uu's diagonal: at least 10⁻⁶ of its mean
+        diagonal, see ``JITTER_FLOOR``); fitted_ (what every verb reads).
     """
 
     def __init__(self, n_components: int = 10, n_inducing: int = 25, truncation: int = 10,
@@ -105,7 +108,8 @@ class DPGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
                  noise_prior=(0.0, 3.0), max_iter: int = 3000, n_warmup: int = 100,
                  steps_per_update: int = 20, merge_every: int = 20, merge_steps: int = 40,
                  max_merge_trials: int = 3, tol: float = 1e-7, init: str = "columns",
-                 n_init_steps: int = 300, init_X_var: Optional[float] = None, init_noise_fraction: float = 0.01,
+                 n_init_steps: int = 300, init_X_var: Optional[float] = None,
+                 init_noise_fraction: float = 0.01,
                  time_kernel: AbstractKernel | None = None, transform_max_iter: int = 300,
                  random_state=0, progress: bool = True):
         self.n_components = n_components
@@ -248,9 +252,13 @@ class DPGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
                                      Ys.shape[0])
             u.update(latent.initial_params(X0, 0.1 if self.init_X_var is None
                                            else self.init_X_var))
+        # TODO(core): a floor in gplvm_family.init.initial_jitter.  Without one, a finite but
+        # numerically singular K_uu (many inducing inputs in few active dimensions) gives a
+        # bound far above any attainable value, which the optimiser then climbs.
+        scale = float(jnp.mean(kernel.diag(jnp.asarray(Z0))))
+        jitter = max(initial_jitter(kernel, Z0), JITTER_FLOOR * scale)
         problem = Problem(jnp.asarray(np.nan_to_num(Ys)), collapsed.group_columns(Ys), latent,
-                          kernel, resolve_rule(self.psi_rule, key), DenseRoute(),
-                          initial_jitter(kernel, Z0))
+                          kernel, resolve_rule(self.psi_rule, key), DenseRoute(), jitter)
         return u, problem
 
     def _set_fitted(self, result: dp_fit.FitResult, priors, Y_mean, Y_std):

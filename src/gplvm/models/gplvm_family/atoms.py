@@ -99,7 +99,8 @@ def atom_terms(u: dict, problem: Problem, phi, prior: AtomPrior) -> AtomTerms:
 
 
 def gp_part(u: dict, problem: Problem, phi, prior: AtomPrior):
-    """The part of the bound that depends on u: Σ_t Σ_d φ_dt F_d(θ_t) − KL + Σ_t log p(θ_t)."""
+    """The part of the bound that depends on u:
+    Σ_t Σ_d φ_dt F_d(θ_t) − KL + Σ_t log p(θ_t, β_t)."""
     terms = atom_terms(u, problem, phi, prior)
     return jnp.sum(terms.values) - terms.kl + jnp.sum(terms.log_priors)
 

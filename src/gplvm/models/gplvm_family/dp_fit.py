@@ -168,7 +168,8 @@ class _Run:
 
 def merge_candidates(F, phi, max_trials: int):
     """Pairs (keep, drop) of used atoms, best first by Σ_d (φ_di + φ_dj) F_d(θ_keep) −
-    Σ_d φ_di F_d(θ_i) − Σ_d φ_dj F_d(θ_j); ``keep`` is the atom that fits the union better."""
+    Σ_d φ_di F_d(θ_i) − Σ_d φ_dj F_d(θ_j); ``keep`` is the atom that fits the union
+    better."""
     used = np.flatnonzero(phi.sum(0) > 0.5)
     scored = []
     for n, i in enumerate(used):
