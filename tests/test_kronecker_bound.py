@@ -330,7 +330,7 @@ def test_predict_uncertain_equals_quadrature(setup):
         x = X_new[n] + nodes * np.sqrt(S_new[n])
         weights = np.outer(w, w).ravel()
         Kx = np.asarray(k(x, s["Z"]))                                     # (nodes, m_ξ)
-        Ks = np.einsum("ga,sb->gsab", Kx, K_s_new).reshape(len(x), -1, Kx.shape[1] * K_s_new.shape[1])
+        Ks = np.einsum("ga,sb->gsab", Kx, K_s_new).reshape(len(x), len(X_s_new), -1)
         mu = np.einsum("gsm,md->gsd", Ks, a)
         v = float(k.variance) * np.asarray(spatial.diag(X_s_new))[None] - np.einsum(
             "gsm,mk,gsk->gs", Ks, middle, Ks)
@@ -345,3 +345,73 @@ def test_check_complete_names_the_fix():
     Y[1, 2] = np.nan
     with pytest.raises(ValueError, match="1 missing"):
         kronecker.check_complete(Y)
+
+
+
+def _dense_new_image_term(s, Kus, Kuu_s, Kss_diag, X_new, S_new, Y_new):
+    """Eq. 37 corrected, densely: −(n*D/2)log(2π/β) − (β/2)‖y*‖² + β tr(Y*ᵀΨ1*K_uu⁻¹Ū)
+    − (β/2)tr(K_uu⁻¹Ψ2*K_uu⁻¹(ŪŪᵀ + DΣ_u)) − (βD/2)(ψ0* − tr K_uu⁻¹Ψ2*), one image at a time
+    over its observed pixels."""
+    Kuu, Kpsi, a, _, beta = _dense_posterior(s, Kus, Kuu_s)
+    U = Kuu @ a
+    Sigma_u = Kuu @ np.linalg.solve(Kpsi, Kuu) / beta
+    k = s["latent"]
+    psi0_n, psi1_n, psi2_n = np_psi_rbf(np.asarray(k.lengthscale), float(k.variance), s["Z"],
+                                        X_new, S_new)
+    out = []
+    for i in range(len(X_new)):
+        obs = ~np.isnan(Y_new[i, :, 0])
+        y, Ko = Y_new[i][obs], Kus[:, obs]
+        psi0 = psi0_n[i] * Kss_diag[obs].sum()
+        psi1 = np.kron(psi1_n[i][None], Ko.T)                             # (n_obs, m)
+        psi2 = np.kron(psi2_n[i], Ko @ Ko.T)
+        Kip2 = np.linalg.solve(Kuu, psi2)
+        out.append(-0.5 * y.shape[0] * D * np.log(2 * np.pi / beta) - 0.5 * beta * np.sum(y**2)
+                   + beta * np.trace(y.T @ psi1 @ np.linalg.solve(Kuu, U))
+                   - 0.5 * beta * np.trace(Kip2 @ np.linalg.solve(Kuu, U @ U.T + D * Sigma_u))
+                   - 0.5 * beta * D * (psi0 - np.trace(Kip2)))
+    return np.array(out)
+
+
+def _new_image_terms(s, at_pixels, X_new, S_new, Y_new):
+    factors, spatial, Zs = _factors(s, at_pixels)
+    post = kronecker.posterior(factors, jnp.asarray(s["Y"]), s["noise_var"])
+    k = s["latent"]
+    psi = psi_statistics(k, s["Z"], X_new, S_new, weights=jnp.eye(len(X_new)))
+    got = kronecker.new_image_term(post, *psi, [spatial(s["X_s"], Zs)], [spatial.diag(s["X_s"])],
+                                   jnp.asarray(Y_new), s["noise_var"])
+    ref = _dense_new_image_term(s, np.asarray(spatial(Zs, s["X_s"])), np.asarray(spatial(Zs)),
+                                np.asarray(spatial.diag(s["X_s"])), X_new, S_new, Y_new)
+    return np.asarray(got), ref, post
+
+
+@pytest.mark.parametrize("at_pixels", [True, False])
+def test_new_image_term_equals_dense_eq37(setup, at_pixels):
+    """ℒ* of 3 new images with half their pixels missing (NaN) against eq. 37 as corrected in
+    issue 13, computed densely over each image's observed pixels."""
+    s = setup
+    rng = np.random.default_rng(3)
+    X_new, S_new = rng.normal(size=(3, Q)), rng.uniform(0.05, 0.5, size=(3, Q))
+    Y_new = rng.normal(size=(3, ROWS * COLS, D))
+    for i in range(3):
+        Y_new[i, rng.permutation(ROWS * COLS)[:10]] = np.nan
+    got, ref, _ = _new_image_terms(s, at_pixels, X_new, S_new, Y_new)
+    np.testing.assert_allclose(got, ref, rtol=1e-9)
+
+
+@pytest.mark.parametrize("at_pixels", [True, False])
+def test_uncollapsed_bound_at_optimal_q_u_is_the_collapsed_bound(setup, at_pixels):
+    """Eq. 9 at the optimal q(U) of eq. 11 equals eq. 13: Σ_i ℒ*(training image i, q(x_i))
+    − D·KL(q(u_d) ‖ p(u_d)) (KL densely) is the Kronecker data term."""
+    s = setup
+    got, _, post = _new_image_terms(s, at_pixels, s["X_mean"], s["X_var"], s["Y"])
+    factors, _, _ = _factors(s, at_pixels)
+    U_mean, (maps, diag) = kronecker.optimal_q_u(post)
+    Kuu = np.asarray(kron([f.L @ f.L.T if f.L is not None else f.S for f in factors]))
+    Sigma = np.asarray(kron(maps)) @ np.diag(diag) @ np.asarray(kron(maps)).T
+    U = np.asarray(U_mean)
+    m = Kuu.shape[0]
+    kl = 0.5 * (D * (np.trace(np.linalg.solve(Kuu, Sigma)) - m + np.linalg.slogdet(Kuu)[1]
+                     - np.linalg.slogdet(Sigma)[1]) + np.trace(U.T @ np.linalg.solve(Kuu, U)))
+    collapsed_value = float(kronecker.data_term(factors, jnp.asarray(s["Y"]), s["noise_var"]))
+    assert float(got.sum() - kl) == pytest.approx(collapsed_value, rel=1e-9)

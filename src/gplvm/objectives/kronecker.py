@@ -51,7 +51,17 @@ missing value as a variational Gaussian N(m, s); E_q[F] + H[q] is a lower bound 
 observed-data evidence that keeps the Kronecker structure — fill Y with m and add
 Σ_missing [−β s (1 − βG_ii)/2 + ½ log(2πe s)], G_ii the diagonal of Ψ1K_ψ⁻¹Ψ1ᵀ/β.)
 
-**Seed 003 as printed.**  Eq. 9 lacks −(βd_y/2)(ψ0 − Tr K_uu⁻¹Ψ2), which eq. 13 has.
+New images, which may be partially observed, are handled by :func:`new_image_term` (ℒ* of
+eq. 37 over their observed pixels), which needs no complete grid.
+
+**Seed 003 as printed.**  Eq. 9 lacks −(βd_y/2)(ψ0 − Tr K_uu⁻¹Ψ2), which eq. 13 has; eq. 37
+is corrected in :func:`new_image_term`; the predictive variance the paper calls intractable has
+the closed form of :func:`predict_uncertain`.
+
+**Functions.**  Bound: :func:`latent_factor`, :func:`spatial_factor(s) <spatial_factors>`,
+:func:`data_term`, :func:`bound`.  Posterior (no gradients needed): :func:`posterior`,
+:func:`optimal_q_u`, :func:`predict_points` (eqs. 32–33), :func:`predict_uncertain` (eq. 34 and
+the exact variance), :func:`new_image_term` (eq. 37).
 """
 
 from __future__ import annotations
@@ -326,3 +336,32 @@ def predict_uncertain(post: KronPosterior, psi0_new, psi1_new, psi2_new, K_new_u
     prior = psi0_new[:, None] * _kron_vec(list(K_new_diag))[None, :]
     var = prior - reduction.reshape(n_new, n_s)
     return mean, var[..., None] + second - mean**2
+
+
+def new_image_term(post: KronPosterior, psi0_new, psi1_new, psi2_new, K_new_u: Sequence,
+                   K_new_diag: Sequence, Y_new, noise_var):
+    r"""Seed 003's ℒ* (eq. 37, corrected) for new, partially observed images, without the KL.
+
+    ℒ* is E_{q(x*) q(U) p(f|U)}[log p(y*|f)] at the training q(U) (eq. 11), summed over the
+    observed pixels and channels.  Since E[(y − f)²] = (y − E f)² + Var f, it is
+
+    .. math:: \mathcal L^* = \sum_{\text{observed } s, d}
+              -\tfrac12\log(2\pi\sigma^2) - \frac{(y_{sd} - \bar\mu_{sd})^2 + v_{sd}}{2\sigma^2}
+
+    with the exact moments of :func:`predict_uncertain`.  Written out, this is eq. 37 with
+    −(β/2)Tr(Y*Y*ᵀ) (not βd_y/2), Ψ1*K_uu⁻¹Ū (not K_uu Ū) and (ŪŪᵀ + d_yΣ_u) (issue 13).
+
+    Args:
+        psi0_new, psi1_new, psi2_new, K_new_u, K_new_diag: as :func:`predict_uncertain`.
+        Y_new: (n*, Π n*_s[, D]); NaN marks an unobserved pixel.
+        noise_var: σ².
+
+    Returns:
+        (n*,) ℒ* per new image.
+    """
+    mean, var = predict_uncertain(post, psi0_new, psi1_new, psi2_new, K_new_u, K_new_diag)
+    Y_new = Y_new if Y_new.ndim == 3 else Y_new[..., None]
+    observed = ~jnp.isnan(Y_new)
+    resid = jnp.where(observed, Y_new, 0.0) - mean
+    per_entry = -0.5 * jnp.log(2 * jnp.pi * noise_var) - 0.5 * (resid**2 + var) / noise_var
+    return jnp.sum(jnp.where(observed, per_entry, 0.0), axis=(1, 2))
