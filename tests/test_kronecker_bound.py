@@ -92,7 +92,9 @@ def np_latent(s):
 
 
 def kron_bound(s, spatial_kernels, coords, inducing):
-    return float(kronecker.bound(s["latent"], s["Z"], s["X_mean"], s["X_var"], spatial_kernels,
+    k = s["latent"]
+    psi = psi_statistics(k, s["Z"], s["X_mean"], s["X_var"])
+    return float(kronecker.bound(psi, k(s["Z"]), s["X_mean"], s["X_var"], spatial_kernels,
                                  coords, jnp.asarray(s["Y"]), s["noise_var"], inducing))
 
 
@@ -166,8 +168,10 @@ def _params(s, spatial):
 def _objective(s, make_kernels, coords, inducing):
     def f(u):
         latent = RBF(lengthscale=jnp.exp(u["ell"]), variance=jnp.exp(u["var"]))
-        return kronecker.bound(latent, u["Z"], u["mu"], jnp.exp(u["S"]), make_kernels(u["spatial"]),
-                               coords, jnp.asarray(s["Y"]), jnp.exp(u["noise"]), inducing)
+        psi = psi_statistics(latent, u["Z"], u["mu"], jnp.exp(u["S"]))
+        return kronecker.bound(psi, latent(u["Z"]), u["mu"], jnp.exp(u["S"]),
+                               make_kernels(u["spatial"]), coords, jnp.asarray(s["Y"]),
+                               jnp.exp(u["noise"]), inducing)
     return f
 
 

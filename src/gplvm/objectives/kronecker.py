@@ -72,7 +72,6 @@ from typing import NamedTuple, Optional, Sequence
 import jax.numpy as jnp
 import numpy as np
 
-from gplvm.expectations import psi_statistics
 from gplvm.linalg import cholesky, kron_apply, kron_spectral_terms, solve_triangular
 from gplvm.objectives.collapsed import kl_standard_normal
 
@@ -178,18 +177,19 @@ def data_term(factors: Sequence[KronFactor], Y, noise_var):
             - 0.5 * beta * jnp.sum(Yf**2) + 0.5 * beta**2 * quad)
 
 
-def bound(latent_kernel, Z, X_mean, X_var, spatial_kernels, coords, Y, noise_var,
-          inducing=None, jitter=0.0, spatial_jitter=0.0, rule=None):
+def bound(psi, Kuu, X_mean, X_var, spatial_kernels, coords, Y, noise_var, inducing=None,
+          jitter=0.0, spatial_jitter=0.0):
     """The collapsed bound of seed 003 eq. 13 under the iid prior p(X⁽ξ⁾) = N(0, I).
 
     Args:
-        latent_kernel, Z: k_ξ and its inducing inputs (m_ξ, Q).
-        X_mean, X_var: q(X⁽ξ⁾)'s means and variances (n_ξ, Q).
+        psi: (ψ0, Ψ1, Ψ2) of the latent kernel under q(X⁽ξ⁾), from
+            :func:`gplvm.expectations.psi_statistics` (Ψ2 summed over the images).
+        Kuu: the latent kernel at its inducing inputs (m_ξ, m_ξ).
+        X_mean, X_var: q(X⁽ξ⁾)'s means and variances (n_ξ, Q), for the KL.
         spatial_kernels, coords, inducing, spatial_jitter: :func:`spatial_factors`.
-        Y, noise_var: :func:`data_term`.  jitter: K_uu,ξ's jitter.  rule: the Ψ rule.
+        Y, noise_var: :func:`data_term`.  jitter: K_uu,ξ's jitter.
     """
-    psi0, psi1, psi2 = psi_statistics(latent_kernel, Z, X_mean, X_var, rule=rule)
-    factors = [latent_factor(psi0, psi1, psi2, latent_kernel(Z), jitter)]
+    factors = [latent_factor(*psi, Kuu, jitter)]
     factors += spatial_factors(spatial_kernels, coords, inducing, spatial_jitter)
     return data_term(factors, Y, noise_var) - kl_standard_normal(X_mean, X_var)
 
