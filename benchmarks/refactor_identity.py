@@ -8,7 +8,8 @@ Run it on two commits and compare the printed tables line by line::
 
 Each row is a SHA-256 prefix of the exact bytes of an output (float64), so equal rows mean
 bit-identical results: the Bayesian GPLVM's bound and latents after a short L-BFGS run (iid and
-dynamical prior, with missing entries), and the RFLVM's latent draws and log-likelihood trace
+dynamical prior, with missing entries), the DP-GP-LVM's bound, latents, assignments,
+predictions and new-row latents, and the RFLVM's latent draws and log-likelihood trace
 for every likelihood after a short run.
 """
 
@@ -44,6 +45,20 @@ def bgplvm_rows():
                digest(m.predict(m.X_mean_[:5], return_var=True)))
 
 
+def dpgplvm_rows():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(40, 3))
+    W = rng.normal(size=(3, 8)) * np.repeat([[1, 1, 0], [1, 0, 1]], 4, axis=0).T
+    Y = np.tanh(X @ W) + 0.05 * rng.normal(size=(40, 8))
+    m = gplvm.DPGPLVM(n_components=3, n_inducing=8, truncation=3, max_iter=40, n_warmup=10,
+                      n_init_steps=30, transform_max_iter=20, random_state=0,
+                      progress=False).fit(Y)
+    Y_new = Y[:3].copy()
+    Y_new[0, :2] = np.nan
+    yield ("DPGPLVM iid", f"{m.elbo_:.17g}", digest(m.X_mean_, m.X_var_, m.assignments_),
+           digest(m.predict(m.X_mean_[:5], return_var=True), m.transform(Y_new, True)))
+
+
 def rflvm_rows():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(40, 2))
@@ -65,10 +80,10 @@ def rflvm_rows():
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--models", nargs="+", choices=["bgplvm", "rflvm"],
-                        default=["bgplvm", "rflvm"])
+    parser.add_argument("--models", nargs="+", choices=["bgplvm", "dpgplvm", "rflvm"],
+                        default=["bgplvm", "dpgplvm", "rflvm"])
     args = parser.parse_args()
-    rows = {"bgplvm": bgplvm_rows, "rflvm": rflvm_rows}
+    rows = {"bgplvm": bgplvm_rows, "dpgplvm": dpgplvm_rows, "rflvm": rflvm_rows}
     print(f"{'model':<28}{'bound / sum log-lik':<26}{'latents':<18}{'predict / trace'}")
     for row in (r for name in args.models for r in rows[name]()):
         print(f"{row[0]:<28}{row[1]:<26}{row[2]:<18}{row[3]}")

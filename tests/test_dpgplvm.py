@@ -26,6 +26,7 @@ from gplvm.models._dp_data import make_factorised
 from gplvm.models._dp_plot import column_relevance
 from gplvm.models.dpgplvm import missing_data_log_likelihood
 from gplvm.models.gplvm_family import dp_fitted, dp_rows
+from gplvm.models.gplvm_family import estimator as family_estimator
 from gplvm.models.gplvm_family import new_rows as core_rows
 from gplvm.models.gplvm_family.dp_fitted import FittedDPGPLVM
 from gplvm.models.gplvm_family.missing_block import missing_block_split
@@ -202,7 +203,7 @@ def test_missing_data_log_likelihood_beats_the_column_marginals(planted):
     ({"n_warmup": -1}, "n_warmup"),
 ])
 def test_bad_settings_raise_before_computation(kwargs, match, forbid_computation):
-    forbid_computation(dpgplvm_module, "initial_latents")
+    forbid_computation(family_estimator, "initial_latents")
     forbid_computation(dpgplvm_module.dp_fit, "maximise")
     with pytest.raises(ValueError, match=match):
         DPGPLVM(n_components=2, **kwargs).fit(np.random.default_rng(0).normal(size=(10, 4)))

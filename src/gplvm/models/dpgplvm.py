@@ -5,7 +5,8 @@ hyper-parameters: the columns of one cluster share a mapping (ARD weights θ_t, 
 β_t), the number of clusters is inferred, and each cluster's ARD weights show which latent
 dimensions it uses — shared and private parts of the latent space without fixed views.
 
-A thin estimator over the GPLVM family's core (:mod:`gplvm.models.gplvm_family`): per atom the
+A thin estimator over the GPLVM family's core (:mod:`gplvm.models.gplvm_family`), whose
+:class:`~.estimator.AbstractGPLVM` supplies validation, initial values and the verbs: per atom the
 collapsed bound of :mod:`.bound` with the columns weighted by their assignment probabilities
 (:mod:`.atoms`), the DP terms and their coordinate updates (:mod:`.dp`), the schedule of
 gradient steps, coordinate updates and merge moves (:mod:`.dp_fit`), q(X) under the iid or the
@@ -21,28 +22,18 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 
 from gplvm._random import as_key
-from gplvm._validation import as_2d_float, check_no_constant_columns
-from gplvm.io import SaveMixin
-from gplvm.kernels import RBF, AbstractKernel
+from gplvm._validation import as_2d_float
+from gplvm.kernels import AbstractKernel
 from gplvm.models._common import check_is_fitted
 from gplvm.models.gplvm_family import dp, dp_fit, dp_fitted, dp_init
 from gplvm.models.gplvm_family.atoms import AtomPrior, atom, stack_atoms
-from gplvm.models.gplvm_family.bound import Problem
 from gplvm.models.gplvm_family.dp_rows import infer_latents
-from gplvm.models.gplvm_family.init import (initial_inducing, initial_jitter, initial_latents,
-                                            initial_variances, resolve_rule)
-from gplvm.models.gplvm_family.latent import DynamicalLatent, IidLatent
+from gplvm.models.gplvm_family.estimator import AbstractGPLVM
 from gplvm.models.gplvm_family.missing_block import block_log_likelihood
-from gplvm.models.gplvm_family.new_rows import nearest_training_latents
-from gplvm.models.gplvm_family.route import DenseRoute
-from gplvm.objectives import collapsed
-from gplvm.priors import dynamical
 from gplvm.registry import register
-from gplvm.transforms import inverse_softplus
 
 #: the least jitter on K_uu's diagonal, relative to its mean diagonal
 JITTER_FLOOR = 1e-6
@@ -52,7 +43,7 @@ _SCHEDULE_ARGS = ("max_iter", "n_warmup", "steps_per_update", "merge_every", "me
 
 
 @register("gplvm.DPGPLVM", estimator=True)
-class DPGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
+class DPGPLVM(AbstractGPLVM):
     """Dirichlet-process GPLVM: output columns clustered by the latent dimensions they use.
 
     Args:
@@ -137,16 +128,10 @@ class DPGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         self.random_state = random_state
         self.progress = progress
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True
-        return tags
-
     # ------------------------------------------------------------------ validation
     def _validate_fit_args(self, Y, times, groups):
-        Y = as_2d_float(Y, "Y", allow_nan=True, min_rows=2)
-        for name in ("n_components", "n_inducing", "max_iter", "steps_per_update",
-                     "merge_every", "merge_steps"):
+        Y, times = self._validate_common(Y, times, groups)
+        for name in ("max_iter", "steps_per_update", "merge_every", "merge_steps"):
             value = getattr(self, name)
             if not isinstance(value, (int, np.integer)) or value < 1:
                 raise ValueError(f"{name}={value!r} must be a positive integer")
@@ -165,26 +150,6 @@ class DPGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         if not (np.isfinite(self.kernel_prior_scale) and self.kernel_prior_scale > 0):
             raise ValueError(f"kernel_prior_scale={self.kernel_prior_scale!r}; give a positive "
                              f"standard deviation of the log hyper-parameters")
-        Q = self.n_components
-        if Y.shape[0] < max(Q + 1, 3):
-            raise ValueError(f"Y has {Y.shape[0]} rows; a {Q}-dimensional latent space needs "
-                             f"at least {max(Q + 1, 3)}")
-        if self.standardize:
-            check_no_constant_columns(Y)
-        if self.init_X_var is not None and not (np.isfinite(self.init_X_var)
-                                                and self.init_X_var > 0):
-            raise ValueError(f"init_X_var={self.init_X_var!r}; give a positive number, or None "
-                             f"for U(0, 0.1) draws")
-        if times is not None:
-            times = np.asarray(times, dtype=float).ravel()
-            if times.shape[0] != Y.shape[0] or not np.all(np.isfinite(times)):
-                raise ValueError(f"times must be {Y.shape[0]} finite time stamps, one per row "
-                                 f"of Y; got shape {np.shape(times)}")
-            if groups is not None and np.asarray(groups).ravel().shape[0] != Y.shape[0]:
-                raise ValueError("groups must give one sequence label per row of Y")
-        elif groups is not None:
-            raise ValueError("groups labels independent sequences of the dynamical prior; pass "
-                             "times as well")
         return Y, times
 
     # ------------------------------------------------------------------ fit
@@ -199,10 +164,7 @@ class DPGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         """
         del y
         Y, times = self._validate_fit_args(Y, times, groups)
-        if self.standardize:
-            Y_mean, Y_std = np.nanmean(Y, axis=0), np.nanstd(Y, axis=0)
-        else:
-            Y_mean, Y_std = np.zeros(Y.shape[1]), np.ones(Y.shape[1])
+        Y_mean, Y_std = self._standardisation(Y)
         Ys = (Y - Y_mean) / Y_std
         key = as_key(self.random_state)
         u, problem = self._initial(Ys, times, groups, key)
@@ -230,36 +192,17 @@ class DPGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         return self
 
     def _initial(self, Ys, times, groups, key):
-        """PCA latents, k-means Z, T equal atoms (the Bayesian GPLVM's initial kernel)."""
-        Q, M = int(self.n_components), int(min(self.n_inducing, Ys.shape[0]))
-        X0, fracs = initial_latents(Ys, Q)
-        Z0 = initial_inducing(X0, M, key)
-        kernel = self.kernel if self.kernel is not None else RBF(
-            lengthscale=jnp.asarray(1.0 / fracs), variance=1.0)
+        """The family's initial values (:meth:`AbstractGPLVM._initial`) with T equal atoms and a
+        jitter of at least ``JITTER_FLOOR`` × K_uu's mean diagonal."""
+        u, problem = super()._initial(Ys, times, groups, key)
         T = int(self.truncation)
-        noise0 = inverse_softplus(jnp.asarray(self.init_noise_fraction * float(np.nanvar(Ys))))
-        u = {"Z": jnp.asarray(Z0), "kernel": stack_atoms([kernel.unconstrained()] * T),
-             "noise_var": jnp.full(T, noise0)}
-        if times is None:
-            latent = IidLatent()
-            u.update(latent.initial_params(X0, initial_variances(X0.shape, self.init_X_var,
-                                                                 key)))
-        else:
-            span = float(np.ptp(times)) or 1.0
-            time_kernel = self.time_kernel if self.time_kernel is not None else RBF(
-                lengthscale=span / 10.0, variance=1.0)
-            latent = DynamicalLatent(dynamical.sequence_layout(times, groups), time_kernel,
-                                     Ys.shape[0])
-            u.update(latent.initial_params(X0, 0.1 if self.init_X_var is None
-                                           else self.init_X_var))
-        # TODO(core): a floor in gplvm_family.init.initial_jitter.  Without one, a finite but
-        # numerically singular K_uu (many inducing inputs in few active dimensions) gives a
-        # bound far above any attainable value, which the optimiser then climbs.
-        scale = float(jnp.mean(kernel.diag(jnp.asarray(Z0))))
-        jitter = max(initial_jitter(kernel, Z0), JITTER_FLOOR * scale)
-        problem = Problem(jnp.asarray(np.nan_to_num(Ys)), collapsed.group_columns(Ys), latent,
-                          kernel, resolve_rule(self.psi_rule, key), DenseRoute(), jitter)
-        return u, problem
+        u["kernel"] = stack_atoms([u["kernel"]] * T)
+        u["noise_var"] = jnp.full(T, u["noise_var"])
+        # Without a floor, a finite but numerically singular K_uu (many inducing inputs in few
+        # active dimensions) gives a bound far above any attainable value, which the optimiser
+        # then climbs.
+        scale = float(jnp.mean(problem.kernel.diag(u["Z"])))
+        return u, problem._replace(jitter=max(problem.jitter, JITTER_FLOOR * scale))
 
     def _set_fitted(self, result: dp_fit.FitResult, priors, Y_mean, Y_std):
         u, state, problem = result.u, result.state, result.problem
@@ -327,70 +270,24 @@ class DPGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         noise = np.asarray(self.fitted_.maps.noise_var)
         return self.assignments_ @ noise * self.fitted_.Y_std**2
 
-    @property
-    def Z_(self):
-        check_is_fitted(self, "fitted_")
-        return np.asarray(self.fitted_.Z)
-
-    @property
-    def Y_mean_(self):
-        check_is_fitted(self, "fitted_")
-        return self.fitted_.Y_mean
-
-    @property
-    def Y_std_(self):
-        check_is_fitted(self, "fitted_")
-        return self.fitted_.Y_std
-
-    # ------------------------------------------------------------------ new rows
-    def _standardise_new(self, Y):
-        check_is_fitted(self, "fitted_")
-        Y = as_2d_float(Y, "Y", allow_nan=True)
-        if Y.shape[1] != self.n_features_in_:
-            raise ValueError(f"Y has {Y.shape[1]} columns but the model was fitted on "
-                             f"{self.n_features_in_}; pass rows with the same columns")
-        return Y, (Y - self.Y_mean_) / self.Y_std_
-
+    # ------------------------------------------------------------------ hooks
     def _infer_new(self, Ys):
-        train_Ys = (self._train_Y - self.Y_mean_) / self.Y_std_
-        X_start = nearest_training_latents(train_Ys, self.X_mean_, Ys)
-        return infer_latents(self.fitted_, Ys, X_start, np.median(self.X_var_, axis=0),
-                             self.transform_max_iter)
+        X_start, X_var_start = self._start_new(Ys)
+        return infer_latents(self.fitted_, Ys, X_start, X_var_start, self.transform_max_iter)
 
-    def transform(self, Y, return_var: bool = False):
-        """Posterior mean (and variance) of the latents of new rows, which may contain NaN;
-        each row inferred on its own with the model fixed."""
-        X_mean, X_var, _ = self._infer_new(self._standardise_new(Y)[1])
-        return (X_mean, X_var) if return_var else X_mean
-
-    def fit_transform(self, Y, y=None, *, times=None, groups=None):
-        return self.fit(Y, times=times, groups=groups).X_mean_
-
-    def score(self, Y, y=None):
-        """The new-row bound of rows Y with the model fixed (:mod:`.dp_rows`), in the original
-        units of Y (minus Σ log Y_std_d over the observed entries)."""
-        Y, Ys = self._standardise_new(Y)
-        bound = float(np.sum(self._infer_new(Ys)[2]))
-        return bound - float(np.sum(np.where(np.isnan(Y), 0.0, np.log(self.Y_std_))))
-
-    # ------------------------------------------------------------------ prediction
-    def _check_X(self, X):
-        check_is_fitted(self, "fitted_")
-        X = as_2d_float(X, "X")
-        if X.shape[1] != self.n_components:
-            raise ValueError(f"X has {X.shape[1]} columns but the latent space has "
-                             f"{self.n_components}")
-        return X
-
-    def predict(self, X, return_var: bool = False):
-        """Predictive mean (and variance, noise included) of Y at latent points X (N*, Q): the
-        moments of the mixture Σ_t φ_dt N(m_dt, v_dt) over atoms."""
-        X = self._check_X(X)
+    def _predict_fitted(self, X, return_var):
+        """The moments of the mixture Σ_t φ_dt N(m_dt, v_dt) over atoms."""
         return dp_fitted.predict(self.fitted_, X, return_var)
 
-    def inverse_transform(self, X):
-        return self.predict(X)
+    def _expected_y(self, X_mean, X_var):
+        """E[y*] = Σ_t φ_dt ψ1(q(x*)) V_t."""
+        return dp_fitted.expected_y(self.fitted_, X_mean, X_var)
 
+    def _sample_y(self, X, key_f, key_noise):
+        """z_d ~ Cat(φ_d), each column from its atom's q(f | X) jointly over the rows, noise."""
+        return dp_fitted.sample(self.fitted_, X, key_f, key_noise)
+
+    # ------------------------------------------------------------------ prediction
     def predict_uncertain(self, X_mean, X_var):
         """Predictive mean and variance of Y under q(x*) = N(X_mean, diag X_var), e.g. from
         ``transform(Y, return_var=True)``: exact moments of each atom's sparse GP, mixed."""
@@ -399,32 +296,6 @@ class DPGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
             raise ValueError(f"X_var must hold positive variances of shape {X_mean.shape}")
         fitted = self.fitted_
         return dp_fitted.predict_uncertain(fitted, X_mean, X_var)
-
-    def impute(self, Y):
-        """A copy of Y with its NaN entries replaced by E[y*] = Σ_t φ_dt ψ1(q(x*)) V_t; the
-        fitted q(X) for the training data itself (an exact comparison), q(x*) inferred with
-        the model fixed for other rows."""
-        Y, Ys = self._standardise_new(Y)
-        Y = Y.copy()
-        if Y.shape == self._train_Y.shape and np.array_equal(Y, self._train_Y, equal_nan=True):
-            X_mean, X_var = self.X_mean_, self.X_var_
-        else:
-            X_mean, X_var, _ = self._infer_new(Ys)
-        filled = dp_fitted.expected_y(self.fitted_, X_mean, X_var)
-        missing = np.isnan(Y)
-        Y[missing] = filled[missing]
-        return Y
-
-    def sample(self, n_samples: int = 1, X=None, random_state=None):
-        """Draw (Y, X): X ~ N(0, I) (or the given X), z_d ~ Cat(φ_d), each column from its
-        atom's q(f | X) jointly over the rows, plus noise."""
-        check_is_fitted(self, "fitted_")
-        key = as_key(self.random_state if random_state is None else random_state)
-        kx, ky = jax.random.split(jax.random.fold_in(key, 104729))
-        if X is None:
-            X = np.asarray(jax.random.normal(kx, (int(n_samples), self.n_components)))
-        X = self._check_X(X)
-        return dp_fitted.sample(self.fitted_, X, ky), X
 
     def plot_factorisation(self, ax=None, **kwargs):
         """Columns × latent dimensions shaded by each column's ARD weights (seed 001 Fig. 6);

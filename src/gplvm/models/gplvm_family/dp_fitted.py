@@ -147,10 +147,12 @@ def expected_y(fitted: FittedDPGPLVM, X_mean, X_var) -> np.ndarray:
     return mean * fitted.Y_std + fitted.Y_mean
 
 
-def sample(fitted: FittedDPGPLVM, X, key) -> np.ndarray:
+def sample(fitted: FittedDPGPLVM, X, key_f, key_noise) -> np.ndarray:
     """Y drawn at latent points X: z_d ~ Cat(φ_d) per column, then each column from its atom's
-    q(f | X) jointly over the rows, plus its noise; original units."""
-    kz, kf, kn = jax.random.split(key, 3)
+    q(f | X) jointly over the rows (``key_f`` draws z and f), plus its noise (``key_noise``);
+    original units."""
+    kz, kf = jax.random.split(key_f)
+    kn = key_noise
     z = np.asarray(jax.random.categorical(kz, jnp.log(fitted.phi), axis=1))
     Y = np.empty((np.shape(X)[0], fitted.phi.shape[0]))
     for t in np.unique(z):

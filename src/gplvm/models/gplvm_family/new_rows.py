@@ -108,14 +108,18 @@ def nearest_training_latents(train_Ys, X_train, Ys) -> np.ndarray:
     return X_train[np.argmin(d2, axis=1)]
 
 
-def infer_latents(fitted: FittedGPLVM, Ys, X_start, X_var_start, n_iter: int):
-    """Optimise q(x*) of each standardised row of ``Ys`` (NaN = missing) on its own.
+def infer_rows(objective, fixed, Ys, X_start, X_var_start, n_iter: int, row_extras=None):
+    """Optimise q(x*) of each standardised row of ``Ys`` (NaN = missing) on its own, for any
+    model whose new-row bound is ``-objective(u, fixed, y0, observed, *extras)`` summed over rows.
 
     Args:
-        fitted: the fitted model.
+        objective: module-level negative new-row bound of one row (see :func:`solve_rows`).
+        fixed: the fitted model's values shared by every row.
         Ys: (N*, D) standardised rows.
         X_start: (N*, Q) starting means; X_var_start: (Q,) or (N*, Q) starting variances.
         n_iter: L-BFGS steps per row.
+        row_extras: optional function of the (N*, D) observed mask giving further per-row
+            arrays (leading axis N*) passed to ``objective`` after ``observed``.
 
     Returns:
         X_mean (N*, Q), X_var (N*, Q), and the new-row bound of each row (N*,).
@@ -129,11 +133,18 @@ def infer_latents(fitted: FittedGPLVM, Ys, X_start, X_var_start, n_iter: int):
         X_var_start = (np.concatenate([X_var_start, X_var_start])
                        if np.ndim(X_var_start) == 2 else X_var_start)
     observed = jnp.asarray(~np.isnan(Ys), dtype=float)
-    Y0 = jnp.asarray(np.nan_to_num(Ys))
-    R = _row_matrices_jit(fitted.map, observed)
+    rows = (jnp.asarray(np.nan_to_num(Ys)), observed)
+    if row_extras is not None:
+        rows = rows + tuple(row_extras(observed))
     X_start = jnp.asarray(X_start)
     u0 = {"X_mean": X_start,
           "X_var": inverse_softplus(jnp.broadcast_to(jnp.asarray(X_var_start), X_start.shape))}
-    u, value = solve_rows(row_objective, u0, fitted, (Y0, observed, R), int(n_iter))
+    u, value = solve_rows(objective, u0, fixed, rows, int(n_iter))
     return (np.asarray(u["X_mean"])[:n_rows], np.asarray(softplus(u["X_var"]))[:n_rows],
             -np.asarray(value)[:n_rows])
+
+
+def infer_latents(fitted: FittedGPLVM, Ys, X_start, X_var_start, n_iter: int):
+    """:func:`infer_rows` with the Bayesian GPLVM's row objective (:func:`row_objective`)."""
+    return infer_rows(row_objective, fitted, Ys, X_start, X_var_start, n_iter,
+                      lambda observed: (_row_matrices_jit(fitted.map, observed),))
