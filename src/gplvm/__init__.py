@@ -8,6 +8,7 @@ from gplvm import _config  # noqa: F401  (enables float64 once, before anything 
 from gplvm._version import __version__
 from gplvm.io import load
 from gplvm.models import DPGPLVM, RFLVM, BayesianGLM, BayesianGPLVM, BayesianLinearRegression
+from gplvm.models.structured import StructuredGPLVM
 
 __all__ = ["__version__", "BayesianGLM", "BayesianGPLVM", "BayesianLinearRegression", "DPGPLVM",
-           "RFLVM", "load"]
+           "RFLVM", "StructuredGPLVM", "load"]

@@ -57,8 +57,11 @@ class Unpacked(NamedTuple):
     psi1: jnp.ndarray
 
 
-def data_term(kernel_u, noise_u, Z, X_mean, X_var, problem: Problem):
+def data_term(kernel_u, noise_u, Z, X_mean, X_var, problem: Problem, route_u=None):
     """Σ_d w_d F_d for one kernel and noise variance given q(X)'s marginals.
+
+    ``route_u`` holds the route's own trainable values (``u["route"]``: the structured GPLVM's
+    spatial kernels); the dense route has none.
 
     The DP-GP-LVM calls it once per atom (its own kernel and noise, the columns weighted by
     their assignment probabilities) over one q(X); the Bayesian GPLVM once.
@@ -77,7 +80,7 @@ def data_term(kernel_u, noise_u, Z, X_mean, X_var, problem: Problem):
     Kuu = kernel(Z)
     value, parts = problem.route.data_term(psi0, psi1, psi2, Kuu, problem.Y0, problem.groups,
                                            noise_var, problem.jitter,
-                                           problem.column_weights)                # (3)
+                                           problem.column_weights, route_u)       # (3)
     return value, parts, Unpacked(kernel, noise_var, X_mean, X_var, psi1)
 
 
@@ -86,7 +89,7 @@ def bound_and_parts(u: dict, problem: Problem) -> tuple[jnp.ndarray, BoundParts,
     q(X)'s marginals and KL under its prior, then :func:`data_term` − KL (seed 001 eq. 32)."""
     X_mean, X_var, kl = problem.latent.marginals(u)
     value, parts, unpacked = data_term(u["kernel"], u["noise_var"], u["Z"], X_mean, X_var,
-                                       problem)
+                                       problem, u.get("route"))
     return value - kl, parts, unpacked
 
 

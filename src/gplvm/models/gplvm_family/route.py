@@ -2,7 +2,9 @@
 
 A route turns Ψ-statistics, K_uu and the data into the bound's data term and the optimal q(U).
 :class:`DenseRoute` factorises M × M matrices (:mod:`gplvm.objectives.collapsed`, seed 001 §B);
-the structured GPLVM's Kronecker route (seed 003 eqs. 18–28) implements the same two methods.
+the structured GPLVM's Kronecker route (seed 003 eqs. 18–28,
+:class:`~.kron_route.KroneckerRoute`) implements the same two methods.  ``route_u`` carries a
+route's own trainable values (``u["route"]``), which the dense route does not have.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ class DenseRoute:
     """Dense Cholesky factors of K_uu and of A_g = β L_u⁻¹ Ψ2_g L_u⁻ᵀ + I per column group."""
 
     def data_term(self, psi0, psi1, psi2, Kuu, Y0, groups, noise_var, jitter,
-                  column_weights=None):
+                  column_weights=None, route_u=None):
         """Σ_d w_d F_d and the factors for q(U) (:func:`collapsed.data_term`)."""
+        del route_u
         return collapsed.data_term(psi0, psi1, psi2, Kuu, Y0, groups, noise_var, jitter,
                                    column_weights)
 
