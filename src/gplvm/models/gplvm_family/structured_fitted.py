@@ -158,6 +158,27 @@ def expected_y(fitted: FittedStructured, X_mean, X_var) -> np.ndarray:
     return (F * channel_scale(fitted) + mean_image(fitted)).reshape(len(F), -1)
 
 
+@jax.jit
+def _uncertain_rows(rows, kernel, Z, rule, post, K_u, K_diag):
+    X_mean, X_var = rows
+    psi = psi_statistics(kernel, Z, X_mean, X_var, rule, weights=jnp.eye(X_mean.shape[0]))
+    return kronecker.predict_uncertain(post, *psi, K_u, K_diag)
+
+
+def predict_uncertain(fitted: FittedStructured, X_mean, X_var):
+    """Mean and exact marginal variance (noise included) of y at the training pixels under
+    q(x*) = N(X_mean, diag X_var) (seed 003 eq. 34 and
+    :func:`gplvm.objectives.kronecker.predict_uncertain`), original units, (N*, n_s·D) each."""
+    K_u, K_diag = spatial_inputs(fitted)
+    rows = (np.asarray(X_mean, dtype=float), np.asarray(X_var, dtype=float))
+    mean, var = map_rows(_uncertain_rows, rows, fitted.kernel, fitted.Z, fitted.rule,
+                         fitted.post, K_u, K_diag)
+    scale = channel_scale(fitted)
+    mean = mean * scale + mean_image(fitted)
+    var = (var + float(fitted.noise_var)) * scale**2
+    return mean.reshape(len(mean), -1), var.reshape(len(var), -1)
+
+
 def predictive_covariance(fitted: FittedStructured, X) -> np.ndarray:
     """The joint covariance of f over the (image, pixel) pairs of X × training pixels,
     image-major: K** − (⊗V_p) diag(w) (⊗V_p)ᵀ (eqs. 30–31 in the factors' eigenbasis), dense

@@ -1,0 +1,189 @@
+"""StructuredGPLVM (seed 003, issue 13): the estimator over the Kronecker core.
+
+Truths used: a planted one-dimensional structure (a blob moving along the rows of small
+images) recovered by the dominant latent dimension; the Coincidence spatial kernel makes the
+model the Bayesian GPLVM on the flattened images, so the two bounds agree at the same parameters;
+the fitted q(x_n) is a stationary point of the new-image bound at the optimal q(U) (envelope
+theorem), so ``transform`` of a training image returns its latent; a smooth planted field is
+interpolated on a finer grid better than by nearest-neighbour upsampling; the pixel sums of
+eq. 37 (``new_image_statistics``) reproduce ``new_image_term`` exactly.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.stats import spearmanr
+
+import gplvm
+from gplvm.expectations import psi_statistics
+from gplvm.kernels import RBF, Coincidence, Matern32
+from gplvm.models.gplvm_family.bound import bound_and_parts_jit
+from gplvm.objectives import kronecker
+
+H, W = 6, 7
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
+
+def blob(t, rows=None, cols=None):
+    """Images of a Gaussian blob whose row position is 1 + t (t in [0, 3]): a smooth field
+    with one planted latent coordinate."""
+    rows = np.arange(H, dtype=float) if rows is None else rows
+    cols = np.arange(W, dtype=float) if cols is None else cols
+    r, c = np.meshgrid(rows, cols, indexing="ij")
+    t = np.asarray(t, dtype=float)[:, None, None]
+    return np.exp(-((r - 1.0 - t) ** 2 + (c - 3.0) ** 2) / 4.0)
+
+
+@pytest.fixture(scope="module")
+def planted():
+    rng = np.random.default_rng(0)
+    t = rng.uniform(0.0, 3.0, size=30)
+    Y = blob(t) + 0.02 * rng.normal(size=(30, H, W))
+    model = gplvm.StructuredGPLVM(n_components=2, n_inducing=10, max_iter=300,
+                                  progress=False).fit(Y)
+    return t, Y, model
+
+
+def test_planted_structure_is_recovered(planted):
+    """The most relevant latent dimension orders the images as the blob's position does."""
+    t, _, model = planted
+    x = model.X_mean_[:, np.argmax(model.relevance_)]
+    assert abs(spearmanr(x, t)[0]) >= 0.95
+    assert model.noise_var_[0] < 0.05**2        # the planted noise is 0.02²; the field is fitted
+
+
+def test_transform_recovers_training_latents(planted):
+    """q(x_n) maximises the new-image bound at the fitted q(U) (envelope theorem), so
+    transform of training images returns their fitted latents along the used (most relevant)
+    dimension, up to the optimisers' tolerance; a switched-off dimension is seen only through
+    the KL, whose slope there is too flat to pin within the fit's iterations."""
+    _, Y, model = planted
+    q = np.argmax(model.relevance_)
+    X = model.transform(Y[:6])
+    spread = np.std(model.X_mean_[:, q])
+    assert np.max(np.abs(X[:, q] - model.X_mean_[:6, q])) < 0.01 * spread
+
+
+def test_impute_beats_column_means(planted):
+    """New images (positions not in the training set) with half their pixels missing."""
+    t, Y, model = planted
+    rng = np.random.default_rng(1)
+    truth = blob(rng.uniform(0.2, 2.8, size=8))
+    masked = truth.copy()
+    for img in masked:
+        img.ravel()[rng.permutation(H * W)[: H * W // 2]] = np.nan
+    filled = model.impute(masked)
+    missing = np.isnan(masked)
+    assert filled.shape == masked.shape and not np.isnan(filled).any()
+    assert np.array_equal(filled[~missing], masked[~missing])
+    means = np.broadcast_to(Y.mean(0), truth.shape)
+    rmse = np.sqrt(np.mean((filled[missing] - truth[missing]) ** 2))
+    baseline = np.sqrt(np.mean((means[missing] - truth[missing]) ** 2))
+    assert rmse < 0.3 * baseline
+
+
+def test_finer_grid_beats_nearest_neighbour(planted):
+    """At half-pixel coordinates the predicted field at the fitted latents is closer to the
+    planted blob than the nearest training pixel's value."""
+    t, Y, model = planted
+    fine_r, fine_c = np.arange(0, H - 0.9, 0.5), np.arange(0, W - 0.9, 0.5)
+    pred = model.predict(model.X_mean_, grid=(fine_r, fine_c))
+    assert pred.shape == (30, len(fine_r), len(fine_c))
+    truth = blob(t, fine_r, fine_c)
+    nearest = Y[:, np.floor(fine_r + 0.5).astype(int)][:, :, np.floor(fine_c + 0.5).astype(int)]
+    assert np.sqrt(np.mean((pred - truth) ** 2)) < 0.5 * np.sqrt(np.mean((nearest - truth)**2))
+    _, var = model.predict(model.X_mean_[:2], grid=(fine_r, fine_c), return_var=True)
+    assert np.all(var > 0)
+
+
+def test_coincidence_kernel_bound_is_the_bayesian_gplvm():
+    """With K_s = σ_c²I the fitted bound equals the Bayesian GPLVM's bound (the family's dense
+    route) on the flattened images at the same parameters: latent variance σ_ξ²σ_c²."""
+    rng = np.random.default_rng(2)
+    Y = blob(rng.uniform(0, 3, 12)) + 0.05 * rng.normal(size=(12, H, W))
+    model = gplvm.StructuredGPLVM(n_components=2, n_inducing=5, spatial_kernel=Coincidence(),
+                                  standardize=False, max_iter=20, progress=False).fit(Y)
+    flat = Y.reshape(12, -1)
+    dense = gplvm.BayesianGPLVM(n_components=2, n_inducing=5, standardize=False, max_iter=1,
+                                progress=False).fit(flat)
+    u = model.params_
+    k, c = model.kernel_, model.spatial_kernel_[0]
+    u_dense = {key: u[key] for key in ("Z", "noise_var", "X_mean", "X_var")}
+    u_dense["kernel"] = RBF(lengthscale=k.lengthscale,
+                            variance=k.variance * c.variance).unconstrained()
+    problem = dense._problem._replace(jitter=model.jitter_)
+    ref = float(bound_and_parts_jit(u_dense, problem)[0])
+    assert model.elbo_ == pytest.approx(ref, rel=1e-9)
+
+
+def test_new_image_statistics_equal_new_image_term():
+    """ℒ* from the once-per-image pixel sums equals kronecker.new_image_term (tested against
+    a dense eq. 37 in test_kronecker_bound) on images with 2 channels and missing pixels."""
+    rng = np.random.default_rng(4)
+    n, Q, m = 5, 2, 4
+    rows, cols = np.arange(3.0), np.arange(4.0)
+    k = RBF(lengthscale=jnp.array([1.2, 0.7]), variance=1.3)
+    Z, mu, S = rng.normal(size=(m, Q)), rng.normal(size=(n, Q)), rng.uniform(0.1, 0.3, (n, Q))
+    spatial = [Matern32(lengthscale=1.3), Matern32(lengthscale=2.0, variance=0.7)]
+    Y = rng.normal(size=(n, 12, 2))
+    for inducing in (None, [np.array([0.5, 1.5]), np.array([0.0, 2.0, 3.0])]):
+        factors = [kronecker.latent_factor(*psi_statistics(k, Z, mu, S), k(Z))]
+        factors += kronecker.spatial_factors(spatial, [rows, cols], inducing)
+        post = kronecker.posterior(factors, jnp.asarray(Y), 0.2)
+        Zs = [rows, cols] if inducing is None else inducing
+        K_u = [s(x, z) for s, x, z in zip(spatial, [rows, cols], Zs)]
+        K_d = [s.diag(x) for s, x in zip(spatial, [rows, cols])]
+        Y_new, X_new = rng.normal(size=(3, 12, 2)), rng.normal(size=(3, Q))
+        Y_new[rng.random(Y_new.shape) < 0.4] = np.nan
+        psi = psi_statistics(k, Z, X_new, np.full((3, Q), 0.2), weights=jnp.eye(3))
+        ref = kronecker.new_image_term(post, *psi, K_u, K_d, jnp.asarray(Y_new), 0.2)
+        stats = kronecker.new_image_statistics(post, K_u, K_d, np.nan_to_num(Y_new),
+                                               ~np.isnan(Y_new))
+        got = kronecker.new_image_term_from_statistics(stats, *psi, 0.2)
+        np.testing.assert_allclose(got, ref, rtol=1e-10)
+
+
+def test_point_grid_layout_and_channels():
+    """(n_images, n_pixels, channels) with grid= coordinates: verbs keep the layout."""
+    rng = np.random.default_rng(5)
+    t = rng.uniform(0, 3, 10)
+    img = blob(t).reshape(10, -1)
+    Y = np.stack([img, 0.5 * img], -1) + 0.02 * rng.normal(size=(10, H * W, 2))
+    r, c = np.meshgrid(np.arange(H, dtype=float), np.arange(W, dtype=float), indexing="ij")
+    grid = np.stack([r.ravel(), c.ravel()], 1)
+    model = gplvm.StructuredGPLVM(n_components=1, n_inducing=5, grid=grid, max_iter=30,
+                                  transform_max_iter=20, progress=False).fit(Y)
+    assert model.n_features_in_ == H * W * 2
+    assert model.predict(model.X_mean_[:2]).shape == (2, H * W, 2)
+    assert model.predict(model.X_mean_[:2], grid=grid[:5] + 0.5).shape == (2, 5, 2)
+    assert model.sample(2)[0].shape == (2, H * W, 2)
+    masked = Y[:2].copy()
+    masked[:, :4] = np.nan
+    assert model.impute(masked).shape == masked.shape
+
+
+def test_bad_input_raises_before_computation():
+    Y = blob(np.linspace(0, 3, 8))
+    make = lambda **kw: gplvm.StructuredGPLVM(n_components=2, progress=False, **kw)  # noqa
+    bad = Y.copy()
+    bad[0, 1, 1] = np.nan
+    with pytest.raises(ValueError, match="missing .*BayesianGPLVM"):
+        make().fit(bad)
+    with pytest.raises(ValueError, match="n_images, height, width"):
+        make().fit(Y.reshape(8, -1))
+    with pytest.raises(ValueError, match="grid has 5 pixel coordinates"):
+        make(grid=np.zeros((5, 2))).fit(Y.reshape(8, -1))
+    with pytest.raises(ValueError, match="axes of lengths"):
+        make(grid=(np.arange(3.0), np.arange(W))).fit(Y)
+    with pytest.raises(ValueError, match="one per axis"):
+        make(spatial_kernel=(Matern32(),)).fit(Y)
+    with pytest.raises(ValueError, match="times must be 8"):
+        make().fit(Y, times=np.arange(5.0))
+    with pytest.raises(ValueError, match="at least 3"):
+        make().fit(Y[:2])
+    fitted = gplvm.StructuredGPLVM(n_components=1, n_inducing=4, max_iter=3,
+                                   transform_max_iter=2, progress=False).fit(Y)
+    with pytest.raises(ValueError, match="images of shape"):
+        fitted.transform(Y[:, :4])
