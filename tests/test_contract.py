@@ -58,6 +58,12 @@ def _dpgplvm(**kw):
                             "transform_max_iter": 10, "progress": False, **kw})
 
 
+def _sgplvm(**kw):
+    return gplvm.StructuredGPLVM(**{"n_components": 2, "n_inducing": 6,
+                                    "grid": np.arange(5.0)[:, None], "max_iter": 15,
+                                    "transform_max_iter": 10, "progress": False, **kw})
+
+
 def _rflvm(likelihood):
     def make(**kw):
         return gplvm.RFLVM(**{"likelihood": likelihood, "n_features": 10, "n_iter": 12,
@@ -70,6 +76,7 @@ def _rflvm(likelihood):
 LATENT = [
     Case("BayesianGPLVM", _bgplvm, gaussian_data),
     Case("DPGPLVM", _dpgplvm, gaussian_data),
+    Case("StructuredGPLVM", _sgplvm, gaussian_data),
     Case("RFLVM-gaussian", _rflvm("gaussian"), gaussian_data),
     Case("RFLVM-poisson", _rflvm("poisson"), count_data),
 ]
