@@ -201,12 +201,39 @@ def test_missing_data_log_likelihood_beats_the_column_marginals(planted):
     ({"kernel_prior_scale": 0.0}, "kernel_prior_scale"),
     ({"steps_per_update": 0}, "steps_per_update"),
     ({"n_warmup": -1}, "n_warmup"),
+    ({"n_init": 0}, "n_init"),
 ])
 def test_bad_settings_raise_before_computation(kwargs, match, forbid_computation):
     forbid_computation(family_estimator, "initial_latents")
     forbid_computation(dpgplvm_module.dp_fit, "maximise")
     with pytest.raises(ValueError, match=match):
         DPGPLVM(n_components=2, **kwargs).fit(np.random.default_rng(0).normal(size=(10, 4)))
+
+
+def test_several_starts_keep_the_one_with_the_highest_bound(monkeypatch):
+    """n_init=3 keeps the start whose bound is highest; its first start is the n_init=1 fit."""
+    rng = np.random.default_rng(1)
+    Y = np.tanh(rng.normal(size=(30, 2)) @ rng.normal(size=(2, 6))) + 0.05 * rng.normal(
+        size=(30, 6))
+    kw = dict(n_components=2, n_inducing=6, truncation=3, max_iter=15, n_warmup=5,
+              steps_per_update=5, merge_steps=5, n_init_steps=10, progress=False)
+    bounds = []
+    fit_once = DPGPLVM._fit_once
+
+    def recording(self, *args):
+        result = fit_once(self, *args)
+        bounds.append(dpgplvm_module.dp_fit.bound(result.u, result.problem, result.state,
+                                                  args[-1]))
+        return result
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        single = DPGPLVM(**kw).fit(Y)
+        monkeypatch.setattr(DPGPLVM, "_fit_once", recording)
+        several = DPGPLVM(n_init=3, **kw).fit(Y)
+    assert len(bounds) == 3 and len(set(bounds)) == 3      # the starts differ
+    assert bounds[0] == single.elbo_
+    assert several.elbo_ == max(bounds)
 
 
 def test_times_select_the_dynamical_prior():

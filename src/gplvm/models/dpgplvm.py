@@ -70,6 +70,12 @@ class DPGPLVM(AbstractGPLVM):
             columns grouped by their ARD profiles (:mod:`.dp_init`; needs a kernel with
             length-scales) — or ``'random'`` (Dirichlet(1) assignments, equal atoms).
         n_init_steps: L-BFGS steps of the per-column phase (not counted in ``max_iter``).
+        n_init: independent starts (inducing inputs, q(X) variances and the initial clustering
+            drawn afresh); the fit with the highest bound is kept (as scikit-learn's
+            ``GaussianMixture(n_init=)``).  The bound has local optima in which one function's
+            columns are split over atoms that each use part of its latent dimensions; a second
+            or third start usually finds a higher bound without them
+            (``benchmarks/reproduce/dpgplvm_synthetic.py --n-init``).
         init_X_var: initial q(X) variances (a number, or ``None`` for U(0, 0.1) draws).
         init_noise_fraction: initial noise variance of every atom (standardised units).
         time_kernel: the kernel over time stamps for the dynamical prior (``fit(times=)``).
@@ -88,7 +94,8 @@ class DPGPLVM(AbstractGPLVM):
         kernels_: the T atoms' kernels (a tuple); kernel_: those of the used atoms.
         noise_var_: (D,) each column's noise variance Σ_t φ_dt σ²_t, original units.
         X_mean_, X_var_ (N, Q); Z_ (M, Q); dp_state_ (:class:`~.dp.DPState`); elbo_ (the
-        bound, standardised units); history_ (bound per accepted L-BFGS step); n_iter_;
+        bound, standardised units); history_ (bound per accepted L-BFGS step; of the kept
+        start when ``n_init`` > 1, as ``n_iter_``, ``converged_`` and ``n_merges_``); n_iter_;
         converged_; n_merges_; jitter_ (added to K_uu's diagonal: at least 10⁻⁶ of its mean
         diagonal, see ``JITTER_FLOOR``); fitted_ (what every verb reads).
     """
@@ -99,7 +106,7 @@ class DPGPLVM(AbstractGPLVM):
                  noise_prior=(0.0, 3.0), max_iter: int = 3000, n_warmup: int = 100,
                  steps_per_update: int = 20, merge_every: int = 20, merge_steps: int = 40,
                  max_merge_trials: int = 3, tol: float = 1e-7, init: str = "columns",
-                 n_init_steps: int = 300, init_X_var: Optional[float] = None,
+                 n_init_steps: int = 300, n_init: int = 1, init_X_var: Optional[float] = None,
                  init_noise_fraction: float = 0.01,
                  time_kernel: AbstractKernel | None = None, transform_max_iter: int = 300,
                  random_state=0, progress: bool = True):
@@ -121,6 +128,7 @@ class DPGPLVM(AbstractGPLVM):
         self.tol = tol
         self.init = init
         self.n_init_steps = n_init_steps
+        self.n_init = n_init
         self.init_X_var = init_X_var
         self.init_noise_fraction = init_noise_fraction
         self.time_kernel = time_kernel
@@ -131,7 +139,7 @@ class DPGPLVM(AbstractGPLVM):
     # ------------------------------------------------------------------ validation
     def _validate_fit_args(self, Y, times, groups):
         Y, times = self._validate_common(Y, times, groups)
-        for name in ("max_iter", "steps_per_update", "merge_every", "merge_steps"):
+        for name in ("max_iter", "steps_per_update", "merge_every", "merge_steps", "n_init"):
             value = getattr(self, name)
             if not isinstance(value, (int, np.integer)) or value < 1:
                 raise ValueError(f"{name}={value!r} must be a positive integer")
@@ -166,22 +174,29 @@ class DPGPLVM(AbstractGPLVM):
         Y, times = self._validate_fit_args(Y, times, groups)
         Y_mean, Y_std = self._standardisation(Y)
         Ys = (Y - Y_mean) / Y_std
-        key = as_key(self.random_state)
-        u, problem = self._initial(Ys, times, groups, key)
         priors = dp_fit.Priors(AtomPrior(float(self.kernel_prior_scale),
                                          float(self.noise_prior[0]),
                                          float(self.noise_prior[1])),
                                dp.DPPrior(*map(float, self.alpha_prior)))
-        if self.init == "columns" and dp_init.has_ard(problem.kernel) and self.n_init_steps:
-            seed = int(jax.random.randint(jax.random.fold_in(key, 3), (), 0, 2**31 - 1))
-            u, phi0 = dp_init.initial_from_columns(u, problem, priors.atom,
-                                                   int(self.n_init_steps), seed)
-        else:
-            phi0 = np.asarray(jax.random.dirichlet(jax.random.fold_in(key, 3),
-                                                   jnp.ones(self.truncation), (Y.shape[1],)))
-        schedule = dp_fit.Schedule(**{k: getattr(self, k) for k in _SCHEDULE_ARGS})
-        result = dp_fit.maximise(u, problem, dp.initial_state(phi0, priors.dp), priors,
-                                 schedule, self.progress)
+        key = as_key(self.random_state)
+        result, best = None, -np.inf
+        for start in range(int(self.n_init)):
+            # the first start uses the key itself, so n_init=1 is the single fit
+            key_start = key if start == 0 else jax.random.fold_in(key, 7919 + start)
+            try:
+                candidate = self._fit_once(Ys, times, groups, key_start, priors)
+            except KeyboardInterrupt:
+                if result is None:
+                    raise
+                warnings.warn(f"DPGPLVM: interrupted in start {start + 1} of {self.n_init}; "
+                              f"keeping the best of the {start} finished", RuntimeWarning,
+                              stacklevel=2)
+                break
+            value = dp_fit.bound(candidate.u, candidate.problem, candidate.state, priors)
+            if result is None or value > best:
+                result, best = candidate, value
+            if candidate.interrupted:
+                break
         if not (result.converged or result.interrupted):
             warnings.warn(f"DPGPLVM: stopped at max_iter={self.max_iter} before the bound "
                           f"converged; raise max_iter", ConvergenceWarning, stacklevel=2)
@@ -190,6 +205,20 @@ class DPGPLVM(AbstractGPLVM):
         self._train_Y = Y
         self.n_features_in_ = Y.shape[1]
         return self
+
+    def _fit_once(self, Ys, times, groups, key, priors) -> dp_fit.FitResult:
+        """One start: initial values from ``key``, the column phase, then the sweeps."""
+        u, problem = self._initial(Ys, times, groups, key)
+        if self.init == "columns" and dp_init.has_ard(problem.kernel) and self.n_init_steps:
+            seed = int(jax.random.randint(jax.random.fold_in(key, 3), (), 0, 2**31 - 1))
+            u, phi0 = dp_init.initial_from_columns(u, problem, priors.atom,
+                                                   int(self.n_init_steps), seed)
+        else:
+            phi0 = np.asarray(jax.random.dirichlet(jax.random.fold_in(key, 3),
+                                                   jnp.ones(self.truncation), (Ys.shape[1],)))
+        schedule = dp_fit.Schedule(**{k: getattr(self, k) for k in _SCHEDULE_ARGS})
+        return dp_fit.maximise(u, problem, dp.initial_state(phi0, priors.dp), priors,
+                               schedule, self.progress)
 
     def _initial(self, Ys, times, groups, key):
         """The family's initial values (:meth:`AbstractGPLVM._initial`) with T equal atoms and a
