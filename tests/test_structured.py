@@ -11,6 +11,7 @@ eq. 37 (``new_image_statistics``) reproduce ``new_image_term`` exactly.
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ from scipy.stats import spearmanr
 import gplvm
 from gplvm.expectations import psi_statistics
 from gplvm.kernels import RBF, Coincidence, Matern32
+from gplvm.models.gplvm_family import structured_fitted as sf
 from gplvm.models.gplvm_family.bound import bound_and_parts_jit
 from gplvm.objectives import kronecker
 
@@ -52,6 +54,8 @@ def test_planted_structure_is_recovered(planted):
     x = model.X_mean_[:, np.argmax(model.relevance_)]
     assert abs(spearmanr(x, t)[0]) >= 0.95
     assert model.noise_var_[0] < 0.05**2        # the planted noise is 0.02²; the field is fitted
+    Ys, Xs = model.sample(2)
+    assert Ys.shape == (2, H, W) and Xs.shape == (2, 2)
 
 
 def test_transform_recovers_training_latents(planted):
@@ -84,6 +88,35 @@ def test_impute_beats_column_means(planted):
     assert rmse < 0.3 * baseline
 
 
+def test_conditioning_on_observed_pixels(planted):
+    """impute's conditional Gaussian: the joint covariance's diagonal is predict's variance
+    (less the noise), and the filled pixels and their variances are the textbook conditioning
+    μ_M + Σ_MO(Σ_OO + σ²I)⁻¹(y_O − μ_O) done here with explicit index sets."""
+    _, Y, model = planted
+    fitted = model.fitted_
+    x = model.X_mean_[3:4]
+    cov = sf.predictive_covariance(fitted, x) * sf.channel_scale(fitted)[0] ** 2
+    mean, var = model.predict(x, return_var=True)
+    np.testing.assert_allclose(np.diag(cov), var.ravel() - model.noise_var_[0], rtol=1e-8)
+    rng = np.random.default_rng(6)
+    y = Y[5].ravel().copy()
+    miss = rng.permutation(H * W)[:20]
+    obs = np.setdiff1d(np.arange(H * W), miss)
+    S = cov + model.noise_var_[0] * np.eye(H * W)
+    mu = mean.ravel()
+    ref_mean = mu[miss] + cov[np.ix_(miss, obs)] @ np.linalg.solve(S[np.ix_(obs, obs)],
+                                                                   y[obs] - mu[obs])
+    ref_var = S[miss, miss] - np.einsum("ij,ji->i", cov[np.ix_(miss, obs)], np.linalg.solve(
+        S[np.ix_(obs, obs)], cov[np.ix_(obs, miss)]))
+    ys = (y - model.Y_mean_) / model.Y_std_
+    observed = np.ones(H * W, bool)
+    observed[miss] = False
+    got_mean, got_var = sf.condition_on_observed(fitted, x, np.where(observed, ys, 0)[None],
+                                                 observed[None])
+    np.testing.assert_allclose(got_mean[0, miss], ref_mean, rtol=1e-7)
+    np.testing.assert_allclose(got_var[0, miss], ref_var, rtol=1e-7)
+
+
 def test_finer_grid_beats_nearest_neighbour(planted):
     """At half-pixel coordinates the predicted field at the fitted latents is closer to the
     planted blob than the nearest training pixel's value."""
@@ -104,7 +137,8 @@ def test_coincidence_kernel_bound_is_the_bayesian_gplvm():
     rng = np.random.default_rng(2)
     Y = blob(rng.uniform(0, 3, 12)) + 0.05 * rng.normal(size=(12, H, W))
     model = gplvm.StructuredGPLVM(n_components=2, n_inducing=5, spatial_kernel=Coincidence(),
-                                  standardize=False, max_iter=20, progress=False).fit(Y)
+                                  standardize=False, max_iter=10, transform_max_iter=20,
+                                  progress=False).fit(Y)
     flat = Y.reshape(12, -1)
     dense = gplvm.BayesianGPLVM(n_components=2, n_inducing=5, standardize=False, max_iter=1,
                                 progress=False).fit(flat)
@@ -116,6 +150,13 @@ def test_coincidence_kernel_bound_is_the_bayesian_gplvm():
     problem = dense._problem._replace(jitter=model.jitter_)
     ref = float(bound_and_parts_jit(u_dense, problem)[0])
     assert model.elbo_ == pytest.approx(ref, rel=1e-9)
+    # pixels are independent given x* under K_s = σ_c²I: conditioning on the observed pixels
+    # leaves the prediction of the missing ones at the point prediction
+    masked = Y[:2].copy()
+    masked[:, :2] = np.nan
+    filled = model.impute(masked)
+    point = model.predict(model.transform(masked))
+    np.testing.assert_allclose(filled[:, :2], point[:, :2], rtol=1e-9)
 
 
 def test_new_image_statistics_equal_new_image_term():
@@ -138,11 +179,17 @@ def test_new_image_statistics_equal_new_image_term():
         Y_new, X_new = rng.normal(size=(3, 12, 2)), rng.normal(size=(3, Q))
         Y_new[rng.random(Y_new.shape) < 0.4] = np.nan
         psi = psi_statistics(k, Z, X_new, np.full((3, Q), 0.2), weights=jnp.eye(3))
-        ref = kronecker.new_image_term(post, *psi, K_u, K_d, jnp.asarray(Y_new), 0.2)
-        stats = kronecker.new_image_statistics(post, K_u, K_d, np.nan_to_num(Y_new),
-                                               ~np.isnan(Y_new))
-        got = kronecker.new_image_term_from_statistics(stats, *psi, 0.2)
+        got, ref = _both_terms(post, psi, K_u, K_d, jnp.asarray(Y_new))
         np.testing.assert_allclose(got, ref, rtol=1e-10)
+
+
+@jax.jit
+def _both_terms(post, psi, K_u, K_d, Y_new):
+    ref = kronecker.new_image_term(post, *psi, K_u, K_d, Y_new, 0.2)
+    observed = ~jnp.isnan(Y_new)
+    stats = kronecker.new_image_statistics(post, K_u, K_d, jnp.where(observed, Y_new, 0.0),
+                                           observed)
+    return kronecker.new_image_term_from_statistics(stats, *psi, 0.2), ref
 
 
 def test_point_grid_layout_and_channels():
@@ -158,13 +205,12 @@ def test_point_grid_layout_and_channels():
     assert model.n_features_in_ == H * W * 2
     assert model.predict(model.X_mean_[:2]).shape == (2, H * W, 2)
     assert model.predict(model.X_mean_[:2], grid=grid[:5] + 0.5).shape == (2, 5, 2)
-    assert model.sample(2)[0].shape == (2, H * W, 2)
     masked = Y[:2].copy()
     masked[:, :4] = np.nan
     assert model.impute(masked).shape == masked.shape
 
 
-def test_bad_input_raises_before_computation():
+def test_bad_input_raises_before_computation(planted):
     Y = blob(np.linspace(0, 3, 8))
     make = lambda **kw: gplvm.StructuredGPLVM(n_components=2, progress=False, **kw)  # noqa
     bad = Y.copy()
@@ -183,7 +229,5 @@ def test_bad_input_raises_before_computation():
         make().fit(Y, times=np.arange(5.0))
     with pytest.raises(ValueError, match="at least 3"):
         make().fit(Y[:2])
-    fitted = gplvm.StructuredGPLVM(n_components=1, n_inducing=4, max_iter=3,
-                                   transform_max_iter=2, progress=False).fit(Y)
     with pytest.raises(ValueError, match="images of shape"):
-        fitted.transform(Y[:, :4])
+        planted[2].transform(Y[:, :4])

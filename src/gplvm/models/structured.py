@@ -282,10 +282,29 @@ class StructuredGPLVM(AbstractGPLVM):
         check_is_fitted(self, "fitted_")
         return super()._standardise_new(self._layout.flatten(Y))
 
-    def impute(self, Y):
-        """A copy of the images Y with their NaN pixels replaced by posterior predictive means
-        (seed 003 eq. 34 under q(x*)), in Y's shape."""
-        return super().impute(Y).reshape(np.shape(Y))
+    def impute(self, Y, return_var: bool = False):
+        """A copy of the images Y with their NaN pixels replaced by posterior predictive means,
+        in Y's shape: q(x*) from the observed pixels (:meth:`transform`), then the joint
+        predictive Gaussian over the image's pixels at x* = E[x*] conditioned on its observed
+        pixels (seed 003 §2.2.2), which is where a spatial kernel helps beyond the Bayesian
+        GPLVM.  Training images have no missing pixels, so they come back unchanged.
+
+        Args:
+            return_var: also return the predictive variance of each filled entry (noise
+                included; 0 where Y is observed), original units.
+        """
+        Yf, Ys = self._standardise_new(Y)
+        filled, var = Yf.copy(), np.zeros_like(Yf)
+        missing = np.isnan(Yf)
+        rows = np.flatnonzero(missing.any(axis=1))
+        if len(rows):
+            X_mean = self._infer_new(Ys[rows])[0]
+            mean, v = sf.condition_on_observed(self.fitted_, X_mean, np.nan_to_num(Ys[rows]),
+                                               ~missing[rows])
+            filled[rows] = np.where(missing[rows], mean, Yf[rows])
+            var[rows] = np.where(missing[rows], v, 0.0)
+        shape = np.shape(Y)
+        return (filled.reshape(shape), var.reshape(shape)) if return_var else filled.reshape(shape)
 
     def predict(self, X, grid=None, return_var: bool = False):
         """Predictive mean (and variance, noise included) of the images at latent points X

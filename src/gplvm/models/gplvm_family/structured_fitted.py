@@ -179,6 +179,62 @@ def predict_uncertain(fitted: FittedStructured, X_mean, X_var):
     return mean.reshape(len(mean), -1), var.reshape(len(var), -1)
 
 
+# --------------------------------------------- conditioning on the observed pixels of an image
+
+def _spatial_dense(fitted: FittedStructured):
+    """The spatial prior K_s and the spatial map ⊗V_p at the training pixels, dense (n_s²)."""
+    K_u, _ = spatial_inputs(fitted)
+    V_s = kron([kronecker.new_input_map(fitted.post, p + 1, K) for p, K in enumerate(K_u)])
+    K_s = kron([k(jnp.asarray(c)) for k, c in zip(fitted.spatial, fitted.coords)])
+    return K_s, V_s, K_u
+
+
+@jax.jit
+def _condition_one(x, y0, observed, kernel, Z, post, K_u, K_diag, K_s, V_s, noise_var):
+    """One image at latent point x: the joint predictive N(μ, Σ) over its pixels (eqs. 30–31;
+    Σ = k_ξ(x, x)K_s − V_s diag(c) V_sᵀ with c the latent-weighted variance reduction), then
+    each channel's missing pixels conditioned on its observed ones,
+    μ_M + Σ_MO(Σ_OO + σ²I)⁻¹(y_O − μ_O).  The unobserved rows and columns of Σ_OO + σ²I are
+    replaced by the identity (so one n_s × n_s Cholesky serves any mask under jit)."""
+    X = x[None]
+    mean, _ = kronecker.predict_points(post, [kernel(X, Z)] + list(K_u),
+                                       [kernel.diag(X)] + list(K_diag))
+    V_xi = kronecker.new_input_map(post, 0, kernel(X, Z))[0]
+    c = (V_xi**2) @ post.var_weight.reshape(V_xi.shape[0], -1)
+    cov = kernel.diag(X)[0] * K_s - (V_s * c) @ V_s.T
+    means, variances = [], []
+    for d in range(y0.shape[1]):
+        o = observed[:, d]
+        A = jnp.outer(o, o) * (cov + noise_var * jnp.eye(len(o))) + jnp.diag(1.0 - o)
+        L = jnp.linalg.cholesky(A)
+        solve = lambda B: jax.scipy.linalg.cho_solve((L, True), B)   # noqa: E731
+        means.append(mean[:, d] + cov @ solve(o * (y0[:, d] - mean[:, d])))
+        G = solve(o[:, None] * cov)
+        variances.append(jnp.diag(cov) - jnp.sum(cov * (o[None, :] * G.T), axis=1))
+    return jnp.stack(means, 1), jnp.stack(variances, 1)
+
+
+def condition_on_observed(fitted: FittedStructured, X, Y0, observed):
+    """Predictive mean and variance (noise included) of every pixel of each image given its
+    observed pixels and its latent point X[i] (seed 003 §2.2.2: the predictive Gaussian
+    conditioned on the observed pixels of a test image); original units, (N*, n_s·D) each.
+    One image at a time, so a row's result does not depend on the others."""
+    K_s, V_s, K_u = _spatial_dense(fitted)
+    K_diag = spatial_inputs(fitted)[1]
+    D = fitted.n_channels
+    means, variances = [], []
+    for x, y, o in zip(np.asarray(X, dtype=float), np.asarray(Y0), np.asarray(observed)):
+        m, v = _condition_one(jnp.asarray(x), jnp.asarray(y.reshape(-1, D)),
+                              jnp.asarray(o.reshape(-1, D), dtype=float), fitted.kernel,
+                              fitted.Z, fitted.post, K_u, K_diag, K_s, V_s, fitted.noise_var)
+        means.append(np.asarray(m))
+        variances.append(np.asarray(v))
+    scale = channel_scale(fitted)
+    mean = np.stack(means) * scale + mean_image(fitted)
+    var = (np.stack(variances) + float(fitted.noise_var)) * scale**2
+    return mean.reshape(len(mean), -1), var.reshape(len(var), -1)
+
+
 def predictive_covariance(fitted: FittedStructured, X) -> np.ndarray:
     """The joint covariance of f over the (image, pixel) pairs of X × training pixels,
     image-major: K** − (⊗V_p) diag(w) (⊗V_p)ᵀ (eqs. 30–31 in the factors' eigenbasis), dense
