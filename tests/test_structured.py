@@ -193,21 +193,34 @@ def _both_terms(post, psi, K_u, K_d, Y_new):
 
 
 def test_point_grid_layout_and_channels():
-    """(n_images, n_pixels, channels) with grid= coordinates: verbs keep the layout."""
+    """(n_images, n_pixels, channels) with grid= coordinates (one spatial factor over 2-D
+    points): the model's columns and predictions keep the layout."""
     rng = np.random.default_rng(5)
     t = rng.uniform(0, 3, 10)
     img = blob(t).reshape(10, -1)
     Y = np.stack([img, 0.5 * img], -1) + 0.02 * rng.normal(size=(10, H * W, 2))
     r, c = np.meshgrid(np.arange(H, dtype=float), np.arange(W, dtype=float), indexing="ij")
     grid = np.stack([r.ravel(), c.ravel()], 1)
-    model = gplvm.StructuredGPLVM(n_components=1, n_inducing=5, grid=grid, max_iter=30,
-                                  transform_max_iter=20, progress=False).fit(Y)
+    model = gplvm.StructuredGPLVM(n_components=1, n_inducing=5, grid=grid, max_iter=10,
+                                  progress=False).fit(Y)
     assert model.n_features_in_ == H * W * 2
     assert model.predict(model.X_mean_[:2]).shape == (2, H * W, 2)
     assert model.predict(model.X_mean_[:2], grid=grid[:5] + 0.5).shape == (2, 5, 2)
-    masked = Y[:2].copy()
-    masked[:, :4] = np.nan
-    assert model.impute(masked).shape == masked.shape
+
+
+def test_dynamical_prior_over_frame_times():
+    """Frames of a blob moving steadily in time, one frame held out: under the GP prior over
+    frame times, predict_times at the held-out time is closer to the planted frame than the
+    nearest observed frame is."""
+    t = np.linspace(0.0, 3.0, 16)
+    Y = blob(t) + 0.02 * np.random.default_rng(7).normal(size=(16, H, W))
+    keep = np.arange(16) != 7
+    model = gplvm.StructuredGPLVM(n_components=2, n_inducing=8, max_iter=150,
+                                  progress=False).fit(Y[keep], times=t[keep])
+    _, _, frame = model.predict_times(t[7:8])
+    nearest = Y[6]
+    truth = blob(t[7:8])[0]
+    assert np.sqrt(np.mean((frame[0] - truth) ** 2)) < np.sqrt(np.mean((nearest - truth) ** 2))
 
 
 def test_bad_input_raises_before_computation(planted):

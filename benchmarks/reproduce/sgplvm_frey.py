@@ -3,8 +3,8 @@
 Protocol (issue 13): a random split of the 1965 frames; n_ξ training images (50 or 1000) and
 965 test images, each with a random 50% of its pixels removed; Q = 30, m_ξ = min(n_ξ, 100);
 the data standardised for fitting (the estimator's ``standardize=True``: per-pixel means, one
-scale); errors in raw pixel units (0–255).  Per test image (``impute(..., return_var=True)``): q(x*) from
-its observed pixels (seed 003 eq. 37 corrected), then the joint predictive Gaussian over the
+scale); errors in raw pixel units (0–255).  Per test image
+(``impute(..., return_var=True)``): q(x*) from its observed pixels (seed 003 eq. 37 corrected), then the joint predictive Gaussian over the
 image's pixels at E[x*] conditioned on the observed pixels (§2.2.2); the RMSE of the missing
 pixels, and their mean negative log density under the conditional Gaussian marginals (MNLP,
 per pixel, raw units).  A Gaussian whose errors have RMSE 14.5 has MNLP ≥ ½log(2π·14.5²) + ½ =

@@ -32,6 +32,7 @@ from gplvm.models.gplvm_family import structured_fitted as sf
 from gplvm.models.gplvm_family.bound import negative_bound
 from gplvm.models.gplvm_family.estimator import AbstractGPLVM
 from gplvm.models.gplvm_family.kron_route import KroneckerRoute
+from gplvm.models.gplvm_family.latent import DynamicalLatent
 from gplvm.models.gplvm_family.new_rows import infer_rows
 from gplvm.models.gplvm_family.structured_input import image_layout
 from gplvm.registry import register
@@ -324,6 +325,17 @@ class StructuredGPLVM(AbstractGPLVM):
     def inverse_transform(self, X):
         """The predictive mean of the images at latent points X."""
         return self.predict(X)
+
+    def predict_times(self, t_new, sequence: int = 0):
+        """Latent trajectory and expected images at new frame times of one training sequence
+        (dynamical prior; seed 003 eqs. 35 and 34).  Returns (X_mean, X_var, images)."""
+        check_is_fitted(self, "fitted_")
+        latent = self._problem.latent
+        if not isinstance(latent, DynamicalLatent):
+            raise ValueError("predict_times needs a model fitted with times= (dynamical prior)")
+        X_mean, X_var = (np.asarray(a) for a in latent.predict(self.params_, t_new, sequence))
+        images = sf.expected_y(self.fitted_, X_mean, X_var)
+        return X_mean, X_var, images.reshape((len(X_mean),) + tuple(self._layout.tail))
 
     # ------------------------------------------------------------------ hooks
     def _infer_new(self, Ys):
