@@ -1,19 +1,19 @@
 """Seed 003 §3.1 on Frey faces: reconstruction of test images with half their pixels missing.
 
 Protocol (issue 13): a random split of the 1965 frames; n_ξ training images (50 or 1000) and
-965 test images, each with a random 50% of its pixels removed; Q = 30, m_ξ = min(n_ξ, 100);
-the data standardised for fitting (the estimator's ``standardize=True``: per-pixel means, one
-scale); errors in raw pixel units (0–255).  Per test image
-(``impute(..., return_var=True)``): q(x*) from its observed pixels (seed 003 eq. 37 corrected), then the joint predictive Gaussian over the
-image's pixels at E[x*] conditioned on the observed pixels (§2.2.2); the RMSE of the missing
-pixels, and their mean negative log density under the conditional Gaussian marginals (MNLP,
-per pixel, raw units).  A Gaussian whose errors have RMSE 14.5 has MNLP ≥ ½log(2π·14.5²) + ½ =
-4.09 in raw pixel units, so the paper's 3.25 cannot be in those units; ours are printed as
-they are.  Reported: the mean over
-test images of each, for the structured GPLVM (product Matérn 3/2 spatial kernel, inducing at
-the pixels) and for the same model with the Coincidence spatial kernel, which is the Bayesian
-GPLVM on the flattened images (the paper's baseline).  Paper (Table 1): n_ξ = 50: SGPLVM RMSE
-14.50, MNLP 3.25; BGPLVM 15.63.  n_ξ = 1000: 8.91 / 3.16; BGPLVM 9.09.
+965 test images, each with a random 50% of its pixels removed; Q = 30, m_ξ = min(n_ξ, 100); the
+data standardised for fitting (the estimator's ``standardize=True``: per-pixel means, one
+scale); errors in raw pixel units (0–255). Per test image (``impute(..., return_var=True)``):
+q(x*) from its observed pixels (seed 003 eq. 37 corrected), then the joint predictive Gaussian
+over the image's pixels at E[x*] conditioned on the observed pixels (§2.2.2); the RMSE of the
+missing pixels, and their mean negative log density under the conditional Gaussian marginals
+(MNLP, per pixel, raw units). A Gaussian whose errors have RMSE 14.5 has MNLP ≥ ½log(2π·14.5²)
++ ½ = 4.09 in raw pixel units, so the paper's 3.25 cannot be in those units; ours are printed
+as they are. Reported: the mean over test images of each, for the structured GPLVM (product
+Matérn 3/2 spatial kernel, inducing at the pixels) and for the same model with the Coincidence
+spatial kernel, which is the Bayesian GPLVM on the flattened images (the paper's baseline).
+Paper (Table 1): n_ξ = 50: SGPLVM RMSE 14.50, MNLP 3.25; BGPLVM 15.63. n_ξ = 1000: 8.91 / 3.16;
+BGPLVM 9.09.
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/reproduce/sgplvm_frey.py --n-train 50 \\
         --seeds 0
