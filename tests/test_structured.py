@@ -18,6 +18,7 @@ import pytest
 from scipy.stats import spearmanr
 
 import gplvm
+from gplvm._pytree import replace
 from gplvm.expectations import psi_statistics
 from gplvm.kernels import RBF, Coincidence, Matern32
 from gplvm.models.gplvm_family import structured_fitted as sf
@@ -56,6 +57,21 @@ def test_planted_structure_is_recovered(planted):
     assert model.noise_var_[0] < 0.05**2        # the planted noise is 0.02²; the field is fitted
     Ys, Xs = model.sample(2)
     assert Ys.shape == (2, H, W) and Xs.shape == (2, 2)
+
+
+def test_fixed_spatial_inducing_at_the_pixels_is_the_pixel_route(planted):
+    """Fixed spatial inducing inputs placed on the pixels make the Nyström approximation exact
+    (K_us = K_uu = K_s), so the bound equals that of inducing inputs at the pixels at the same
+    parameters; the estimator accepts such a grid and fits with it."""
+    _, Y, model = planted
+    route = model._problem.route
+    fixed = replace(route, inducing=route.coords)
+    value = float(bound_and_parts_jit(model.params_, model._problem._replace(route=fixed))[0])
+    assert value == pytest.approx(model.elbo_, rel=1e-8)
+    other = gplvm.StructuredGPLVM(n_components=2, n_inducing=10, max_iter=5, progress=False,
+                                  spatial_inducing=(np.array([0.5, 2.5, 4.5]),
+                                                    np.array([1.0, 3.0, 5.0])))
+    assert np.isfinite(other.fit(Y).elbo_)
 
 
 def test_transform_recovers_training_latents(planted):

@@ -38,6 +38,12 @@ from gplvm.models.gplvm_family.structured_input import image_layout
 from gplvm.registry import register
 
 
+def _spacing(axis) -> float:
+    """The median distance between neighbouring coordinates of one grid axis (1 if single)."""
+    steps = np.diff(np.sort(np.asarray(axis, dtype=float)))
+    return float(np.median(steps)) if len(steps) else 1.0
+
+
 @register("gplvm.StructuredGPLVM", estimator=True)
 class StructuredGPLVM(AbstractGPLVM):
     """Structured GPLVM: a latent × spatial Kronecker kernel over images (seed 003).
@@ -130,7 +136,7 @@ class StructuredGPLVM(AbstractGPLVM):
             raise ValueError("Y has infinite values; give finite pixel intensities")
         self._check_settings(Y.shape[0], layout)
         Yf = layout.flatten(Y)
-        if self.standardize and not np.all(np.std(Yf - Yf.mean(0), axis=0).max() > 0):
+        if np.ptp(Yf, axis=0).max() == 0:
             raise ValueError("Y is the same image repeated; there is nothing to model")
         return Yf, layout, self._check_times(times, groups, Y.shape[0])
 
@@ -190,12 +196,11 @@ class StructuredGPLVM(AbstractGPLVM):
             return list(self.spatial_kernel)
         if self.spatial_kernel is not None:
             return [self.spatial_kernel]
-        if len(layout.coords) > 1:
-            return [Matern32(lengthscale=max(1.0, float(np.ptp(a)) / 10.0), variance=1.0)
-                    for a in layout.coords]
-        X = np.asarray(layout.coords[0])
-        span = np.maximum(np.ptp(X, axis=0) / 10.0, 1e-3 + 0 * X[0])
-        return [Matern32(lengthscale=jnp.asarray(span), variance=1.0)]
+        if len(layout.coords) > 1:      # a tenth of each axis, at least one pixel spacing
+            return [Matern32(lengthscale=max(float(np.ptp(a)) / 10.0, _spacing(a)),
+                             variance=1.0) for a in layout.coords]
+        span = np.ptp(np.asarray(layout.coords[0]), axis=0) / 10.0
+        return [Matern32(lengthscale=jnp.asarray(np.maximum(span, 1e-3)), variance=1.0)]
 
     def _route(self, layout, kernels):
         """The Kronecker route, with the jitter policy applied to fixed spatial inducing inputs."""
