@@ -419,3 +419,27 @@ def test_uncollapsed_bound_at_optimal_q_u_is_the_collapsed_bound(setup, at_pixel
                      - np.linalg.slogdet(Sigma)[1]) + np.trace(U.T @ np.linalg.solve(Kuu, U)))
     collapsed_value = float(kronecker.data_term(factors, jnp.asarray(s["Y"]), s["noise_var"]))
     assert float(got.sum() - kl) == pytest.approx(collapsed_value, rel=1e-9)
+
+
+def test_spectral_terms_treat_round_off_negative_eigenvalues_of_psd_factors_as_zero():
+    """PSD factors computed in floating point can carry eigenvalues of order -eps·‖S‖; a
+    product of one with a large eigenvalue of the other factor, times a large β, would put
+    1 + βv below zero (log of a negative number).  The terms must equal those of the PSD matrix
+    the factor approximates (the negative eigenvalue set to 0), value and gradient finite."""
+    rng = np.random.default_rng(3)
+    Q1, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    S1 = Q1 @ np.diag([-1e-9, 0.5, 1.0]) @ Q1.T
+    S1_psd = Q1 @ np.diag([0.0, 0.5, 1.0]) @ Q1.T
+    S2 = np.diag([2.0, 1.0])
+    R = rng.normal(size=(6, 2))
+    beta = 1e9                      # β·(−1e-9)·2 = −2: 1 + βv would be −1
+    for weighted in [(False, False), (True, False)]:
+        got = kron_spectral_terms([jnp.asarray(S1), jnp.asarray(S2)], jnp.asarray(R), beta,
+                                  weighted)
+        want = kron_spectral_terms([jnp.asarray(S1_psd), jnp.asarray(S2)], jnp.asarray(R), beta,
+                                   weighted)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+        grad = jax.grad(lambda S: sum(kron_spectral_terms([S, jnp.asarray(S2)],
+                                                          jnp.asarray(R), beta, weighted)))(
+            jnp.asarray(S1))
+        assert np.all(np.isfinite(np.asarray(grad)))

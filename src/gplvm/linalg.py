@@ -241,7 +241,9 @@ def _outer_except(vectors: Sequence[jnp.ndarray], p: int) -> jnp.ndarray:
 
 def _spectral_forward(weighted, S_list, R, beta):
     pairs = [jnp.linalg.eigh(S) for S in S_list]
-    lam = [w for w, _ in pairs]
+    # the factors are PSD: round-off can leave eigenvalues of order -eps·‖S‖, and a product
+    # of two such across factors times β can push 1 + βv through zero
+    lam = [jnp.maximum(w, 0.0) for w, _ in pairs]
     Q = [V for _, V in pairs]
     sizes = [w.shape[0] for w in lam]
     v = _outer_except(lam, -1)                                      # ⊗λ_p, (n_1, ..., n_P)
