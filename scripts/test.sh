@@ -2,12 +2,15 @@
 # Set up (or reuse) .venv with the test extras, then run the whole test suite.
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh -k kernels`.
 #
-# The suite runs as four pytest processes over consecutive groups of test files, not one: a
+# The suite runs as several pytest processes over consecutive groups of test files, not one: a
 # single process compiles thousands of XLA executables, and a whole-suite run in one process
 # crashed inside an XLA compile (segmentation fault) once it held tens of thousands of memory
 # mappings (the kernel's limit, vm.max_map_count, is 65,530 here; two test files alone left
 # 6,815).  Dropping JAX's caches between modules instead gave wrong numbers in later tests.
-# Arguments naming test files or folders run exactly those, in one process.
+# Most of the suite's time is XLA compilation, which is single-threaded, so the groups run in
+# GPLVM_TEST_LANES parallel lanes (default: the number of CPUs, at most 2); each group's output
+# is printed whole when it ends.  Arguments naming test files or folders run exactly those, in
+# one process.
 GPLVM_EXTRAS=test
 source "$(dirname "$0")/_venv.sh"
 set +e  # every group runs; the exit status says whether any failed
@@ -18,14 +21,36 @@ for arg in "$@"; do
 done
 files=(tests/test_*.py)
 n=${#files[@]}
-groups=4
+groups=6
+cpus=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+lanes=${GPLVM_TEST_LANES:-$((cpus < 2 ? cpus : 2))}
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+
+run_group() {  # run_group g: one pytest process over group g; its log, then its status
+  local g=$1
+  local chunk=("${files[@]:$((g * n / groups)):$(((g + 1) * n / groups - g * n / groups))}")
+  {
+    echo "[gplvm] test group $((g + 1))/$groups: ${chunk[*]}"
+    .venv/bin/python -m pytest "${pytest_args[@]}" "${chunk[@]}"
+    echo $? > "$logs/$g.rc"
+  } > "$logs/$g.log" 2>&1
+  (flock 9 2>/dev/null; cat "$logs/$g.log") 9> "$logs/print.lock"  # one log at a time
+}
+
+pytest_args=("$@")
+for ((lane = 0; lane < lanes; lane++)); do
+  (for ((g = lane; g < groups; g += lanes)); do run_group "$g"; done) &
+done
+wait
 status=0
 for ((g = 0; g < groups; g++)); do
-  chunk=("${files[@]:$((g * n / groups)):$(((g + 1) * n / groups - g * n / groups))}")
-  echo "[gplvm] test group $((g + 1))/$groups: ${#chunk[@]} files"
-  .venv/bin/python -m pytest "$@" "${chunk[@]}"
-  rc=$?
+  rc=$(cat "$logs/$g.rc" 2>/dev/null || echo 1)
   # 5: no test selected in this group (e.g. with -k); not a failure
-  if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then status=$rc; fi
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then
+    echo "[gplvm] test group $((g + 1)) failed (pytest exit status $rc)"
+    status=$rc
+  fi
 done
+[ "$status" -eq 0 ] && echo "[gplvm] all $groups test groups passed"
 exit $status
