@@ -21,9 +21,10 @@ so the list cannot silently outlive a scikit-learn upgrade.
 
 The DP-GP-LVM shares every verb, its validation and its tags with the Bayesian GPLVM
 (``AbstractGPLVM``); what is its own is the constructor and the fit schedule.  It runs every
-check that does not fit, plus the one-column fit (its own code path), and leaves to the Bayesian
-GPLVM the checks in ``SHARED_FIT_CHECKS``, each of which fits at new shapes and costs 10–50 s of
-compilation for the DP model's fit (``tests/test_contract.py`` fits it once for every verb).
+check that does not fit, plus the one-column fit (its own code path: no column mixture), and
+leaves to the Bayesian GPLVM the checks in ``SHARED_FIT_CHECKS``, each of which fits at new
+shapes and costs 10–50 s of compilation for the DP model's fit (``tests/test_contract.py`` fits
+it once for every verb).
 """
 
 from __future__ import annotations

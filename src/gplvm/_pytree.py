@@ -28,12 +28,31 @@ def pytree_dataclass(cls: type[T]) -> type[T]:
     Fields declared with :func:`static_field` are metadata; all others are children (leaves or
     nested pytrees).  Unflattening calls the generated ``__init__``, so classes must not
     transform their fields in ``__post_init__`` (JAX passes placeholders during tree ops).
+
+    The class itself is part of the auxiliary data.  ``jax.tree_util.register_dataclass`` (JAX
+    0.10) gives two classes with the same fields tree structures that compare *equal* though
+    their hashes differ (``Poisson()`` and ``Bernoulli()``, ``White(1.0)`` and ``Constant(1.0)``),
+    so a jit cache keyed on the structure can, when two hashes share a bucket, run one class's
+    compiled code for the other: a Poisson ``sample`` returned Bernoulli draws in a whole-suite
+    run (``tests/test_pytree.py``).
     """
     cls = dataclasses.dataclass(frozen=True, eq=False)(cls)
     fields = dataclasses.fields(cls)
-    data = [f.name for f in fields if not f.metadata.get("static", False)]
-    meta = [f.name for f in fields if f.metadata.get("static", False)]
-    jax.tree_util.register_dataclass(cls, data_fields=data, meta_fields=meta)
+    data = tuple(f.name for f in fields if not f.metadata.get("static", False))
+    meta = tuple(f.name for f in fields if f.metadata.get("static", False))
+
+    def flatten_with_keys(obj):
+        children = [(jax.tree_util.GetAttrKey(name), getattr(obj, name)) for name in data]
+        return children, (cls, tuple(getattr(obj, name) for name in meta))
+
+    def flatten(obj):
+        return [getattr(obj, name) for name in data], (cls, tuple(getattr(obj, name)
+                                                                  for name in meta))
+
+    def unflatten(aux, children):
+        return cls(**dict(zip(data, children)), **dict(zip(meta, aux[1])))
+
+    jax.tree_util.register_pytree_with_keys(cls, flatten_with_keys, unflatten, flatten)
     return cls
 
 
