@@ -185,14 +185,6 @@ class BayesianGPLVM(AbstractGPLVM):
         return latent.fitted_time_kernel(self.params_) if isinstance(
             latent, DynamicalLatent) else None
 
-    @property
-    def relevance_(self):
-        """Inverse squared length-scale of each latent dimension (ARD relevance)."""
-        ell = getattr(self.kernel_, "lengthscale", None)
-        if ell is None:
-            raise AttributeError("the kernel has no length-scale, so no ARD relevance")
-        return np.broadcast_to(1.0 / np.asarray(ell) ** 2, (self.n_components,)).copy()
-
     # ------------------------------------------------------------------ hooks of AbstractGPLVM
     def _infer_new(self, Ys):
         """q(x*) of each standardised row, each row optimised on its own with the model fixed

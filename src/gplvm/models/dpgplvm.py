@@ -31,7 +31,7 @@ from gplvm.models._common import check_is_fitted
 from gplvm.models.gplvm_family import dp, dp_fit, dp_fitted, dp_init
 from gplvm.models.gplvm_family.atoms import AtomPrior, atom, stack_atoms
 from gplvm.models.gplvm_family.dp_rows import infer_latents
-from gplvm.models.gplvm_family.estimator import AbstractGPLVM
+from gplvm.models.gplvm_family.estimator import AbstractGPLVM, ard_relevance
 from gplvm.models.gplvm_family.missing_block import block_log_likelihood
 from gplvm.registry import register
 
@@ -284,13 +284,7 @@ class DPGPLVM(AbstractGPLVM):
     @property
     def relevance_(self):
         """(n_groups_, Q) ARD weights (inverse squared length-scales) of the used atoms."""
-        rows = []
-        for kernel in self.kernel_:
-            ell = getattr(kernel, "lengthscale", None)
-            if ell is None:
-                raise AttributeError("the kernel has no length-scale, so no ARD relevance")
-            rows.append(np.broadcast_to(1.0 / np.asarray(ell) ** 2, (self.n_components,)))
-        return np.array(rows)
+        return np.array([ard_relevance(kernel, self.n_components) for kernel in self.kernel_])
 
     @property
     def noise_var_(self):

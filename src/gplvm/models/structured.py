@@ -275,14 +275,6 @@ class StructuredGPLVM(AbstractGPLVM):
         check_is_fitted(self, "fitted_")
         return float(self.fitted_.noise_var) * sf.channel_scale(self.fitted_) ** 2
 
-    @property
-    def relevance_(self):
-        """Inverse squared length-scale of each latent dimension (ARD relevance)."""
-        ell = getattr(self.kernel_, "lengthscale", None)
-        if ell is None:
-            raise AttributeError("the latent kernel has no length-scale, so no ARD relevance")
-        return np.broadcast_to(1.0 / np.asarray(ell) ** 2, (self.n_components,)).copy()
-
     # ------------------------------------------------------------------ verbs
     def _standardise_new(self, Y):
         check_is_fitted(self, "fitted_")

@@ -31,6 +31,14 @@ from gplvm.priors import dynamical
 from gplvm.transforms import inverse_softplus
 
 
+def ard_relevance(kernel, n_components: int) -> np.ndarray:
+    """(Q,) inverse squared length-scales of a kernel (ARD relevance per latent dimension)."""
+    ell = getattr(kernel, "lengthscale", None)
+    if ell is None:
+        raise AttributeError("the kernel has no length-scale, so no ARD relevance")
+    return np.broadcast_to(1.0 / np.asarray(ell) ** 2, (n_components,)).copy()
+
+
 class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
     """Shared surface of the GPLVM family (not instantiated; see the module docstring).
 
@@ -116,6 +124,11 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         return DynamicalLatent(dynamical.sequence_layout(times, groups), time_kernel, n_rows)
 
     # ------------------------------------------------------------------ fitted values
+    @property
+    def relevance_(self):
+        """Inverse squared length-scale of each latent dimension of ``kernel_`` (ARD)."""
+        return ard_relevance(self.kernel_, self.n_components)
+
     @property
     def Z_(self):
         check_is_fitted(self, "fitted_")
