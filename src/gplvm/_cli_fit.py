@@ -1,0 +1,170 @@
+"""``gplvm fit DATA``: read a data file, fit a model, write an output folder.
+
+The folder (``--out``, default ``<data name>-<model>``) holds ``embedding.csv`` (row ids, latent
+means, variances or posterior sd), ``model.npz`` (``save``), ``summary.json``, ``imputed.csv``
+when the data had missing entries, and the plots of :mod:`gplvm.plot`.  It is written in a
+temporary folder beside it and renamed when complete, so a failed or interrupted run leaves no
+folder that looks complete.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from gplvm import _cli_models as models
+from gplvm import _cli_output as output
+from gplvm._readers import as_times, read_annotation, read_data
+
+PLOT_DPI = 110
+
+
+def add_data_options(parser) -> None:
+    """Flags of every verb that reads a data file."""
+    group = parser.add_argument_group("reading the data file")
+    group.add_argument("--key", help=".npz: the array to read")
+    group.add_argument("--layer", help=".h5ad: the layer to read instead of X")
+    group.add_argument("--header", action="store_true", default=None,
+                       help="CSV/TSV: the first row is a header (default: detected)")
+    group.add_argument("--no-header", dest="header", action="store_false")
+    group.add_argument("--index-col", action="store_true", default=None,
+                       help="CSV/TSV: the first column holds row ids (default: detected)")
+    group.add_argument("--no-index-col", dest="index_col", action="store_false")
+    group.add_argument("--delimiter", help="CSV/TSV: the cell separator (default by extension)")
+    group.add_argument("--missing", action="append", default=[],
+                       help="a cell value meaning 'missing' (repeatable; empty cells, NA and "
+                            "NaN always are)")
+
+
+def add_parser(sub) -> None:
+    fit = sub.add_parser("fit", help="fit a model to a data file and write an output folder")
+    fit.add_argument("data", help="a .csv, .tsv, .txt, .npy, .npz or .h5ad file")
+    fit.add_argument("--model", choices=tuple(models.MODELS), default="bgplvm",
+                     help="; ".join(f"{k}: {v[1]}" for k, v in models.MODELS.items()))
+    fit.add_argument("--out", help="output folder (default <data name>-<model>)")
+    fit.add_argument("--force", action="store_true", help="replace an existing --out folder")
+    fit.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    fit.add_argument("--labels", help="an annotation column or a file: colours the latent plot")
+    fit.add_argument("--times", help="an annotation column or a file: time stamps of the rows "
+                                     "(dynamical prior)")
+    fit.add_argument("--image-shape", help="structured model: H,W of each row's image")
+    settings = fit.add_argument_group("model settings (each applies to the models that have it)")
+    settings.add_argument("--components", "-q", type=int, help="Q, the latent dimension")
+    settings.add_argument("--likelihood", help="rflvm: gaussian, poisson, bernoulli, binomial, "
+                                               "negative_binomial or multinomial")
+    settings.add_argument("--inducing", type=int, help="inducing inputs M")
+    settings.add_argument("--features", type=int, help="rflvm: random features M")
+    settings.add_argument("--iterations", type=int, help="optimiser iterations (max_iter)")
+    settings.add_argument("--sweeps", type=int, help="MCMC sweeps per chain (burn-in included)")
+    settings.add_argument("--burn-in", type=int, help="MCMC sweeps discarded (default half)")
+    settings.add_argument("--chains", type=int, help="MCMC chains")
+    settings.add_argument("--kernel", help=f"one of {', '.join(models.KERNELS)} (ARD)")
+    settings.add_argument("--seed", type=int, help="random_state (default 0)")
+    add_data_options(fit)
+
+
+def read_table(args, annotations=()):
+    return read_data(args.data, key=args.key, layer=args.layer, header=args.header,
+                     index_col=args.index_col, delimiter=args.delimiter,
+                     missing=tuple(args.missing), annotations=annotations)
+
+
+def log(args, message: str) -> None:
+    if not args.quiet:
+        print(f"[gplvm] {message}", file=sys.stderr, flush=True)
+
+
+def run(args, argv) -> int:
+    """Read, fit and write; returns the exit status (errors propagate as exceptions)."""
+    out = Path(args.out or f"{Path(args.data).stem}-{args.model}")
+    output.check_free(out, args.force)
+    table = read_table(args, [a for a in (args.labels, args.times) if a])
+    labels = read_annotation(args.labels, table, "labels") if args.labels else None
+    times = as_times(read_annotation(args.times, table, "times")) if args.times else None
+    Y = _model_input(args, table.Y)
+    model = models.build(args.model, args)
+    fit_kwargs = models.fit_arguments(model, times=times)
+    log(args, f"{args.data}: {table.Y.shape[0]} rows x {len(table.columns)} columns, "
+              f"{100 * table.missing_fraction:.1f}% missing; fitting {type(model).__name__}")
+    with output.atomic_folder(out, args.force) as folder:
+        start = time.perf_counter()
+        model.fit(Y, **fit_kwargs)
+        seconds = time.perf_counter() - start
+        written = write_results(folder, model, table, Y, labels)
+        summary = {"command": output.command_line(argv), "model": args.model,
+                   **output.model_summary(model),
+                   "data": {"path": str(args.data), "n_rows": int(table.Y.shape[0]),
+                            "n_columns": len(table.columns),
+                            "missing_fraction": table.missing_fraction,
+                            "columns": table.columns},
+                   "wall_time_s": seconds, "versions": output.versions(),
+                   "outputs": sorted([*written, "summary.json"])}
+        (folder / "summary.json").write_text(output.dump_json(summary))
+    log(args, f"wrote {out}/: {', '.join(summary['outputs'])} ({seconds:.1f} s fit)")
+    return 0
+
+
+def _model_input(args, Y):
+    """Y as the model takes it: rows x columns, or images for a model that needs them."""
+    images = args.model == "structured"
+    if args.image_shape:
+        if not images:
+            raise ValueError(f"--image-shape applies to --model structured, not {args.model}")
+        try:
+            H, W = (int(v) for v in args.image_shape.split(","))
+        except ValueError:
+            raise ValueError(f"--image-shape {args.image_shape!r}: give H,W such as 28,20") \
+                from None
+        if H * W != Y.shape[1]:
+            raise ValueError(f"--image-shape {H},{W} has {H * W} pixels but the data has "
+                             f"{Y.shape[1]} columns")
+        return Y.reshape(Y.shape[0], H, W)
+    if images and Y.ndim == 2:
+        raise ValueError("--model structured needs images: give --image-shape H,W or a 3-D "
+                         ".npy array (images x height x width)")
+    if not images and Y.ndim != 2:
+        raise ValueError(f"the data is a {Y.ndim}-D array; --model {args.model} needs a table "
+                         f"(rows x columns): use --model structured for images")
+    return Y
+
+
+def write_results(folder: Path, model, table, Y, labels) -> list[str]:
+    """embedding.csv, model.npz, imputed.csv (missing entries) and the plots; their names."""
+    header, values = output.latent_columns(model, model.X_mean_, model.X_var_)
+    output.write_csv(folder / "embedding.csv", table.row_ids, header, values)
+    model.save(folder / "model.npz")
+    written = ["embedding.csv", "model.npz"]
+    if np.isnan(Y).any():
+        output.write_csv(folder / "imputed.csv", table.row_ids, table.columns, model.impute(Y))
+        written.append("imputed.csv")
+    return written + write_plots(folder, model, Y, labels)
+
+
+def write_plots(folder: Path, model, Y, labels) -> list[str]:
+    """The plots of :mod:`gplvm.plot` that apply to the model; a plot that fails is reported
+    on stderr and left out (the fit is not lost for it)."""
+    from gplvm import plot
+
+    jobs = {"latent.png": lambda: plot.latent(model, labels=labels),
+            "relevance.png": lambda: plot.relevance(model),
+            "trace.png": lambda: plot.trace(model)}
+    if np.isnan(Y).any():
+        jobs["imputation.png"] = lambda: plot.imputation(model, Y, X=model.X_mean_)
+    if getattr(model, "assignments_", None) is not None:
+        jobs["factors.png"] = lambda: plot.factors(model)
+        jobs["assignments.png"] = lambda: plot.assignments(model)
+    written = []
+    for name, draw in jobs.items():
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                draw().figure.savefig(folder / name, dpi=PLOT_DPI)
+        except Exception as err:  # noqa: BLE001 (a plot must not lose the fit)
+            print(f"[gplvm] could not draw {name}: {err}", file=sys.stderr)
+            continue
+        written.append(name)
+    return written

@@ -1,0 +1,110 @@
+"""The models ``gplvm fit`` knows, and how its flags become constructor arguments.
+
+One table maps each short name to an estimator's stable registry name; another maps each model
+flag to the constructor parameter it sets.  A flag applies to every model whose constructor has
+that parameter (``get_params``), so a new estimator joins the command line by one line in
+:data:`MODELS` and needs no code of its own.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+
+#: short name -> (stable registry name, what the model is for)
+MODELS = {
+    "bgplvm": ("gplvm.BayesianGPLVM", "real-valued data, collapsed variational bound"),
+    "rflvm": ("gplvm.RFLVM", "counts, binary or real data (any likelihood), MCMC"),
+    "dpgplvm": ("gplvm.DPGPLVM", "real data whose columns follow different functions"),
+    "structured": ("gplvm.StructuredGPLVM", "images (--image-shape H,W or a 3-D .npy)"),
+}
+
+#: flag (argparse dest) -> constructor parameter
+FLAGS = {
+    "components": "n_components",
+    "likelihood": "likelihood",
+    "inducing": "n_inducing",
+    "features": "n_features",
+    "iterations": "max_iter",
+    "sweeps": "n_iter",
+    "burn_in": "burn_in",
+    "chains": "n_chains",
+    "kernel": "kernel",
+    "seed": "random_state",
+}
+
+#: --kernel names -> gplvm.kernels class names (ARD: one length-scale per latent dimension)
+KERNELS = {"rbf": "RBF", "matern12": "Matern12", "matern32": "Matern32",
+           "matern52": "Matern52"}
+
+
+def estimator_class(name: str):
+    """The estimator class of a short name."""
+    from gplvm.registry import lookup
+
+    return lookup(MODELS[name][0])
+
+
+def _kernel_parameter(params: dict) -> str | None:
+    """The constructor parameter holding the (latent) kernel, if the model has one."""
+    return next((p for p in ("kernel", "latent_kernel") if p in params), None)
+
+
+def build(name: str, args) -> object:
+    """An unfitted estimator ``name`` with the flags of ``args`` that were given.
+
+    Raises:
+        ValueError: a flag was given that the model has no parameter for.
+    """
+    cls = estimator_class(name)
+    params = cls().get_params(deep=False)
+    settings = {}
+    for flag, parameter in FLAGS.items():
+        value = getattr(args, flag, None)
+        if value is None:
+            continue
+        if flag == "kernel":
+            parameter = _kernel_parameter(params)
+            value = _kernel(value, args.components or params.get("n_components", 2))
+        if parameter not in params:
+            option = "--" + flag.replace("_", "-")
+            raise ValueError(f"{option} is not a setting of {name} ({cls.__name__}); its "
+                             f"settings: {', '.join(_options(params))}")
+        settings[parameter] = value
+    if "n_iter" in settings and "burn_in" in params and "burn_in" not in settings:
+        settings["burn_in"] = settings["n_iter"] // 2       # half the sweeps as burn-in
+    if "progress" in params:
+        settings["progress"] = not args.quiet
+    return cls(**settings)
+
+
+def _options(params: dict) -> list[str]:
+    names = {v: k for k, v in FLAGS.items()}
+    found = ["--" + names[p].replace("_", "-") for p in params if p in names]
+    if _kernel_parameter(params):
+        found.append("--kernel")
+    return found
+
+
+def _kernel(name: str, n_components: int):
+    import gplvm.kernels as kernels
+
+    if name not in KERNELS:
+        raise ValueError(f"--kernel {name!r} is unknown; choose one of {', '.join(KERNELS)}")
+    return getattr(kernels, KERNELS[name])(lengthscale=np.ones(int(n_components)))
+
+
+def fit_arguments(model, times=None, groups=None) -> dict:
+    """The keyword arguments of ``model.fit`` for the per-row extras given."""
+    accepted = inspect.signature(model.fit).parameters
+    extras = {"times": times, "groups": groups}
+    out = {}
+    for key, value in extras.items():
+        if value is None:
+            continue
+        if key not in accepted:
+            raise ValueError(f"--{key} does not apply to {type(model).__name__}: its fit "
+                             f"takes no {key}")
+        out[key] = value
+    return out

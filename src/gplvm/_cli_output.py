@@ -1,0 +1,149 @@
+"""What the command line writes: CSV tables with row ids (floats written so they read back
+exactly), the summary of a fit, and output folders that appear complete or not at all."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import os
+import shlex
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+
+def write_csv(target, row_ids, columns, values, index_name: str = "id") -> None:
+    """A CSV with a header, one row id per row; floats by ``repr`` (shortest exact form).
+
+    Args:
+        target: a path, or ``None`` / ``'-'`` for standard output.
+    """
+    values = np.asarray(values, dtype=float)
+    with _opened(target) as stream:
+        writer = csv.writer(stream, lineterminator="\n")
+        writer.writerow([index_name, *columns])
+        for row_id, row in zip(row_ids, values):
+            writer.writerow([row_id, *map(repr, row.tolist())])
+
+
+@contextlib.contextmanager
+def _opened(target):
+    if target is None or str(target) == "-":
+        yield sys.stdout
+    else:
+        with open(target, "w", newline="", encoding="utf-8") as stream:
+            yield stream
+
+
+def latent_columns(model, X_mean, X_var):
+    """(header, values) of latent means and their spread: variances for variational models,
+    posterior standard deviations for sampled ones (a model with ``X_samples_``)."""
+    Q = X_mean.shape[1]
+    sampled = getattr(model, "X_samples_", None) is not None
+    spread = np.sqrt(X_var) if sampled else X_var
+    names = [f"x{q}" for q in range(Q)] + [f"{'sd' if sampled else 'var'}{q}" for q in range(Q)]
+    return names, np.column_stack([X_mean, spread])
+
+
+def check_free(out: Path, force: bool) -> None:
+    """Refuse an output folder that exists and is not empty, unless ``force``."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file; give a folder")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise ValueError(f"--out {out} exists and is not empty; pass --force to replace it or "
+                         f"choose another folder")
+
+
+@contextlib.contextmanager
+def atomic_folder(out: Path, force: bool = False):
+    """Yield a temporary folder beside ``out``; rename it to ``out`` when the block ends
+    without error, remove it otherwise (so ``out`` is complete or absent)."""
+    out = Path(out)
+    check_free(out, force)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)             # mkdtemp's folder is private (0700)
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = None
+    if out.exists():
+        old = out.with_name(f".{out.name}.old-{os.getpid()}")
+        out.rename(old)
+    tmp.rename(out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def json_value(value):
+    """A JSON-safe form of a constructor argument or fitted value (objects by ``repr``)."""
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (list, tuple)) and all(
+            isinstance(v, (bool, int, float, str)) for v in value):
+        return list(value)
+    return repr(value)
+
+
+def model_summary(model) -> dict:
+    """The fitted model's common attributes: class, settings, objective, iterations,
+    convergence (with the split R-hat of sampled models) and relevance."""
+    from gplvm.plot._diagnostics import kept_trace, split_rhat_of
+    from gplvm.registry import name_of
+
+    out = {"class": name_of(type(model)),
+           "params": {k: json_value(v) for k, v in model.get_params(deep=False).items()},
+           "n_components": int(model.n_components),
+           "n_features_in": int(model.n_features_in_)}
+    if getattr(model, "elbo_", None) is not None:
+        out["bound"] = float(model.elbo_)
+    kept = kept_trace(model)
+    if kept is not None:
+        out["log_likelihood"] = float(np.mean(kept)) if kept.size else float("nan")
+        out["rhat"] = split_rhat_of(model)
+    out["n_iter"] = int(model.n_iter_)
+    out["converged"] = bool(model.converged_)
+    if getattr(model, "interrupted_", None) is not None:
+        out["interrupted"] = bool(model.interrupted_)
+    out["relevance"] = np.asarray(model.relevance_, dtype=float).tolist()
+    return out
+
+
+def versions() -> dict:
+    import jax
+
+    from gplvm import __version__
+
+    return {"gplvm": __version__, "jax": jax.__version__, "numpy": np.__version__,
+            "python": sys.version.split()[0]}
+
+
+def command_line(argv) -> str:
+    return shlex.join(["gplvm", *argv])
+
+
+def dump_json(obj) -> str:
+    """Strict JSON (non-finite numbers written as null)."""
+    import json
+
+    def clean(value):
+        if isinstance(value, float) and not np.isfinite(value):
+            return None
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    return json.dumps(clean(obj), indent=2, allow_nan=False) + "\n"

@@ -1,0 +1,105 @@
+"""``gplvm transform|impute|sample|info MODEL ...``: the verbs of a saved model.
+
+Each reads a ``model.npz`` written by ``gplvm fit`` (or ``model.save``) and writes a CSV to
+``--out`` or standard output.  When the model file sits in a ``gplvm fit`` folder, the column
+names in its ``summary.json`` are used to check (and, when only their order differs, to
+reorder) the columns of a data file with a header.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from gplvm import _cli_output as output
+from gplvm._cli_fit import add_data_options, read_table
+from gplvm._readers import DataFileError
+
+
+def add_parsers(sub) -> None:
+    for verb, text in (("transform", "latent means and spread of the rows of a data file"),
+                       ("impute", "the data file with its missing entries filled in")):
+        parser = sub.add_parser(verb, help=text)
+        parser.add_argument("model", help="a model.npz file")
+        parser.add_argument("data", help="a .csv, .tsv, .txt, .npy, .npz or .h5ad file")
+        parser.add_argument("--out", help="a CSV file (default: standard output)")
+        add_data_options(parser)
+    sample = sub.add_parser("sample", help="data drawn from the fitted generative model")
+    sample.add_argument("model", help="a model.npz file")
+    sample.add_argument("-n", "--n-samples", type=int, default=10, help="rows to draw")
+    sample.add_argument("--seed", type=int, default=None, help="random_state of the draws")
+    sample.add_argument("--out", help="a CSV file (default: standard output)")
+    info = sub.add_parser("info", help="what a saved model is and how its fit went")
+    info.add_argument("model", help="a model.npz file")
+
+
+def load_model(path):
+    """A saved model, with a one-line error for a file that is not one."""
+    import gplvm
+
+    path = Path(path)
+    if not path.is_file():
+        raise DataFileError(f"{path}: no such model file")
+    try:
+        return gplvm.load(path)
+    except Exception as err:  # noqa: BLE001 (any reading failure is a bad file)
+        raise DataFileError(f"{path.name} is not a gplvm model file ({err})") from None
+
+
+def saved_columns(model_path) -> list[str] | None:
+    """The column names of the fit that wrote ``model_path`` (its folder's summary.json)."""
+    summary = Path(model_path).with_name("summary.json")
+    try:
+        return list(json.loads(summary.read_text())["data"]["columns"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def model_rows(model, table, model_path) -> np.ndarray:
+    """The data's rows with the model's columns (checked, and reordered by name)."""
+    D = int(model.n_features_in_)
+    Y = table.Y.reshape(table.Y.shape[0], -1)
+    names = saved_columns(model_path)
+    unnamed = table.columns == [str(j) for j in range(len(table.columns))]
+    if names is not None and not unnamed and table.columns != names:
+        absent = [c for c in names if c not in table.columns]
+        extra = [c for c in table.columns if c not in names]
+        if absent or extra or len(table.columns) != len(names):
+            raise DataFileError(
+                f"{Path(table.path).name}: its columns differ from the model's (missing: "
+                f"{', '.join(absent[:5]) or 'none'}; not in the model: "
+                f"{', '.join(extra[:5]) or 'none'}); give the columns the model was fitted on")
+        Y = Y[:, [table.columns.index(c) for c in names]]
+    if Y.shape[1] != D:
+        raise DataFileError(f"{Path(table.path).name} has {Y.shape[1]} columns but the model "
+                            f"was fitted on {D}; give rows with the model's columns")
+    return Y
+
+
+def run(args) -> int:
+    model = load_model(args.model)
+    if args.command == "info":
+        print(output.dump_json(output.model_summary(model)), end="")
+        return 0
+    if args.command == "sample":
+        Y, X = model.sample(args.n_samples, random_state=args.seed)
+        names = saved_columns(args.model) or [f"y{j}" for j in range(np.shape(Y)[1])]
+        columns = [*names, *(f"x{q}" for q in range(np.shape(X)[1]))]
+        output.write_csv(args.out, range(len(Y)), columns, np.column_stack([Y, X]),
+                         index_name="draw")
+        return 0
+    table = read_table(args)
+    Y = model_rows(model, table, args.model)
+    if args.command == "transform":
+        X_mean, X_var = model.transform(Y, return_var=True)
+        header, values = output.latent_columns(model, np.asarray(X_mean), np.asarray(X_var))
+        output.write_csv(args.out, table.row_ids, header, values)
+    else:
+        names = saved_columns(args.model) or table.columns
+        output.write_csv(args.out, table.row_ids, names, model.impute(Y))
+    if args.out:
+        print(f"[gplvm] wrote {args.out}", file=sys.stderr)
+    return 0

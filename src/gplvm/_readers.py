@@ -1,0 +1,282 @@
+"""Data files in: the readers behind ``gplvm fit DATA`` (issue 15, item 1).
+
+:func:`read_data` turns a CSV/TSV/TXT table, a ``.npy`` array, one array of a ``.npz`` archive
+or an AnnData ``.h5ad`` file (:mod:`gplvm._readers_h5ad`) into a :class:`Table`: the data
+matrix ``Y`` (NaN marks a missing entry), one id per row, one name per column, and per-row
+annotations (the ``obs`` columns of an ``.h5ad``, or table columns set aside as annotations)
+usable as labels or time stamps.  A file that cannot be read raises :class:`DataFileError`, a
+``ValueError`` whose message is one line naming the file, the problem and the fix.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["DataFileError", "Table", "read_data", "read_annotation", "as_times", "MISSING_TOKENS",
+           "TABLE_SUFFIXES", "SUFFIXES"]
+
+#: cells that mean "missing" in a text table, besides any ``missing=`` tokens
+MISSING_TOKENS = ("", "NA", "NaN", "nan", "N/A")
+TABLE_SUFFIXES = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".txt": None}
+SUFFIXES = (*TABLE_SUFFIXES, ".npy", ".npz", ".h5ad")
+
+
+class DataFileError(ValueError):
+    """A data file that cannot be read as a numeric table; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Table:
+    """A data matrix read from a file.
+
+    Attributes:
+        Y: (N, D) float64, NaN marks a missing entry ((N, H, W) for an array of images).
+        row_ids: N strings (the index column, AnnData's ``obs_names``, or ``0 … N-1``).
+        columns: D strings (the header, AnnData's ``var_names``, or ``0 … D-1``).
+        obs: per-row annotations by name, each an (N,) array (strings or numbers).
+        path: the file read.
+    """
+
+    Y: np.ndarray
+    row_ids: list[str]
+    columns: list[str]
+    obs: dict[str, np.ndarray] = field(default_factory=dict)
+    path: str = ""
+
+    @property
+    def missing_fraction(self) -> float:
+        return float(np.mean(np.isnan(self.Y))) if self.Y.size else 0.0
+
+
+def read_data(path, *, key=None, layer=None, header=None, index_col=None, delimiter=None,
+              missing=(), annotations=()) -> Table:
+    """Read a data file by its extension.
+
+    Args:
+        path: ``.csv``, ``.tsv``/``.tab``, ``.txt`` (delimiter sniffed), ``.npy``, ``.npz`` or
+            ``.h5ad``.
+        key: the array of a ``.npz`` archive (needed when it holds several).
+        layer: the AnnData layer to read instead of ``X``.
+        header, index_col: text tables: ``True``/``False`` to say whether the first row is a
+            header and the first column row ids; ``None`` detects them (a header has a
+            non-numeric cell; an index column is non-numeric and unique, or has an empty
+            header cell).
+        delimiter: text tables: the cell separator (default by extension).
+        missing: extra cell values of text tables that mean "missing" (besides
+            :data:`MISSING_TOKENS`).
+        annotations: text tables: names of columns to set aside as per-row annotations
+            (labels, time stamps) instead of data.
+
+    Raises:
+        DataFileError: the file is absent, empty, ragged, non-numeric or of an unknown kind.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise DataFileError(f"{path.name}: unknown extension {suffix or '(none)'!r}; give a "
+                            f"{', '.join(SUFFIXES)} file")
+    if not path.is_file():
+        raise DataFileError(f"{path}: no such file")
+    if suffix == ".h5ad":
+        from gplvm._readers_h5ad import read_h5ad
+
+        return read_h5ad(path, layer=layer)
+    if suffix in (".npy", ".npz"):
+        return _read_array(path, key)
+    if delimiter is None:
+        delimiter = TABLE_SUFFIXES[suffix]
+    return _read_text(path, delimiter, header, index_col, (*MISSING_TOKENS, *missing),
+                      tuple(annotations))
+
+
+# ----------------------------------------------------------------------------- arrays
+def _read_array(path: Path, key) -> Table:
+    try:
+        loaded = np.load(path, allow_pickle=False)
+    except ValueError as err:
+        if "pickle" in str(err):
+            raise DataFileError(f"{path.name} holds Python objects; save a numeric array "
+                                f"(numpy.save(path, Y.astype(float)))") from None
+        raise DataFileError(f"{path.name} is not a valid {path.suffix} file ({err})") from None
+    except (OSError, EOFError) as err:
+        raise DataFileError(f"{path.name} is not a valid {path.suffix} file ({err})") from None
+    if isinstance(loaded, np.lib.npyio.NpzFile):
+        with loaded:
+            array = _npz_member(path, loaded, key)
+    else:
+        array = loaded
+    return _array_table(path, array)
+
+
+def _npz_member(path: Path, archive, key) -> np.ndarray:
+    names = list(archive.files)
+    if not names:
+        raise DataFileError(f"{path.name} is empty: the archive holds no array")
+    if key is None:
+        if len(names) > 1:
+            raise DataFileError(f"{path.name} holds {len(names)} arrays ({', '.join(names)}); "
+                                f"choose one with --key")
+        key = names[0]
+    if key not in names:
+        raise DataFileError(f"{path.name} has no array {key!r}; its arrays are "
+                            f"{', '.join(names)}")
+    try:
+        return archive[key]
+    except ValueError:
+        raise DataFileError(f"{path.name}[{key!r}] holds Python objects; save a numeric "
+                            f"array") from None
+
+
+def _array_table(path: Path, array: np.ndarray) -> Table:
+    if array.dtype.kind not in "biuf":
+        raise DataFileError(f"{path.name} holds an array of {array.dtype} values; give a "
+                            f"numeric array")
+    if array.ndim not in (2, 3, 4):
+        raise DataFileError(f"{path.name} holds a {array.ndim}-D array of shape {array.shape};"
+                            f" give a 2-D array, rows x columns (e.g. Y.reshape(-1, 1))")
+    if array.size == 0:
+        raise DataFileError(f"{path.name} is empty: its array has shape {array.shape}")
+    Y = np.asarray(array, dtype=float)
+    return Table(Y, [str(i) for i in range(Y.shape[0])],
+                 [str(j) for j in range(int(np.prod(Y.shape[1:])))], {}, str(path))
+
+
+# ----------------------------------------------------------------------------- text tables
+def _read_text(path: Path, delimiter, header, index_col, missing, annotations) -> Table:
+    rows = _text_rows(path, delimiter)
+    width = len(rows[0][1])
+    for line, cells in rows:
+        if len(cells) != width:
+            raise DataFileError(f"{path.name}: line {line} has {len(cells)} cells but line "
+                                f"{rows[0][0]} has {width}; every row needs the same number "
+                                f"of cells (a ragged table)")
+    if header is None:
+        header = any(not _numeric(c, missing) for c in rows[0][1])
+    names = ([c.strip() for c in rows[0][1]] if header
+             else [str(j) for j in range(width)])
+    body = rows[1:] if header else rows
+    if not body:
+        raise DataFileError(f"{path.name} has a header but no data rows")
+    cells = np.array([c for _, c in body], dtype=object)
+    lines = [line for line, _ in body]
+    if index_col is None:
+        index_col = names[0] not in annotations and _looks_like_index(
+            names[0] if header else None, cells[:, 0], missing)
+    row_ids = ([str(c).strip() for c in cells[:, 0]] if index_col
+               else [str(i) for i in range(len(body))])
+    first = 1 if index_col else 0
+    obs = {}
+    for name in annotations:
+        if name in names[first:]:
+            j = names.index(name, first)
+            obs[name] = np.array([str(c).strip() for c in cells[:, j]], dtype=object)
+    keep = [j for j in range(first, width) if names[j] not in obs]
+    if not keep:
+        raise DataFileError(f"{path.name} has no data columns left")
+    Y = _to_float(path, cells[:, keep], [names[j] for j in keep], lines, missing)
+    return Table(Y, row_ids, [names[j] for j in keep], obs, str(path))
+
+
+def _text_rows(path: Path, delimiter) -> list[tuple[int, list[str]]]:
+    """Non-blank rows with their line numbers; ``delimiter=None`` sniffs it."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise DataFileError(f"{path.name} is not a UTF-8 text file; give a CSV/TSV table, "
+                            f"or a .npy/.npz/.h5ad file with a matching extension") from None
+    lines = text.splitlines()
+    if delimiter is None:
+        sample = next((ln for ln in lines if ln.strip()), "")
+        delimiter = next((d for d in ("\t", ",", ";") if d in sample), None)
+    if delimiter is None:
+        parsed = [ln.split() for ln in lines]
+    else:
+        parsed = list(csv.reader(lines, delimiter=delimiter))
+    rows = [(i + 1, cells) for i, cells in enumerate(parsed)
+            if cells and any(c.strip() for c in cells)]
+    if not rows:
+        raise DataFileError(f"{path.name} is empty: it has no rows of data")
+    return rows
+
+
+def _numeric(cell: str, missing) -> bool:
+    cell = cell.strip()
+    if cell in missing:
+        return True
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def _looks_like_index(name, column, missing) -> bool:
+    """An index column: an empty header cell, or unique non-numeric values in every row."""
+    if name == "":
+        return True
+    values = [str(c).strip() for c in column]
+    return (not any(_numeric(v, missing) for v in values)
+            and len(set(values)) == len(values))
+
+
+def _to_float(path: Path, cells: np.ndarray, names, lines, missing) -> np.ndarray:
+    stripped = np.vectorize(lambda c: c.strip(), otypes=[object])(cells)
+    is_missing = np.isin(stripped, list(missing))
+    filled = np.where(is_missing, "nan", stripped)
+    try:
+        return filled.astype(float)
+    except ValueError:
+        pass
+    for i in range(filled.shape[0]):
+        for j in range(filled.shape[1]):
+            if not _numeric(filled[i, j], missing):
+                raise DataFileError(
+                    f"{path.name}: line {lines[i]}, column {names[j]!r} has the non-numeric "
+                    f"cell {filled[i, j]!r}; fix the cell, pass --missing {filled[i, j]} if it "
+                    f"marks a missing value, or --labels {names[j]} to use the column as "
+                    f"labels")
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+# ----------------------------------------------------------------------------- annotations
+def read_annotation(spec: str, table: Table, what: str) -> np.ndarray:
+    """Per-row values named by ``spec``: an annotation of ``table`` (an ``.h5ad`` ``obs``
+    column, a table column set aside) or a file with one value per row (a header line
+    allowed), as an (N,) object array of strings or numbers.
+
+    Raises:
+        DataFileError: ``spec`` is neither, or the file's length is not one value per row.
+    """
+    n = len(table.row_ids)
+    if spec in table.obs:
+        return np.asarray(table.obs[spec])
+    if not os.path.isfile(spec):
+        known = ", ".join(table.obs) or "none"
+        raise DataFileError(f"--{what} {spec!r} is neither a column of the data's annotations "
+                            f"({known}) nor a file")
+    path = Path(spec)
+    if path.suffix.lower() == ".npy":
+        values = np.load(path, allow_pickle=False).ravel()
+    else:
+        values = np.array([cells[-1].strip() for _, cells in _text_rows(path, None)],
+                          dtype=object)
+        if len(values) == n + 1:
+            values = values[1:]
+    if len(values) != n:
+        raise DataFileError(f"--{what} {path.name} has {len(values)} values but the data has "
+                            f"{n} rows; give one value per row")
+    return values
+
+
+def as_times(values: np.ndarray, what: str = "times") -> np.ndarray:
+    """Annotation values as float time stamps, with a one-line error when they are not."""
+    try:
+        return np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise DataFileError(f"--{what} values must be numbers (time stamps), e.g. "
+                            f"{values[0]!r} is not") from None

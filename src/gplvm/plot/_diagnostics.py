@@ -1,0 +1,82 @@
+"""How a fit went: the relevance of each latent dimension (ARD weights 1/ℓ², seed 001 §B; the
+RFLVM's mean squared frequency, seed 000 §3) and the objective's trace (the bound per
+iteration, or the log-likelihood per sweep of each chain with its split R-hat, Gelman et al.
+2013 §11.4)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gplvm.plot._axes import new_axes, require
+
+
+def relevance(model, ax=None):
+    """Bars of ``relevance_`` per latent dimension (one group of bars per row when a model has
+    one row per column group, as the DP-GP-LVM).
+
+    Returns:
+        The Axes; bar heights are the values of ``relevance_``.
+    """
+    rel = np.atleast_2d(np.asarray(require(model, "relevance_", "relevance"), dtype=float))
+    ax = new_axes(ax, figsize=(5.0, 3.5))
+    G, Q = rel.shape
+    width = 0.8 / G
+    for g in range(G):
+        ax.bar(np.arange(Q) + (g - (G - 1) / 2) * width, rel[g], width=width,
+               label=f"group {g}" if G > 1 else None)
+    if G > 1:
+        ax.legend(fontsize=7)
+    ax.set_xticks(range(Q))
+    ax.set_xlabel("latent dimension")
+    ax.set_ylabel("relevance")
+    ax.set_title(f"{type(model).__name__}: relevance of each latent dimension", fontsize=9)
+    return ax
+
+
+def kept_trace(model) -> np.ndarray | None:
+    """(chains, sweeps) log-likelihood after burn-in of an MCMC model (a 2-D ``history_``), or
+    None for a model with one objective per iteration."""
+    history = np.asarray(model.history_, dtype=float)
+    if history.ndim != 2:
+        return None
+    burn_in = int(model.get_params().get("burn_in", 0) or 0)
+    return history[:, min(burn_in, history.shape[1]):]
+
+
+def split_rhat_of(model) -> float | None:
+    """The split R-hat of the kept log-likelihood trace (NaN when it is too short), or None
+    for a model that is not sampled."""
+    from gplvm.inference.mcmc import split_rhat
+
+    kept = kept_trace(model)
+    return None if kept is None else float(split_rhat(kept))
+
+
+def trace(model, ax=None):
+    """The objective per iteration: ``history_`` as one line (the bound), or one line per chain
+    (log-likelihood per sweep) with the end of burn-in dotted and the split R-hat of the kept
+    sweeps in the title.
+
+    Returns:
+        The Axes, one line per row of ``history_``.
+    """
+    history = np.atleast_1d(np.asarray(require(model, "history_", "trace"), dtype=float))
+    ax = new_axes(ax, figsize=(5.0, 3.5))
+    name = type(model).__name__
+    if history.ndim == 1:
+        ax.plot(np.arange(1, len(history) + 1), history, lw=1.0)
+        ax.set_xlabel("iteration")
+        ax.set_ylabel("bound")
+        ax.set_title(f"{name}: bound per iteration", fontsize=9)
+        return ax
+    for c, chain in enumerate(history):
+        ax.plot(np.arange(1, history.shape[1] + 1), chain, lw=0.8, label=f"chain {c}")
+    burn_in = int(model.get_params().get("burn_in", 0) or 0)
+    if 0 < burn_in < history.shape[1]:
+        ax.axvline(burn_in, color="grey", ls=":", lw=0.8)
+    ax.legend(fontsize=7)
+    ax.set_xlabel("sweep")
+    ax.set_ylabel("log-likelihood")
+    ax.set_title(f"{name}: log-likelihood per sweep (split R-hat {split_rhat_of(model):.3f})",
+                 fontsize=9)
+    return ax
