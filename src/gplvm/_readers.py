@@ -96,6 +96,11 @@ def read_data(path, *, key=None, layer=None, header=None, index_col=None, delimi
 
 # ----------------------------------------------------------------------------- arrays
 def _read_array(path: Path, key) -> Table:
+    with open(path, "rb") as stream:
+        magic = stream.read(6)
+    if magic != b"\x93NUMPY" and not magic.startswith(b"PK"):    # .npy header, zip archive
+        raise DataFileError(f"{path.name} is not a valid {path.suffix} file (written by "
+                            f"numpy.save / numpy.savez)")
     try:
         loaded = np.load(path, allow_pickle=False)
     except ValueError as err:
