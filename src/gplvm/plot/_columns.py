@@ -27,8 +27,8 @@ def imputation(model, Y, X=None, truth=None, ax=None):
         ax: the Axes to draw on (default: a new figure, not registered with pyplot).
 
     Returns:
-        The Axes; the errorbar's line of points (``gid='imputed'``) has one point per NaN
-        of Y.
+        The Axes; the errorbar's line of points (``gid='imputed'``) and its bars
+        (``gid='intervals'``) have one entry per NaN of Y.
     """
     require(model, "predict", "imputation")
     Y = np.asarray(Y, dtype=float)
@@ -54,6 +54,7 @@ def imputation(model, Y, X=None, truth=None, ax=None):
     bars = ax.errorbar(x, filled[missing], yerr=2 * sd, fmt="o", ms=3, lw=0.8,
                        color="tab:orange", label="imputed ± 2 sd")
     bars.lines[0].set_gid("imputed")
+    bars.lines[2][0].set_gid("intervals")
     ax.set_ylabel("value")
     ax.legend(fontsize=7)
     ax.set_title(f"{type(model).__name__}: {missing.sum()} imputed entries", fontsize=9)

@@ -1,0 +1,172 @@
+"""gplvm.plot (issue 15, item 2): each function reads only a model's common attributes, so the
+models here are stand-ins holding those attributes with known values (variational: X_mean_,
+X_var_; sampled: X_samples_, a (chains, sweeps) history_, burn_in; grouped columns:
+assignments_, atoms_, one relevance_ row per group).  Plots are checked by their properties
+(points, labels, colours, bar heights, images), never by stored pixels.  A real fitted
+BayesianGPLVM is drawn by tests/test_cli.py."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import arviz  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.collections import EllipseCollection  # noqa: E402
+
+from gplvm import plot  # noqa: E402
+
+RNG = np.random.default_rng(0)
+N, Q = 12, 3
+
+
+class StandIn:
+    """A fitted model as far as the plots can tell: the attributes given, and get_params."""
+
+    def __init__(self, params=None, **attributes):
+        self._params = params or {}
+        self.__dict__.update(attributes)
+
+    def get_params(self, deep=False):
+        return dict(self._params)
+
+
+def variational():
+    return StandIn(X_mean_=RNG.normal(size=(N, Q)), X_var_=RNG.uniform(0.01, 0.2, (N, Q)),
+                   relevance_=np.array([0.2, 3.0, 1.0]), history_=np.cumsum(RNG.random(40)))
+
+
+def _means(ax):
+    return [c for c in ax.collections if c.get_gid() == "means"]
+
+
+def test_latent_variational_two_most_relevant_dims_labels_and_ellipses():
+    model = variational()
+    labels = np.array(["b", "a", "c"] * 4)
+    ax = plot.latent(model, labels=labels)
+    assert ax.get_xlabel() == "latent dimension 1" and ax.get_ylabel() == "latent dimension 2"
+    means = _means(ax)
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a", "b", "c"]
+    for name, coll in zip("abc", means):
+        np.testing.assert_array_equal(coll.get_offsets(), model.X_mean_[labels == name][:, [1, 2]])
+    colours = {tuple(c.get_facecolor()[0]) for c in means}
+    assert len(colours) == 3                          # one colour per label
+    ellipses = [c for c in ax.collections if isinstance(c, EllipseCollection)]
+    assert len(ellipses) == 1 and ellipses[0].get_gid() == "uncertainty"
+    np.testing.assert_array_equal(ellipses[0].get_offsets(), model.X_mean_[:, [1, 2]])
+
+
+def test_latent_sampled_model_draws_a_cloud_of_posterior_draws():
+    chains, draws = 2, 30
+    samples = RNG.normal(size=(chains, draws, N, 2))
+    model = StandIn(X_mean_=samples.mean((0, 1)), X_var_=samples.var((0, 1)),
+                    X_samples_=samples, relevance_=np.array([1.0, 2.0]))
+    ax = plot.latent(model, dims=(0, 1), n_draws=20)
+    cloud = [c for c in ax.collections if c.get_gid() == "posterior draws"]
+    assert len(cloud) == 1
+    expected = samples[:, -20:].reshape(-1, N, 2).reshape(-1, 2)
+    np.testing.assert_array_equal(cloud[0].get_offsets(), expected)
+    assert not any(isinstance(c, EllipseCollection) for c in ax.collections)
+    assert sum(len(c.get_offsets()) for c in _means(ax)) == N
+
+
+def test_plots_touch_no_pyplot_state_and_write_without_display(tmp_path):
+    before = plt.get_fignums()
+    model = variational()
+    axes = [plot.latent(model), plot.relevance(model), plot.trace(model)]
+    assert plt.get_fignums() == before
+    for k, ax in enumerate(axes):
+        ax.figure.savefig(tmp_path / f"{k}.png")
+        assert (tmp_path / f"{k}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_latent_rejects_bad_labels_and_dims():
+    model = variational()
+    with pytest.raises(ValueError, match="one label per training row"):
+        plot.latent(model, labels=np.zeros(N + 1))
+    with pytest.raises(ValueError, match="dims"):
+        plot.latent(model, dims=(0, Q))
+
+
+def test_relevance_bars_are_the_relevances_one_group_per_row():
+    model = variational()
+    heights = [p.get_height() for p in plot.relevance(model).patches]
+    np.testing.assert_array_equal(heights, model.relevance_)
+    grouped = StandIn(relevance_=np.array([[1.0, 2.0, 0.5], [0.1, 0.2, 4.0]]))
+    ax = plot.relevance(grouped)
+    np.testing.assert_array_equal([p.get_height() for p in ax.patches],
+                                  grouped.relevance_.ravel())
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["group 0", "group 1"]
+
+
+def test_trace_bound_per_iteration():
+    model = variational()
+    lines = plot.trace(model).get_lines()
+    assert len(lines) == 1
+    np.testing.assert_array_equal(lines[0].get_ydata(), model.history_)
+
+
+def test_trace_per_chain_with_arviz_split_rhat_of_the_kept_sweeps():
+    history = RNG.normal(size=(3, 60)) + np.array([[0.0], [0.3], [0.6]])
+    model = StandIn(params={"burn_in": 20}, history_=history)
+    ax = plot.trace(model)
+    chains = [line for line in ax.get_lines() if line.get_label().startswith("chain")]
+    assert len(chains) == 3
+    for line, chain in zip(chains, history):
+        np.testing.assert_array_equal(line.get_ydata(), chain)
+    rhat = float(arviz.rhat(history[:, 20:], method="split"))
+    assert f"split R-hat {rhat:.3f}" in ax.get_title()
+
+
+class Imputer(StandIn):
+    """impute: column means of the observed entries; predict: variance 0.25 everywhere."""
+
+    def impute(self, Y):
+        return np.where(np.isnan(Y), np.nanmean(Y, axis=0), Y)
+
+    def predict(self, X, return_var=False):
+        mean = np.zeros((len(X), 4))
+        return (mean, np.full((len(X), 4), 0.25)) if return_var else mean
+
+
+def test_imputation_one_point_per_missing_entry_with_two_sd_bars():
+    Y = RNG.normal(size=(10, 4))
+    Y[[0, 3, 3, 7], [1, 0, 2, 3]] = np.nan
+    model = Imputer()
+    for truth in (None, RNG.normal(size=(10, 4))):
+        ax = plot.imputation(model, Y, X=np.zeros((10, 2)), truth=truth)
+        points = [line for line in ax.get_lines() if line.get_gid() == "imputed"][0]
+        np.testing.assert_array_equal(points.get_ydata(), model.impute(Y)[np.isnan(Y)])
+        bars = [c for c in ax.collections if c.get_gid() == "intervals"][0]
+        lengths = [seg[1, 1] - seg[0, 1] for seg in bars.get_segments()]
+        np.testing.assert_allclose(lengths, 4 * 0.5)              # ± 2 sd, sd = 0.5
+        if truth is not None:
+            np.testing.assert_array_equal(points.get_xdata(), truth[np.isnan(Y)])
+    with pytest.raises(ValueError, match="no missing"):
+        plot.imputation(model, np.ones((3, 4)))
+
+
+def grouped_model():
+    phi = np.array([[0.9, 0.0, 0.1], [0.2, 0.0, 0.8], [0.5, 0.0, 0.5], [0.0, 0.0, 1.0]])
+    relevance = np.array([[4.0, 1.0], [0.5, 2.0]])     # rows: used atoms 2 then 0
+    return StandIn(assignments_=phi, atoms_=np.array([2, 0]), relevance_=relevance)
+
+
+def test_factors_and_assignments_images():
+    model = grouped_model()
+    image = plot.assignments(model).get_images()[0].get_array()
+    np.testing.assert_array_equal(image, model.assignments_[:, [2, 0]])
+    expected = np.empty((4, 2))
+    for d in range(4):
+        for q in range(2):
+            expected[d, q] = (model.assignments_[d, 2] * 4.0 + model.assignments_[d, 0] * 0.5
+                              if q == 0 else
+                              model.assignments_[d, 2] * 1.0 + model.assignments_[d, 0] * 2.0)
+        expected[d] /= expected[d].max()
+    np.testing.assert_allclose(plot.factors(model).get_images()[0].get_array(), expected,
+                               rtol=1e-15)
+    with pytest.raises(ValueError, match="assignments_"):
+        plot.factors(variational())
