@@ -1,0 +1,225 @@
+"""The command line (issue 15, item 1), called in process (``main(argv)``) except for one run
+through the installed ``gplvm`` entry point.  One tiny Bayesian GPLVM is fitted by ``gplvm fit``
+on a CSV with a header, an index column, a label column and empty cells; every output is then
+checked against the saved model's own attributes and verbs (the Python API), and every
+malformed input against its exit status, its single stderr line and the absence of an output
+folder."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+import gplvm
+from gplvm import plot
+from gplvm.cli import _parser, main
+
+N, D = 30, 5
+COLUMNS = [f"g{j}" for j in range(D)]
+IDS = [f"cell{i:02d}" for i in range(N)]
+
+
+def _data():
+    rng = np.random.default_rng(0)
+    t = np.linspace(-2, 2, N)
+    Y = np.column_stack([np.sin(t), np.cos(t), t, t**2 / 2, np.sin(2 * t)])
+    Y = Y + 0.05 * rng.normal(size=Y.shape)
+    Y[rng.random(Y.shape) < 0.1] = np.nan
+    return Y, np.where(t > 0, "late", "early")
+
+
+def _write_csv(path, Y, ids=IDS, columns=COLUMNS, stage=None):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["cell", *columns, *(["stage"] if stage is not None else [])])
+        for i, row in enumerate(Y):
+            cells = ["" if np.isnan(v) else repr(float(v)) for v in row]
+            w.writerow([ids[i], *cells, *([stage[i]] if stage is not None else [])])
+
+
+def _read_csv(path):
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    return rows[0], [r[0] for r in rows[1:]], np.array([[float(v) for v in r[1:]]
+                                                        for r in rows[1:]])
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    Y, stage = _data()
+    _write_csv(root / "cells.csv", Y, stage=stage)
+    argv = ["fit", str(root / "cells.csv"), "--out", str(root / "run"), "--labels", "stage",
+            "--components", "2", "--inducing", "8", "--iterations", "20", "--quiet"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")               # 20 iterations do not converge
+        assert main(argv) == 0
+    return {"root": root, "out": root / "run", "Y": Y, "stage": stage, "argv": argv,
+            "model": gplvm.load(root / "run" / "model.npz")}
+
+
+def test_fit_writes_every_output_and_nothing_else(fitted):
+    out = fitted["out"]
+    summary = json.loads((out / "summary.json").read_text())
+    expected = {"embedding.csv", "model.npz", "summary.json", "imputed.csv", "latent.png",
+                "relevance.png", "trace.png", "imputation.png"}
+    assert set(os.listdir(out)) == expected == set(summary["outputs"])
+    assert sorted(os.listdir(fitted["root"])) == ["cells.csv", "run"]      # no temp folder
+
+
+def test_embedding_keeps_row_ids_and_the_models_latents(fitted):
+    header, ids, values = _read_csv(fitted["out"] / "embedding.csv")
+    model = fitted["model"]
+    assert header == ["id", "x0", "x1", "var0", "var1"] and ids == IDS
+    np.testing.assert_array_equal(values, np.column_stack([model.X_mean_, model.X_var_]))
+
+
+def test_summary_is_the_models_attributes_and_the_data(fitted):
+    summary = json.loads((fitted["out"] / "summary.json").read_text())
+    model, Y = fitted["model"], fitted["Y"]
+    assert summary["class"] == "gplvm.BayesianGPLVM" and summary["model"] == "bgplvm"
+    assert summary["bound"] == model.elbo_
+    assert summary["n_iter"] == model.n_iter_ == 20
+    assert summary["converged"] == model.converged_
+    assert summary["relevance"] == model.relevance_.tolist()
+    assert summary["params"]["n_inducing"] == 8 and summary["params"]["max_iter"] == 20
+    assert summary["data"]["n_rows"] == N and summary["data"]["n_columns"] == D
+    assert summary["data"]["columns"] == COLUMNS
+    assert summary["data"]["missing_fraction"] == np.isnan(Y).sum() / Y.size
+    assert summary["command"] == "gplvm " + " ".join(fitted["argv"])
+    assert summary["versions"]["jax"] == jax.__version__
+    assert summary["versions"]["gplvm"] == gplvm.__version__
+    assert summary["wall_time_s"] > 0
+
+
+def test_imputed_csv_is_model_impute(fitted):
+    header, ids, values = _read_csv(fitted["out"] / "imputed.csv")
+    assert header == ["id", *COLUMNS] and ids == IDS
+    np.testing.assert_array_equal(values, fitted["model"].impute(fitted["Y"]))
+    observed = ~np.isnan(fitted["Y"])
+    np.testing.assert_array_equal(values[observed], fitted["Y"][observed])
+
+
+def test_latent_plot_of_the_fit_has_every_row_and_each_stage(fitted):
+    ax = plot.latent(fitted["model"], labels=fitted["stage"])
+    means = [c for c in ax.collections if c.get_gid() == "means"]
+    assert sum(len(c.get_offsets()) for c in means) == N
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["early", "late"]
+
+
+def test_transform_and_impute_verbs_reproduce_the_python_api(fitted, capsys):
+    root, model = fitted["root"], fitted["model"]
+    Y3 = fitted["Y"][:3].copy()
+    Y3[0, 1] = np.nan
+    _write_csv(root / "new.csv", Y3)
+    order = [4, 2, 0, 1, 3]                              # same columns, another order
+    _write_csv(root / "shuffled.csv", Y3[:, order], columns=[COLUMNS[j] for j in order])
+    model_path = str(fitted["out"] / "model.npz")
+    X_mean, X_var = model.transform(Y3, return_var=True)
+    for name in ("new.csv", "shuffled.csv"):
+        assert main(["transform", model_path, str(root / name), "--out",
+                     str(root / f"t-{name}")]) == 0
+        header, ids, values = _read_csv(root / f"t-{name}")
+        assert header == ["id", "x0", "x1", "var0", "var1"] and ids == IDS[:3]
+        np.testing.assert_array_equal(values, np.column_stack([X_mean, X_var]))
+    assert main(["impute", model_path, str(root / "new.csv")]) == 0
+    rows = list(csv.reader(capsys.readouterr().out.splitlines()))
+    assert rows[0] == ["id", *COLUMNS]
+    np.testing.assert_array_equal(np.array(rows[1:])[:, 1:].astype(float), model.impute(Y3))
+
+
+def test_sample_and_info_verbs(fitted, capsys):
+    model, model_path = fitted["model"], str(fitted["out"] / "model.npz")
+    assert main(["sample", model_path, "-n", "4", "--seed", "1"]) == 0
+    header, ids, values = _read_csv_text(capsys.readouterr().out)
+    Y, X = model.sample(4, random_state=1)
+    assert header == ["draw", *COLUMNS, "x0", "x1"] and ids == ["0", "1", "2", "3"]
+    np.testing.assert_array_equal(values, np.column_stack([Y, X]))
+    assert main(["info", model_path]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["class"] == "gplvm.BayesianGPLVM" and info["bound"] == model.elbo_
+    assert info["n_iter"] == model.n_iter_ and info["n_features_in"] == D
+
+
+def _read_csv_text(text):
+    rows = list(csv.reader(text.splitlines()))
+    return rows[0], [r[0] for r in rows[1:]], np.array(rows[1:])[:, 1:].astype(float)
+
+
+BAD_FILES = {
+    "ragged.csv": "a,b,c\n1,2,3\n4,5\n",
+    "words.csv": "a,b\n1,2\n3,abc\n",
+    "empty.csv": "",
+    "table.xlsx": "1,2\n3,4\n",
+}
+
+
+def _one_error_line(capsys, verb):
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and err.startswith(f"gplvm {verb}: error: ")
+    return err
+
+
+@pytest.mark.parametrize("name", list(BAD_FILES))
+def test_bad_data_files_exit_2_with_one_line_and_no_folder(tmp_path, capsys, name):
+    (tmp_path / name).write_text(BAD_FILES[name])
+    assert main(["fit", str(tmp_path / name), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    assert name in _one_error_line(capsys, "fit")
+    assert os.listdir(tmp_path) == [name]
+
+
+def test_wrong_columns_for_a_saved_model(fitted, tmp_path, capsys):
+    model_path = str(fitted["out"] / "model.npz")
+    _write_csv(tmp_path / "other.csv", fitted["Y"][:2, :4], columns=COLUMNS[:4])
+    assert main(["transform", model_path, str(tmp_path / "other.csv")]) == 2
+    assert "missing: g4" in _one_error_line(capsys, "transform")
+    np.save(tmp_path / "narrow.npy", np.ones((2, 3)))
+    assert main(["impute", model_path, str(tmp_path / "narrow.npy")]) == 2
+    assert "has 3 columns but the model was fitted on 5" in _one_error_line(capsys, "impute")
+    assert main(["info", str(tmp_path / "narrow.npy")]) == 2
+    assert "not a gplvm model file" in _one_error_line(capsys, "info")
+
+
+def test_model_errors_leave_no_folder(tmp_path, capsys):
+    np.save(tmp_path / "negative.npy", -np.ones((6, 3)))
+    out = str(tmp_path / "out")
+    assert main(["fit", str(tmp_path / "negative.npy"), "--model", "rflvm", "--likelihood",
+                 "poisson", "--out", out, "--quiet"]) == 2
+    assert "negative" in _one_error_line(capsys, "fit").lower()
+    assert main(["fit", str(tmp_path / "negative.npy"), "--features", "10", "--out", out,
+                 "--quiet"]) == 2
+    assert "--features is not a setting of bgplvm" in _one_error_line(capsys, "fit")
+    assert os.listdir(tmp_path) == ["negative.npy"]
+
+
+def test_existing_output_folder_is_not_overwritten_without_force(fitted, capsys):
+    argv = [*fitted["argv"][:2], "--out", str(fitted["out"]), "--quiet"]
+    assert main(argv) == 2
+    assert "--force" in _one_error_line(capsys, "fit")
+
+
+def test_installed_entry_point_bad_file(tmp_path):
+    (tmp_path / "ragged.tsv").write_text("1\t2\n3\n")
+    script = Path(sys.executable).with_name("gplvm")
+    run = subprocess.run([str(script), "fit", str(tmp_path / "ragged.tsv"), "--quiet"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr.splitlines() == [
+        "gplvm fit: error: ragged.tsv: line 2 has 1 cells but line 1 has 2; every row needs "
+        "the same number of cells (a ragged table)"]
+    assert os.listdir(tmp_path) == ["ragged.tsv"]
+
+
+def test_demo_options_unchanged():
+    args = _parser().parse_args(["demo"])
+    assert (args.model, args.seed, args.n_iter, args.quiet) == ("bgplvm", 0, None, False)
+    assert args.out == os.environ.get("GPLVM_RESULTS", "results/demo")
