@@ -201,6 +201,28 @@ def test_model_errors_leave_no_folder(tmp_path, capsys):
     assert os.listdir(tmp_path) == ["negative.npy"]
 
 
+def test_offset_and_trials_reach_fit_where_it_takes_them(tmp_path, capsys, monkeypatch):
+    counts = np.array([[1.0, 3.0], [0.0, 2.0], [5.0, 5.0], [np.nan, 4.0]])
+    np.save(tmp_path / "counts.npy", counts)
+    seen = {}
+
+    def fake_fit(self, Y, y=None, *, times=None, offset=None, n_trials=None):  # RFLVM.fit's
+        seen.update(offset=offset, n_trials=n_trials)
+        raise ValueError("stopped by the test")
+
+    monkeypatch.setattr(gplvm.RFLVM, "fit", fake_fit)
+    argv = ["fit", str(tmp_path / "counts.npy"), "--model", "rflvm", "--likelihood",
+            "binomial", "--trials", "5", "--offset", "libsize", "--quiet"]
+    assert main(argv) == 2
+    assert "stopped by the test" in _one_error_line(capsys, "fit")
+    totals = np.array([4.0, 2.0, 10.0, 4.0])
+    np.testing.assert_allclose(seen["offset"], np.log(totals / 5.0), rtol=1e-15)
+    assert seen["n_trials"] == 5
+    assert main(["fit", str(tmp_path / "counts.npy"), "--trials", "5", "--quiet"]) == 2
+    assert "--trials does not apply to BayesianGPLVM" in _one_error_line(capsys, "fit")
+    assert os.listdir(tmp_path) == ["counts.npy"]
+
+
 def test_existing_output_folder_is_not_overwritten_without_force(fitted, capsys):
     argv = [*fitted["argv"][:2], "--out", str(fitted["out"]), "--quiet"]
     assert main(argv) == 2

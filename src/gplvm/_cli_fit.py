@@ -51,6 +51,10 @@ def add_parser(sub) -> None:
     fit.add_argument("--labels", help="an annotation column or a file: colours the latent plot")
     fit.add_argument("--times", help="an annotation column or a file: time stamps of the rows "
                                      "(dynamical prior)")
+    fit.add_argument("--offset", help="count models: 'libsize' (log of each row's total over "
+                                      "the mean total) or an annotation column or file of "
+                                      "per-row offsets of the linear predictor")
+    fit.add_argument("--trials", type=int, help="binomial likelihood: trials per entry")
     fit.add_argument("--image-shape", help="structured model: H,W of each row's image")
     settings = fit.add_argument_group("model settings (each applies to the models that have it)")
     settings.add_argument("--components", "-q", type=int, help="Q, the latent dimension")
@@ -82,12 +86,13 @@ def run(args, argv) -> int:
     """Read, fit and write; returns the exit status (errors propagate as exceptions)."""
     out = Path(args.out or f"{Path(args.data).stem}-{args.model}")
     output.check_free(out, args.force)
-    table = read_table(args, [a for a in (args.labels, args.times) if a])
+    table = read_table(args, [a for a in (args.labels, args.times, args.offset) if a])
     labels = read_annotation(args.labels, table, "labels") if args.labels else None
     times = as_times(read_annotation(args.times, table, "times")) if args.times else None
     Y = _model_input(args, table.Y)
     model = models.build(args.model, args)
-    fit_kwargs = models.fit_arguments(model, times=times)
+    fit_kwargs = models.fit_arguments(model, times=times, offset=_offset(args, table),
+                                      n_trials=args.trials)
     log(args, f"{args.data}: {table.Y.shape[0]} rows x {len(table.columns)} columns, "
               f"{100 * table.missing_fraction:.1f}% missing; fitting {type(model).__name__}")
     with output.atomic_folder(out, args.force) as folder:
@@ -106,6 +111,20 @@ def run(args, argv) -> int:
         (folder / "summary.json").write_text(output.dump_json(summary))
     log(args, f"wrote {out}/: {', '.join(summary['outputs'])} ({seconds:.1f} s fit)")
     return 0
+
+
+def _offset(args, table):
+    """Per-row offsets: ``libsize`` gives log(row total / mean row total), the library-size
+    offset of single-cell counts (missing entries left out of the totals)."""
+    if args.offset is None:
+        return None
+    if args.offset == "libsize":
+        totals = np.nansum(table.Y.reshape(table.Y.shape[0], -1), axis=1)
+        if np.any(totals <= 0):
+            raise ValueError(f"--offset libsize: {int(np.sum(totals <= 0))} rows have no "
+                             f"counts; drop them first")
+        return np.log(totals / totals.mean())
+    return as_times(read_annotation(args.offset, table, "offset"), "offset")
 
 
 def _model_input(args, Y):

@@ -95,16 +95,24 @@ def _kernel(name: str, n_components: int):
     return getattr(kernels, KERNELS[name])(lengthscale=np.ones(int(n_components)))
 
 
-def fit_arguments(model, times=None, groups=None) -> dict:
-    """The keyword arguments of ``model.fit`` for the per-row extras given."""
+def fit_arguments(model, **extras) -> dict:
+    """The keyword arguments of ``model.fit`` for the extras given (``times``, ``offset``,
+    ``n_trials``, ...; ``None`` for those not given).
+
+    Raises:
+        ValueError: an extra was given that the model's ``fit`` does not take.
+    """
     accepted = inspect.signature(model.fit).parameters
-    extras = {"times": times, "groups": groups}
     out = {}
     for key, value in extras.items():
         if value is None:
             continue
         if key not in accepted:
-            raise ValueError(f"--{key} does not apply to {type(model).__name__}: its fit "
-                             f"takes no {key}")
+            raise ValueError(f"--{FIT_FLAGS.get(key, key)} does not apply to "
+                             f"{type(model).__name__}: its fit takes no {key}")
         out[key] = value
     return out
+
+
+#: fit keyword -> the flag that gives it
+FIT_FLAGS = {"n_trials": "trials"}

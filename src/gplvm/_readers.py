@@ -279,9 +279,10 @@ def read_annotation(spec: str, table: Table, what: str) -> np.ndarray:
 
 
 def as_times(values: np.ndarray, what: str = "times") -> np.ndarray:
-    """Annotation values as float time stamps, with a one-line error when they are not."""
+    """Annotation values as floats (time stamps, offsets), with a one-line error when they are
+    not numbers."""
     try:
         return np.asarray(values, dtype=float)
     except (TypeError, ValueError):
-        raise DataFileError(f"--{what} values must be numbers (time stamps), e.g. "
-                            f"{values[0]!r} is not") from None
+        bad = next(v for v in values if not _numeric(str(v), ()))
+        raise DataFileError(f"--{what} values must be numbers; {bad!r} is not") from None
