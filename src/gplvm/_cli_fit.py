@@ -105,7 +105,7 @@ def run(args, argv) -> int:
                    "data": {"path": str(args.data), "n_rows": int(table.Y.shape[0]),
                             "n_columns": len(table.columns),
                             "missing_fraction": table.missing_fraction,
-                            "columns": table.columns},
+                            "columns": table.columns, "row_shape": list(Y.shape[1:])},
                    "wall_time_s": seconds, "versions": output.versions(),
                    "outputs": sorted([*written, "summary.json"])}
         (folder / "summary.json").write_text(output.dump_json(summary))

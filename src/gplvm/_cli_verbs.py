@@ -49,13 +49,18 @@ def load_model(path):
         raise DataFileError(f"{path.name} is not a gplvm model file ({err})") from None
 
 
-def saved_columns(model_path) -> list[str] | None:
-    """The column names of the fit that wrote ``model_path`` (its folder's summary.json)."""
+def _saved(model_path, key):
+    """``data[key]`` of the summary.json beside ``model_path`` (the fit that wrote it)."""
     summary = Path(model_path).with_name("summary.json")
     try:
-        return list(json.loads(summary.read_text())["data"]["columns"])
+        return list(json.loads(summary.read_text())["data"][key])
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def saved_columns(model_path) -> list[str] | None:
+    """The column names of the fit that wrote ``model_path``."""
+    return _saved(model_path, "columns")
 
 
 def model_rows(model, table, model_path) -> np.ndarray:
@@ -76,7 +81,8 @@ def model_rows(model, table, model_path) -> np.ndarray:
     if Y.shape[1] != D:
         raise DataFileError(f"{Path(table.path).name} has {Y.shape[1]} columns but the model "
                             f"was fitted on {D}; give rows with the model's columns")
-    return Y
+    row_shape = _saved(model_path, "row_shape")
+    return Y.reshape(len(Y), *row_shape) if row_shape and len(row_shape) > 1 else Y
 
 
 def run(args) -> int:
@@ -86,6 +92,7 @@ def run(args) -> int:
         return 0
     if args.command == "sample":
         Y, X = model.sample(args.n_samples, random_state=args.seed)
+        Y = np.asarray(Y).reshape(len(X), -1)                  # images as rows of pixels
         names = saved_columns(args.model) or [f"y{j}" for j in range(np.shape(Y)[1])]
         columns = [*names, *(f"x{q}" for q in range(np.shape(X)[1]))]
         output.write_csv(args.out, range(len(Y)), columns, np.column_stack([Y, X]),
@@ -99,7 +106,7 @@ def run(args) -> int:
         output.write_csv(args.out, table.row_ids, header, values)
     else:
         names = saved_columns(args.model) or table.columns
-        output.write_csv(args.out, table.row_ids, names, model.impute(Y))
+        output.write_csv(args.out, table.row_ids, names, model.impute(Y).reshape(len(Y), -1))
     if args.out:
         print(f"[gplvm] wrote {args.out}", file=sys.stderr)
     return 0
