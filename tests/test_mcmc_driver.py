@@ -215,3 +215,21 @@ def test_driver_runs_elliptical_slice_sweeps_to_the_posterior():
     z = (draws.mean(0) - 2 * np.asarray(Y_OBS) / 3) / np.sqrt(1 / 3 / n)
     zv = (draws.var(0) - 1 / 3) / (1 / 3 * np.sqrt(2 / n))
     assert np.max(np.abs(z)) < 4.5 and np.max(np.abs(zv)) < 5.0, (z, zv)
+
+
+def test_vectorized_chains_equal_chains_run_one_after_the_other():
+    """vmap over chains (vectorize=True) and lax.map (the default) run the same chains, here
+    with a data-dependent loop (a per-chain number of random-walk steps) and branch."""
+    def sweep(key, state):
+        k_n, k_x = jax.random.split(key)
+        n = jax.random.randint(k_n, (), 1, 5)
+        x = jax.lax.fori_loop(0, n, lambda i, x: x + jax.random.normal(
+            jax.random.fold_in(k_x, i), x.shape), state["x"])
+        x = jax.lax.cond(state["n"] % 2 == 0, lambda: x, lambda: -x)
+        return {"x": x, "n": state["n"] + 1}
+
+    runs = [run_chains(jax.random.PRNGKey(4), _init(), sweep, n_iter=6, trace=_trace,
+                       progress=False, vectorize=v) for v in (False, True)]
+    np.testing.assert_allclose(runs[0].state["x"], runs[1].state["x"], rtol=1e-12)
+    np.testing.assert_allclose(runs[0].trace["sum"], runs[1].trace["sum"], rtol=1e-12)
+    assert not np.allclose(runs[0].state["x"][0], runs[0].state["x"][1])

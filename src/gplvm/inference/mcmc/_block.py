@@ -1,5 +1,12 @@
 """The compiled block of :func:`~gplvm.inference.mcmc.run_chains`: ``lax.scan`` over a block of
-sweeps of ``vmap(sweep)``, with kept draws written into a per-block buffer.
+sweeps of every chain, with kept draws written into a per-block buffer.
+
+The chains of a sweep run one after the other (``lax.map``) unless ``vectorize`` asks for
+``vmap``.  Under ``vmap`` a data-dependent ``lax.cond`` becomes a select that computes both
+branches, and every while loop (slice shrinkage, rejection sampling) runs until the slowest
+chain's slowest element is done; measured on the RFLVM (issue 14, ``benchmarks/rflvm_profile.py``)
+that doubled the cost of a sweep even for one chain.  One after the other, each chain pays for its
+own work only; ``vmap`` pays off only for sweeps so small that per-operation overhead dominates.
 
 Global sweep ``i`` (0-based) uses key ``split(fold_in(key, i), C)[c]`` for chain c, so the
 chains never depend on how the sweeps are cut into blocks.
@@ -27,7 +34,15 @@ def _alloc(fn, state, rows: int):
         lambda s: jnp.zeros((s.shape[0], rows) + s.shape[1:], s.dtype), shapes)
 
 
-def _make_block(sweep_ref, record, record_heavy, trace, block_size, rows, rows_heavy):
+def _chains(sweep, vectorize: bool):
+    """``(keys, states) -> states`` for a leading chain axis: ``vmap`` or ``lax.map``."""
+    if vectorize:
+        return jax.vmap(sweep)
+    return lambda keys, state: lax.map(lambda args: sweep(*args), (keys, state))
+
+
+def _make_block(sweep_ref, record, record_heavy, trace, block_size, rows, rows_heavy,
+                vectorize=False):
     """The jitted block: ``block_size`` sweeps of every chain from global sweep ``first``.
 
     ``sweep_ref()`` returns the sweep; the block holds it weakly so that caching the block
@@ -36,7 +51,7 @@ def _make_block(sweep_ref, record, record_heavy, trace, block_size, rows, rows_h
 
     def block(key, state, first, n_valid, burn_in, thin, thin_heavy):
         n_chains = jax.tree_util.tree_leaves(state)[0].shape[0]
-        vsweep = jax.vmap(sweep_ref())
+        vsweep = _chains(sweep_ref(), vectorize)
 
         def one_sweep(i, state):
             keys = jax.random.split(jax.random.fold_in(key, i), n_chains)
@@ -74,11 +89,12 @@ def _make_block(sweep_ref, record, record_heavy, trace, block_size, rows, rows_h
 _BLOCKS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def compiled_block(sweep, record, record_heavy, trace, block_size, rows, rows_heavy):
+def compiled_block(sweep, record, record_heavy, trace, block_size, rows, rows_heavy,
+                   vectorize=False):
     """The block for ``sweep``: the last one built for this sweep is reused when the other
     arguments are the same objects, so repeated runs of one sampler compile once; one block
     per live sweep is kept (a fresh ``record`` lambda per run replaces it, nothing piles up)."""
-    cache_key = (record, record_heavy, trace, block_size, rows, rows_heavy)
+    cache_key = (record, record_heavy, trace, block_size, rows, rows_heavy, vectorize)
     try:
         cached = _BLOCKS.get(sweep)
         sweep_ref = weakref.ref(sweep)

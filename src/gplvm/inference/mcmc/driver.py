@@ -3,7 +3,9 @@
 A sampler supplies ``sweep(key, state) -> state`` for ONE chain (a Gibbs sweep, any
 composition of kernels).  The driver
 
-* vmaps the sweep over a leading chain axis and scans it over a *block* of sweeps, jitted once:
+* runs the sweep over a leading chain axis, the chains one after the other (``lax.map``; or
+  ``vmap`` with ``vectorize=True``, see :mod:`._block` for why that is not the default), and
+  scans it over a *block* of sweeps, jitted once:
   every block, including the last partial one, calls the same compiled function (a block of
   ``block_size`` steps in which the steps past the end are skipped with ``lax.cond``, so a
   partial block costs no recompilation and no extra sweeps);
@@ -153,7 +155,8 @@ def run_chains(key, init_state, sweep: Callable, *, n_iter: int, burn_in: int = 
                trace: Optional[Callable] = None, block_size: Optional[int] = None,
                progress: bool = True, desc: str = "MCMC", start: int = 0,
                callback: Optional[Callable[[int, Any], None]] = None,
-               on_block: Optional[Callable[["ChainResult"], None]] = None) -> ChainResult:
+               on_block: Optional[Callable[["ChainResult"], None]] = None,
+               vectorize: bool = False) -> ChainResult:
     """Run C chains of ``sweep`` for ``n_iter`` sweeps each.
 
     Args:
@@ -183,6 +186,10 @@ def run_chains(key, init_state, sweep: Callable, *, n_iter: int, burn_in: int = 
         on_block: ``on_block(partial)`` after each block with the :class:`ChainResult` of the
             sweeps done so far (its arrays are views of buffers the run keeps filling: copy
             or write them out before returning), for checkpoints to a file.
+        vectorize: ``vmap`` the sweep over chains instead of running them one after the
+            other (only for tiny sweeps: under ``vmap`` data-dependent branches compute both
+            sides and loops wait for the slowest chain).  Both give the same chains up to
+            rounding.
 
     Returns:
         :class:`ChainResult`.  On Ctrl-C, every finished block is kept, with a warning.
@@ -196,7 +203,8 @@ def run_chains(key, init_state, sweep: Callable, *, n_iter: int, burn_in: int = 
     n_run = n_iter - start
     block_size = int(block_size or min(100, math.ceil(n_iter / 50)))
     rows, rows_heavy = math.ceil(block_size / thin), math.ceil(block_size / thin_heavy)
-    block = compiled_block(sweep, record, record_heavy, trace, block_size, rows, rows_heavy)
+    block = compiled_block(sweep, record, record_heavy, trace, block_size, rows, rows_heavy,
+                           bool(vectorize))
 
     kept0, kept_heavy0 = n_kept(start, burn_in, thin), n_kept(start, burn_in, thin_heavy)
     draws = _host(record, init_state, n_chains, n_kept(n_iter, burn_in, thin) - kept0)
