@@ -395,3 +395,34 @@ def test_sweep_info_without_data_and_during_the_map_warm_up():
     Y = np.random.default_rng(3).poisson(2.0, (30, 4)).astype(float)
     _, warm = _sweep_once("poisson", Y, map_sweeps=5)
     assert np.isnan(warm.n_proposals_X) and float(warm.n_proposals_beta) >= 1.0
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "poisson", "negative_binomial", "multinomial"])
+def test_sweep_returns_a_state_of_the_same_types(kind):
+    # A state whose dtypes or weak types change after a sweep makes a jitted loop over sweeps
+    # compile twice (issue 14: weakly typed noise_var, float32 accept_W).  Shapes only: no
+    # compilation.
+    from gplvm.models._rflvm.init import init_state, prepare_data
+    from gplvm.models._rflvm.spec import RFLVMSpec
+    from gplvm.models._rflvm.sweep import sweep
+    Y = np.random.default_rng(0).poisson(2.0, (20, 4)).astype(float)
+    D = 3 if kind == "multinomial" else 4
+    spec = RFLVMSpec(likelihood=kind, n_components=2, n_freq=4, n_outputs=D,
+                     intercept=kind != "gaussian", map_sweeps=2)
+    data = prepare_data(spec, Y, None, None, RBF(), None)
+    state = init_state(jax.random.PRNGKey(0), spec, data, jnp.zeros((20, 2)), 0.1, 3)
+    after = jax.eval_shape(lambda k, s: sweep(k, s, spec, data, jnp.zeros(1)),
+                           jax.random.PRNGKey(1), state)
+    for a, b in zip(jax.tree_util.tree_leaves(state), jax.tree_util.tree_leaves(after)):
+        assert (a.dtype, a.weak_type) == (b.dtype, b.weak_type), (a, b)
+
+
+def test_column_grams_equal_the_per_column_products():
+    rng = np.random.default_rng(5)
+    Phi, omega = rng.normal(size=(7, 4)), rng.random((7, 3))
+    upper = np.asarray(wts.column_grams(jnp.asarray(Phi), jnp.asarray(omega)))
+    rows, cols = np.triu_indices(4)
+    for j in range(3):
+        G = Phi.T @ (omega[:, j, None] * Phi)
+        np.testing.assert_allclose(upper[j], G[rows, cols], rtol=1e-13)
+        np.testing.assert_allclose(wts._symmetric(jnp.asarray(upper[j]), 4), G, rtol=1e-13)

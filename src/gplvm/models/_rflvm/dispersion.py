@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import gammaln
 
+from gplvm.models._rflvm.loglik import softplus
 from gplvm.samplers.crt import sample_nb_dispersion
 
 Array = jax.Array
@@ -61,31 +62,49 @@ def update_dispersion_crt(key: Array, Y: Array, observed: Array, psi: Array, r: 
     return r, h
 
 
-def nb_column_log_lik(Y: Array, observed: Array, psi: Array, r: Array) -> Array:
+def log_gamma_ratio(Y: Array, observed: Array, r: Array, nonzero=None) -> Array:
+    """Σ_n log Γ(y_nj + r_j) − log Γ(r_j) over observed entries (D,).
+
+    The term is exactly zero where y = 0, so with ``nonzero`` = (y, column) of the entries
+    with y > 0 (:attr:`.spec.RFLVMData.nonzero`) only those are evaluated: on congress109,
+    9% of the N × D log-gamma calls.
+    """
+    if nonzero is None:
+        return jnp.sum((gammaln(Y + r) - gammaln(r)) * observed, axis=0)
+    y, col = nonzero
+    D = r.shape[0]
+    n_pos = jax.ops.segment_sum(jnp.ones_like(y), col, num_segments=D)
+    return jax.ops.segment_sum(gammaln(y + r[col]), col, num_segments=D) - n_pos * gammaln(r)
+
+
+def nb_column_log_lik(Y: Array, observed: Array, psi: Array, r: Array, nonzero=None
+                      ) -> Array:
     """Σ_n log NB(y_nj | r_j, p = σ(ψ_nj)) over observed entries, up to −log y! (D,)."""
-    vals = gammaln(Y + r) - gammaln(r) + Y * psi - (Y + r) * jnp.logaddexp(psi, 0.0)
-    return jnp.sum(vals * observed, axis=0)
+    vals = Y * psi - (Y + r) * softplus(psi)
+    return jnp.sum(vals * observed, axis=0) + log_gamma_ratio(Y, observed, r, nonzero)
 
 
 def mean_preserving_moves(key: Array, Y: Array, observed: Array, psi: Array, r: Array,
-                          intercept: Array, a0, h, scales=MOVE_SCALES):
+                          intercept: Array, a0, h, scales=MOVE_SCALES, nonzero=None):
     """Metropolis moves (log r_j, c_j) → (log r_j + ε, c_j − ε), one per scale (module doc).
 
     Args:
         psi: (N, D) linear predictor including the intercepts and the offset.
         r, intercept: (D,) dispersions and intercepts c_j.
         a0, h: the Gamma(a0, rate h) prior on r_j.
+        nonzero: (y, column) of the observed entries with y > 0, or None
+            (:func:`log_gamma_ratio`).
 
     Returns:
         (r, intercept, ψ) after the moves, and the number of accepted moves per column.
     """
-    log_lik = nb_column_log_lik(Y, observed, psi, r)
+    log_lik = nb_column_log_lik(Y, observed, psi, r, nonzero)
     n_acc = jnp.zeros(r.shape, jnp.int32)
     for scale, k in zip(scales, jax.random.split(key, len(scales))):
         k_eps, k_u = jax.random.split(k)
         eps = scale * jax.random.normal(k_eps, r.shape, r.dtype)
         r_new, c_new, psi_new = r * jnp.exp(eps), intercept - eps, psi - eps
-        log_lik_new = nb_column_log_lik(Y, observed, psi_new, r_new)
+        log_lik_new = nb_column_log_lik(Y, observed, psi_new, r_new, nonzero)
         log_ratio = log_lik_new - log_lik + a0 * eps - h * (r_new - r)
         accept = jnp.log(jax.random.uniform(k_u, r.shape, r.dtype)) < log_ratio
         r = jnp.where(accept, r_new, r)

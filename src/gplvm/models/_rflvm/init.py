@@ -64,10 +64,14 @@ def prepare_data(spec: RFLVMSpec, Y: np.ndarray, offset, trials, kernel, times) 
         mean[-1] = intercept_centre(spec.likelihood, Y, offset, trials_arr)
         prec[-1] = 1.0 / spec.intercept_prior_var
     t = np.zeros(N) if times is None else np.asarray(times, float)
+    nonzero = None
+    if spec.likelihood == "negative_binomial":
+        rows, cols = np.nonzero(obs & (np.where(obs, Y, 0.0) > 0))
+        nonzero = (jnp.asarray(Y[rows, cols]), jnp.asarray(cols.astype(np.int32)))
     return RFLVMData(Y=jnp.asarray(np.where(obs, Y, 0.0)), observed=jnp.asarray(observed),
                      offset=jnp.asarray(offset), trials=jnp.asarray(trials_arr),
                      beta_prior_mean=jnp.asarray(mean), beta_prior_prec=jnp.asarray(prec),
-                     kernel=kernel, time=jnp.asarray(t))
+                     kernel=kernel, time=jnp.asarray(t), nonzero=nonzero)
 
 
 def nb_prior_mean(spec: RFLVMSpec, data: RFLVMData, dispersion: Array) -> Array:
@@ -92,12 +96,16 @@ def init_state(key: Array, spec: RFLVMSpec, data: RFLVMData, X0: Array, jitter: 
     dp = (dp_init(k_dp, W, default_niw_prior(Q), n_clusters=n_clusters)
           if spec.learn_kernel else None)
     D = spec.n_outputs
-    r0 = jnp.full(D, spec.initial_dispersion if spec.likelihood == "negative_binomial" else 1.0)
+    dtype = X.dtype
+    # Strong dtypes throughout (jnp.full of a Python float is weakly typed): the state after a
+    # sweep must have the types of the state before it, or a jitted loop compiles twice.
+    r0 = jnp.full(D, spec.initial_dispersion if spec.likelihood == "negative_binomial" else 1.0,
+                  dtype)
     span = jnp.maximum(jnp.max(data.time) - jnp.min(data.time), 1e-12)
-    noise_var = jnp.full(D, 0.1 if spec.likelihood == "gaussian" else 1.0)
+    noise_var = jnp.full(D, 0.1 if spec.likelihood == "gaussian" else 1.0, dtype)
     return RFLVMState(
         X=X, W=W, beta=nb_prior_mean(spec, data, r0), noise_var=noise_var,
         dispersion=r0, dispersion_rate=jnp.ones(()), dp=dp, Y_fill=data.Y,
         time_params=jnp.array([jnp.log(0.1 * span), 0.0]), log_lik=jnp.zeros(()),
-        accept_W=jnp.zeros(()), n_sweeps=jnp.zeros((), jnp.int32),
-        n_proposals_X=jnp.full((), jnp.nan), n_proposals_beta=jnp.full((), jnp.nan))
+        accept_W=jnp.zeros((), dtype), n_sweeps=jnp.zeros((), jnp.int32),
+        n_proposals_X=jnp.full((), jnp.nan, dtype), n_proposals_beta=jnp.full((), jnp.nan, dtype))

@@ -24,8 +24,11 @@ from gplvm.likelihoods import (Bernoulli, Binomial, Gaussian, Multinomial, Negat
 Array = jax.Array
 
 
-def _softplus(x: Array) -> Array:
-    return jnp.logaddexp(x, 0.0)
+def softplus(x: Array) -> Array:
+    """log(1 + e^x) as max(x, 0) + log1p(e^{−|x|}): the value ``jnp.logaddexp(x, 0)`` computes
+    for finite x, without its NaN/inf branches and custom derivative, which measured ~4× slower
+    inside the N × D sums of every proposal (issue 14)."""
+    return jnp.maximum(x, 0.0) + jnp.log1p(jnp.exp(-jnp.abs(x)))
 
 
 def psi_log_lik(kind: str, Y: Array, psi: Array, trials: Array, noise_var: Array,
@@ -36,9 +39,9 @@ def psi_log_lik(kind: str, Y: Array, psi: Array, trials: Array, noise_var: Array
     if kind == "poisson":
         return Y * psi - jnp.exp(psi)
     if kind in ("bernoulli", "binomial"):
-        return Y * psi - trials * _softplus(psi)
+        return Y * psi - trials * softplus(psi)
     if kind == "negative_binomial":
-        return Y * psi - (Y + dispersion) * _softplus(psi)
+        return Y * psi - (Y + dispersion) * softplus(psi)
     if kind == "multinomial":
         L = jnp.concatenate([psi, jnp.zeros(psi.shape[:-1] + (1,), psi.dtype)], axis=-1)
         total = trials[..., :1]

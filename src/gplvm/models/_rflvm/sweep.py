@@ -51,6 +51,12 @@ def propose_W(key: Array, spec: RFLVMSpec, data: RFLVMData, state: RFLVMState) -
     return data.kernel.sample_frequencies(key, spec.n_freq, spec.n_components)
 
 
+def _fraction(n_acc: Array, n_freq: int, dtype) -> Array:
+    """Accepted fraction in the state's float dtype (an int32 count divided by a Python int is
+    float32, which would change the state's type after the first sweep)."""
+    return n_acc.astype(dtype) / n_freq
+
+
 def _pg_params(spec: RFLVMSpec, data: RFLVMData, dispersion: Array):
     """(b, κ) of eq. 26 per entry; b = 1 and κ = 0 where unobserved (ω is zeroed there)."""
     Y, obs = data.Y, data.observed
@@ -111,7 +117,7 @@ def _sweep_gaussian(key, spec, data, state, inducing_times):
     yy = jnp.sum(Y**2, axis=0)
     noise_var = sample_noise_var(k_s2, terms, yy, N, spec.noise_prior)
     beta = sample_beta_gaussian(k_beta, terms, noise_var)
-    state = state._replace(W=W, beta=beta, noise_var=noise_var, accept_W=n_acc / spec.n_freq,
+    state = state._replace(W=W, beta=beta, noise_var=noise_var, accept_W=_fraction(n_acc, spec.n_freq, Y.dtype),
                            n_proposals_beta=jnp.full((), jnp.nan, Y.dtype))
     # X given the observed entries only (the missing ones integrated out), then the missing
     # entries redrawn at the new X: a partially collapsed step followed by the draw it needs.
@@ -141,7 +147,8 @@ def _sweep_counts(key, spec, data, state, inducing_times):
                                          beta[-1], (data.beta_prior_mean[-1],
                                                     data.beta_prior_prec[-1]))
             r, c, psi, _ = mean_preserving_moves(k_move, data.Y, data.observed, psi, r,
-                                                 beta[-1], spec.dispersion_prior[0], h)
+                                                 beta[-1], spec.dispersion_prior[0], h,
+                                                 nonzero=data.nonzero)
             return r, h, beta.at[-1].set(c), psi - data.offset
 
         def hold():                      # X warm-up: r stays at its start (spec docstring)
@@ -156,7 +163,7 @@ def _sweep_counts(key, spec, data, state, inducing_times):
     W, n_acc = update_frequencies_given_beta(k_w, W_star, state.X, state.W, beta,
                                              spec.likelihood, data, state.noise_var,
                                              state.dispersion, Phi, F)
-    state = state._replace(W=W, accept_W=n_acc / spec.n_freq)
+    state = state._replace(W=W, accept_W=_fraction(n_acc, spec.n_freq, Phi.dtype))
     return _update_latents(k_x, spec, data, state, data.Y, inducing_times)
 
 

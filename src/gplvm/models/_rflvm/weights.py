@@ -33,6 +33,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jax.scipy.linalg import solve_triangular
 
@@ -94,7 +95,8 @@ def sample_beta_pg(key: Array, Phi: Array, omega: Array, kappa: Array, offset: A
                    prior_mean: Array, prior_prec: Array) -> Array:
     """β_j | ω_j ~ N(m_j, V_j) for every column (eq. 28 with an offset).
 
-    Columns are visited by ``lax.map`` with one factorisation and its solves per call:
+    The D precision matrices come from one product (:func:`column_grams`); columns are then
+    visited by ``lax.map`` with one factorisation and its solves per call:
     jaxlib's CPU LAPACK kernels fan a *batched* call out to XLA's thread pool and block the
     calling pool thread, and two such calls at once deadlock a 2-thread pool (see
     :mod:`gplvm.priors.dynamical`).  Per column, β = L⁻ᵀ(L⁻¹ rhs + ε) with V⁻¹ = LLᵀ gives the
@@ -109,15 +111,36 @@ def sample_beta_pg(key: Array, Phi: Array, omega: Array, kappa: Array, offset: A
     """
     rhs = Phi.T @ (kappa - omega * offset) + prior_prec[:, None] * prior_mean   # (P, D)
     eps = jax.random.normal(key, rhs.shape, dtype=rhs.dtype)
+    P = Phi.shape[1]
+    upper = column_grams(Phi, omega)                                            # (D, P(P+1)/2)
 
     def column(args):
-        omega_j, rhs_j, eps_j = args
-        prec = (Phi * omega_j[:, None]).T @ Phi + jnp.diag(prior_prec)
+        upper_j, rhs_j, eps_j = args
+        prec = _symmetric(upper_j, P) + jnp.diag(prior_prec)
         L = jnp.linalg.cholesky(prec)
         v = solve_triangular(L, rhs_j, lower=True)
         return solve_triangular(L.T, v + eps_j, lower=False)
 
-    return lax.map(column, (omega.T, rhs.T, eps.T)).T
+    return lax.map(column, (upper, rhs.T, eps.T)).T
+
+
+def column_grams(Phi: Array, omega: Array) -> Array:
+    """Upper triangles of Φᵀdiag(ω_j)Φ for every column j, as one product: (D, P(P+1)/2).
+
+    With Z = (φ_a φ_b)_{a ≤ b} (N × P(P+1)/2), entry (a, b) of column j's matrix is
+    Σ_n Z_n,ab ω_nj: one (P(P+1)/2 × N)(N × D) product with half the multiply-adds of D
+    separate P × P squares, in one large GEMM instead of D small ones (issue 14).
+    """
+    rows, cols = np.triu_indices(Phi.shape[1])
+    Z = Phi[:, rows] * Phi[:, cols]
+    return (Z.T @ omega).T
+
+
+def _symmetric(upper: Array, P: int) -> Array:
+    """The symmetric P × P matrix with upper triangle ``upper`` (row-major, as np.triu_indices)."""
+    rows, cols = np.triu_indices(P)
+    A = jnp.zeros((P, P), upper.dtype).at[rows, cols].set(upper)
+    return A + jnp.triu(A, 1).T
 
 
 def sample_beta_pg_column(key: Array, Phi: Array, omega: Array, kappa: Array, offset: Array,
