@@ -86,6 +86,27 @@ def test_transform_recovers_training_latents(planted):
     assert np.max(np.abs(X[:, q] - model.X_mean_[:6, q])) < 0.01 * spread
 
 
+def test_missing_training_pixels(planted):
+    """A third of the training pixels missing at random: the mean-field completion keeps the
+    planted latent order, and imputing the training images fills their missing pixels to the
+    planted noise level (0.02), far below the pixel means' error."""
+    t, Y, _ = planted
+    rng = np.random.default_rng(3)
+    masked = Y.copy()
+    masked[rng.uniform(size=Y.shape) < 1 / 3] = np.nan
+    model = gplvm.StructuredGPLVM(n_components=2, n_inducing=10, max_iter=150,
+                                  progress=False).fit(masked)
+    assert np.isfinite(model.elbo_)
+    x = model.X_mean_[:, np.argmax(model.relevance_)]
+    assert abs(spearmanr(x, t)[0]) >= 0.95
+    filled = model.impute(masked[:8])
+    missing = np.isnan(masked[:8])
+    rmse = np.sqrt(np.mean((filled[missing] - Y[:8][missing]) ** 2))
+    baseline = np.sqrt(np.mean((np.nanmean(masked, 0)[None].repeat(8, 0)[missing]
+                                - Y[:8][missing]) ** 2))
+    assert rmse < 0.05 and rmse < 0.3 * baseline
+
+
 def test_impute_beats_column_means(planted):
     """New images (positions not in the training set) with half their pixels missing."""
     t, Y, model = planted
@@ -145,6 +166,32 @@ def test_finer_grid_beats_nearest_neighbour(planted):
     assert np.sqrt(np.mean((pred - truth) ** 2)) < 0.5 * np.sqrt(np.mean((nearest - truth)**2))
     _, var = model.predict(model.X_mean_[:2], grid=(fine_r, fine_c), return_var=True)
     assert np.all(var > 0)
+
+
+def test_prediction_given_observed_pixels_at_a_new_grid(planted):
+    """predict(..., given=): at the training pixels given as a new grid it is the conditioning
+    at the training grid (the same Gaussian); conditioning on half the pixels of images never
+    seen lowers the variance and the error against the planted field at half-pixel
+    coordinates."""
+    _, _, model = planted
+    fine = (np.arange(0, H - 0.9, 0.5), np.arange(0, W - 0.9, 0.5))
+    rng = np.random.default_rng(2)
+    t_new = rng.uniform(0.2, 2.8, size=3)
+    half = blob(t_new)
+    half[rng.uniform(size=half.shape) < 0.5] = np.nan
+    X_new = model.transform(half)
+    at_train = model.predict(X_new, given=half, return_var=True)
+    as_grid = model.predict(X_new, grid=(np.arange(H, dtype=float), np.arange(W, dtype=float)),
+                            given=half, return_var=True)
+    for a, b in zip(at_train, as_grid):
+        np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-8)
+    cond = model.predict(X_new, grid=fine, given=half, return_var=True)
+    free = model.predict(X_new, grid=fine, return_var=True)
+    assert np.all(cond[1] <= free[1] * (1 + 1e-9))
+    truth = blob(t_new, *fine)
+    assert np.mean((cond[0] - truth) ** 2) < np.mean((free[0] - truth) ** 2)
+    with pytest.raises(ValueError, match="one image per row of X"):
+        model.predict(X_new[:2], given=half)
 
 
 def test_coincidence_kernel_bound_is_the_bayesian_gplvm():
@@ -244,7 +291,13 @@ def test_bad_input_raises_before_computation(planted):
     make = lambda **kw: gplvm.StructuredGPLVM(n_components=2, progress=False, **kw)  # noqa
     bad = Y.copy()
     bad[0, 1, 1] = np.nan
-    with pytest.raises(ValueError, match="missing .*BayesianGPLVM"):
+    with pytest.raises(ValueError, match="missing pixels with the Coincidence .*BayesianGPLVM"):
+        make(spatial_kernel=Coincidence()).fit(bad)
+    bad[2] = np.nan
+    with pytest.raises(ValueError, match=r"image\(s\) \[2\] have no observed pixel; drop"):
+        make().fit(bad)
+    bad[2] = np.inf
+    with pytest.raises(ValueError, match="infinite"):
         make().fit(bad)
     with pytest.raises(ValueError, match="n_images, height, width"):
         make().fit(Y.reshape(8, -1))

@@ -25,7 +25,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from gplvm._random import as_key
 from gplvm.inference import minimise
-from gplvm.kernels import AbstractKernel, Matern32
+from gplvm.kernels import AbstractKernel, Coincidence, Matern32
 from gplvm.linalg import CholeskyError, safe_cholesky
 from gplvm.models._common import check_is_fitted
 from gplvm.models.gplvm_family import structured_fitted as sf
@@ -35,6 +35,7 @@ from gplvm.models.gplvm_family.kron_route import KroneckerRoute
 from gplvm.models.gplvm_family.latent import DynamicalLatent
 from gplvm.models.gplvm_family.new_rows import infer_rows
 from gplvm.models.gplvm_family.structured_input import image_layout
+from gplvm.objectives import collapsed
 from gplvm.registry import register
 
 
@@ -73,9 +74,12 @@ class StructuredGPLVM(AbstractGPLVM):
             :class:`~gplvm.BayesianGPLVM`.
         random_state: seed.  progress: show a progress bar with the bound.
 
-    Missing pixels in the *training* images are not supported (the Kronecker algebra needs
-    every pixel of every image): fit raises a ValueError; impute them first (e.g.
-    ``BayesianGPLVM().fit(Y_flat).impute(Y_flat)``) or drop those images.  New images given to
+    Missing pixels (NaN) in the training images keep the Kronecker algebra: each gets a
+    variational Gaussian whose mean is fitted with the model and whose variance is optimal in
+    closed form (:mod:`gplvm.objectives.kronecker_missing`), a lower bound on the evidence of the
+    observed pixels.  Every training image needs at least one observed pixel, and the spatial
+    kernel a Gram matrix without repeated eigenvalues (not ``Coincidence``: for the Bayesian
+    GPLVM with missing entries use :class:`~gplvm.BayesianGPLVM`).  New images given to
     ``transform``, ``score`` and ``impute`` may have any missing pixels (NaN).
 
     Attributes:
@@ -126,17 +130,13 @@ class StructuredGPLVM(AbstractGPLVM):
                                                  and not isinstance(self.grid, tuple)):
             product = False
         layout = image_layout(Y, self.grid, product)
-        if np.isnan(Y).any():
-            raise ValueError(f"Y has {int(np.isnan(Y).sum())} missing (NaN) pixels; the "
-                             f"structured GPLVM needs every pixel of every training image. "
-                             f"Impute them first (e.g. gplvm.BayesianGPLVM().fit(Y_flat)."
-                             f"impute(Y_flat)) or drop those images; new images passed to "
-                             f"transform/impute may have missing pixels")
-        if not np.all(np.isfinite(Y)):
+        if np.isinf(Y).any():
             raise ValueError("Y has infinite values; give finite pixel intensities")
         self._check_settings(Y.shape[0], layout)
         Yf = layout.flatten(Y)
-        if np.ptp(Yf, axis=0).max() == 0:
+        self._check_missing(np.isnan(Yf))
+        spread = np.nanmax(Yf, axis=0) - np.nanmin(Yf, axis=0)
+        if not np.any(spread > 0):
             raise ValueError("Y is the same image repeated; there is nothing to model")
         return Yf, layout, self._check_times(times, groups, Y.shape[0])
 
@@ -166,6 +166,22 @@ class StructuredGPLVM(AbstractGPLVM):
                 raise ValueError("spatial_inducing must have as many columns as the pixel "
                                  "coordinates")
 
+    def _check_missing(self, missing):
+        """Missing pixels: every image needs an observed one; the spatial kernel's Gram matrix
+        must not have repeated eigenvalues (the mean-field term differentiates its ``eigh``)."""
+        if not missing.any():
+            return
+        empty = np.flatnonzero(missing.all(axis=1))
+        if len(empty):
+            raise ValueError(f"training image(s) {empty[:5].tolist()} have no observed pixel; "
+                             f"drop them (they carry no information about the model)")
+        kernels = self.spatial_kernel if isinstance(self.spatial_kernel, tuple) else (
+            self.spatial_kernel,)
+        if any(isinstance(k, Coincidence) for k in kernels):
+            raise ValueError("missing pixels with the Coincidence spatial kernel: that model "
+                             "is the Bayesian GPLVM, which handles missing entries exactly; "
+                             "use gplvm.BayesianGPLVM on the flattened images")
+
     def _check_times(self, times, groups, n_images):
         if times is None:
             if groups is not None:
@@ -186,8 +202,12 @@ class StructuredGPLVM(AbstractGPLVM):
         D = self._layout.n_channels
         if not self.standardize:
             return np.zeros(Y.shape[1]), np.ones(Y.shape[1])
-        mean = Y.mean(0)
-        std = (Y - mean).reshape(Y.shape[0], -1, D).std(axis=(0, 1))
+        observed = ~np.isnan(Y)
+        counts = observed.sum(0)
+        mean = np.where(observed, Y, 0.0).sum(0) / np.maximum(counts, 1)
+        channel = np.nanmean(Y.reshape(Y.shape[0], -1, D), axis=(0, 1))
+        mean = np.where(counts > 0, mean, np.tile(channel, Y.shape[1] // D))  # never observed
+        std = np.nanstd((Y - mean).reshape(Y.shape[0], -1, D), axis=(0, 1))
         return mean, np.tile(std, Y.shape[1] // D)
 
     def _spatial_kernels(self, layout):
@@ -202,8 +222,9 @@ class StructuredGPLVM(AbstractGPLVM):
         span = np.ptp(np.asarray(layout.coords[0]), axis=0) / 10.0
         return [Matern32(lengthscale=jnp.asarray(np.maximum(span, 1e-3)), variance=1.0)]
 
-    def _route(self, layout, kernels):
-        """The Kronecker route, with the jitter policy applied to fixed spatial inducing inputs."""
+    def _route(self, layout, kernels, missing=None):
+        """The Kronecker route, with the jitter policy applied to fixed spatial inducing inputs
+        (``missing``: flat indices of the missing training entries, or None)."""
         if self.spatial_inducing is None:
             inducing, jitter = (None,) * len(kernels), 0.0
         else:
@@ -219,7 +240,8 @@ class StructuredGPLVM(AbstractGPLVM):
                                      f"({err}); use distinct spatial_inducing points") from err
         coords = tuple(jnp.asarray(c) for c in layout.coords)
         inducing = tuple(None if z is None else jnp.asarray(z) for z in inducing)
-        return KroneckerRoute(tuple(kernels), coords, inducing, jitter, layout.n_channels)
+        return KroneckerRoute(tuple(kernels), coords, inducing, jitter, layout.n_channels,
+                              None if missing is None else jnp.asarray(missing))
 
     def fit(self, Y, y=None, *, times=None, groups=None):
         """Maximise the collapsed bound (seed 003 eq. 13) over q(X⁽ξ⁾), Z, the latent and
@@ -227,7 +249,7 @@ class StructuredGPLVM(AbstractGPLVM):
 
         Args:
             Y: images (n_images, height, width[, channels]), or (n_images, n_pixels[,
-                channels]) with ``grid=`` coordinates; no missing pixels (class docstring).
+                channels]) with ``grid=`` coordinates; missing pixels as NaN (class docstring).
             y: ignored.
             times: (n_images,) frame times for the dynamical prior (seed 003 §2.2.1).
             groups: (n_images,) sequence labels (independent sequences).
@@ -239,8 +261,12 @@ class StructuredGPLVM(AbstractGPLVM):
         Ys = (Yf - Y_mean) / Y_std
         u, problem = self._initial(Ys, times, groups, as_key(self.random_state))
         kernels = self._spatial_kernels(layout)
-        problem = problem._replace(route=self._route(layout, kernels))
+        missing = np.flatnonzero(np.isnan(Ys)) if np.isnan(Ys).any() else None
+        problem = problem._replace(route=self._route(layout, kernels, missing),
+                                   groups=collapsed.group_columns(np.nan_to_num(Ys)))
         u["route"] = tuple(k.unconstrained() for k in kernels)
+        if missing is not None:     # their means, from the pixel means (0 when standardised)
+            u["route"] += (jnp.zeros(len(missing)),)
         result = minimise(negative_bound, u, method="lbfgs", n_iter=int(self.max_iter),
                           progress=self.progress, desc="StructuredGPLVM", args=(problem,))
         if result.n_iter >= self.max_iter and not result.converged and not result.interrupted:
@@ -285,7 +311,7 @@ class StructuredGPLVM(AbstractGPLVM):
         in Y's shape: q(x*) from the observed pixels (:meth:`transform`), then the joint
         predictive Gaussian over the image's pixels at x* = E[x*] conditioned on its observed
         pixels (seed 003 §2.2.2), which is where a spatial kernel helps beyond the Bayesian
-        GPLVM.  Training images have no missing pixels, so they come back unchanged.
+        GPLVM.  Images without missing pixels come back unchanged.
 
         Args:
             return_var: also return the predictive variance of each filled entry (noise
@@ -304,17 +330,33 @@ class StructuredGPLVM(AbstractGPLVM):
         shape = np.shape(Y)
         return (filled.reshape(shape), var.reshape(shape)) if return_var else filled.reshape(shape)
 
-    def predict(self, X, grid=None, return_var: bool = False):
+    def predict(self, X, grid=None, return_var: bool = False, given=None):
         """Predictive mean (and variance, noise included) of the images at latent points X
         (N*, Q) and at the pixel coordinates ``grid`` (default: the training pixels; a tuple
         of axes on images, an (n*_s, d_s) array otherwise) — any resolution (eqs. 29–33).
-        Returns images in the layout of the training data."""
+        Returns images in the layout of the training data.
+
+        Args:
+            given: optional images (N*, ...) at the training pixels, NaN where unobserved:
+                each prediction is then the predictive Gaussian of image i at X[i]
+                conditioned on the observed pixels of ``given[i]`` (seed 003 §2.2.2) — e.g.
+                super-resolution: ``predict(transform(Y_low), grid=fine, given=Y_low)``.
+        """
         X = self._check_X(X)
         if grid is None:
             coords, shape = None, tuple(self._layout.tail)
         else:
             coords, shape = self._layout.new_coords(grid)
-        out = sf.predict(self.fitted_, X, coords, return_var)
+        if given is not None:
+            _, Ys = self._standardise_new(given)
+            if len(Ys) != len(X):
+                raise ValueError(f"given has {len(Ys)} images for {len(X)} latent points; "
+                                 f"give one image per row of X")
+            mean, var = sf.condition_on_observed(self.fitted_, X, np.nan_to_num(Ys),
+                                                 ~np.isnan(Ys), coords)
+            out = (mean, var) if return_var else mean
+        else:
+            out = sf.predict(self.fitted_, X, coords, return_var)
         if not return_var:
             return out.reshape((len(X),) + shape)
         return out[0].reshape((len(X),) + shape), out[1].reshape((len(X),) + shape)

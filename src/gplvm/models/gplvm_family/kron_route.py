@@ -5,15 +5,20 @@
 over one latent factor (from the family's Ψ-statistics of q(X)) and the spatial factors.  The
 spatial kernels' trainable values arrive as ``route_u`` (``u["route"]``, one unconstrained
 kernel per factor); the pixel coordinates and the fixed spatial inducing inputs are data.
-Every (image, pixel) entry must be observed: one complete column group.
+Missing (image, pixel, channel) entries (``missing``: their flat indices into Y0) are filled
+with free means that travel after the spatial kernels in ``route_u``, and the bound gains the
+mean-field term of :mod:`gplvm.objectives.kronecker_missing`; Y0 is one complete column group.
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import jax.numpy as jnp
+
 from gplvm._pytree import pytree_dataclass, static_field
 from gplvm.objectives import kronecker
+from gplvm.objectives.kronecker_missing import missing_term
 from gplvm.registry import register
 
 
@@ -36,6 +41,8 @@ class KroneckerRoute:
         inducing: per factor fixed spatial inducing inputs, or None for the pixels themselves.
         spatial_jitter: at the pixels a nugget of the spatial kernel, else K_uu,s's jitter.
         n_channels: D, the channels per pixel (Y0's columns are pixel-major, channels last).
+        missing: None, or the flat indices (into Y0 raveled) of the missing entries, whose
+            means are ``route_u[len(kernels)]``.
     """
 
     kernels: tuple
@@ -43,10 +50,23 @@ class KroneckerRoute:
     inducing: tuple
     spatial_jitter: float = static_field(default=0.0)
     n_channels: int = static_field(default=1)
+    missing: Any = None
 
     def spatial_kernels(self, route_u):
         """The constrained spatial kernels from their unconstrained values."""
         return [k.from_unconstrained(v) for k, v in zip(self.kernels, route_u)]
+
+    def completed(self, Y0, route_u):
+        """Y0 with its missing entries set to their variational means (unchanged if none)."""
+        if self.missing is None:
+            return Y0
+        fill = route_u[len(self.kernels)]
+        return Y0.reshape(-1).at[self.missing].set(fill).reshape(Y0.shape)
+
+    def missing_counts(self, shape):
+        """(n_ξ, n_s) number of missing channels of each (image, pixel)."""
+        flags = jnp.zeros(shape[0] * shape[1]).at[self.missing].set(1.0)
+        return flags.reshape(shape[0], -1, self.n_channels).sum(-1)
 
     def factors(self, psi0, psi1, psi2, Kuu, jitter, route_u):
         """The latent factor (ψ0 and Ψ2 of the one column group), then the spatial ones."""
@@ -62,12 +82,15 @@ class KroneckerRoute:
                   column_weights=None, route_u=None):
         """The Kronecker data term (seed 003 eq. 13 without the KL) and its :class:`KronParts`.
 
-        ``groups`` must be one complete group and ``column_weights`` None: the Kronecker
-        algebra needs every entry observed (:func:`kronecker.check_complete`)."""
+        ``groups`` must be one complete group and ``column_weights`` None; missing entries
+        are completed by their means plus the mean-field term (:mod:`.kronecker_missing`)."""
         del groups, column_weights
         factors = self.factors(psi0, psi1, psi2, Kuu, jitter, route_u)
-        Y = self.images(Y0)
-        return kronecker.data_term(factors, Y, noise_var), KronParts(factors, Y)
+        Y = self.images(self.completed(Y0, route_u))
+        value = kronecker.data_term(factors, Y, noise_var)
+        if self.missing is not None:
+            value = value + missing_term(factors, self.missing_counts(Y0.shape), noise_var)
+        return value, KronParts(factors, Y)
 
     def optimal_q_u(self, parts: KronParts, groups, noise_var):
         """(Ū, Σ_u as Kronecker maps and a diagonal) at the optimum (seed 003 eq. 11)."""
