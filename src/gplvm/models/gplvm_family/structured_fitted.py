@@ -100,12 +100,15 @@ def channel_scale(fitted: FittedStructured) -> np.ndarray:
 
 
 def mean_image(fitted: FittedStructured, coords=None) -> np.ndarray:
-    """The standardisation's mean image (n*_s, D) at new coordinates: kriging of the training
-    mean image with the fitted spatial kernels, W_p = k_p(X*_p, X_p)(K_p + εI)⁻¹ per factor
-    (ε = 1e-8 of the mean diagonal, only against round-off); the mean itself at the pixels."""
+    """The standardisation's mean image (n*_s, D) at new coordinates: its per-channel average
+    plus kriging of its deviations from that average with the fitted spatial kernels,
+    W_p = k_p(X*_p, X_p)(K_p + εI)⁻¹ per factor (ε = 1e-8 of the mean diagonal, only against
+    round-off); the mean itself at the pixels.  (Kriging the raw mean image would pull it
+    towards 0 between pixels, by as much as the intensities themselves.)"""
     mean = fitted.Y_mean.reshape(-1, fitted.n_channels)
     if coords is None:
         return mean
+    level = mean.mean(axis=0)
     maps, sizes = [], []
     for k, X_new, X in zip(fitted.spatial, coords, fitted.coords):
         K = np.asarray(k(jnp.asarray(X)))
@@ -113,7 +116,7 @@ def mean_image(fitted: FittedStructured, coords=None) -> np.ndarray:
         maps.append(np.linalg.solve(K + eps * np.eye(len(K)),
                                     np.asarray(k(jnp.asarray(X), jnp.asarray(X_new)))).T)
         sizes.append(len(K))
-    return np.asarray(kron_apply(maps, sizes, jnp.asarray(mean)))
+    return level + np.asarray(kron_apply(maps, sizes, jnp.asarray(mean - level)))
 
 
 # ------------------------------------------------------------------------------- predictions
@@ -189,48 +192,84 @@ def _spatial_dense(fitted: FittedStructured):
     return K_s, V_s, K_u
 
 
+class _Targets(NamedTuple):
+    """Where a conditioned prediction is wanted: per factor K(X*_p, Z_p) and k_p(X*_p, X*_p),
+    the spatial prior between those pixels and the training ones (n*_s, n_s), and their
+    spatial map ⊗V_p (n*_s, Π m_p)."""
+
+    K_u: list
+    K_diag: list
+    K_cross: jnp.ndarray
+    V: jnp.ndarray
+
+
 @jax.jit
-def _condition_one(x, y0, observed, kernel, Z, post, K_u, K_diag, K_s, V_s, noise_var):
-    """One image at latent point x: the joint predictive N(μ, Σ) over its pixels (eqs. 30–31;
-    Σ = k_ξ(x, x)K_s − V_s diag(c) V_sᵀ with c the latent-weighted variance reduction), then
-    each channel's missing pixels conditioned on its observed ones,
-    μ_M + Σ_MO(Σ_OO + σ²I)⁻¹(y_O − μ_O).  The unobserved rows and columns of Σ_OO + σ²I are
-    replaced by the identity (so one n_s × n_s Cholesky serves any mask under jit)."""
+def _condition_one(x, y0, observed, kernel, Z, post, K_u, K_diag, K_s, V_s, noise_var,
+                   target):
+    """One image at latent point x: the joint predictive N(μ, Σ) over its training pixels and
+    the target pixels (eqs. 30–31; Σ = k_ξ(x, x)K_s − V_s diag(c) V_sᵀ with c the
+    latent-weighted variance reduction), then each channel's target pixels conditioned on its
+    observed ones, μ_* + Σ_*O(Σ_OO + σ²I)⁻¹(y_O − μ_O).  The unobserved rows and columns of
+    Σ_OO + σ²I are replaced by the identity (so one n_s × n_s Cholesky serves any mask under
+    jit)."""
     X = x[None]
-    mean, _ = kronecker.predict_points(post, [kernel(X, Z)] + list(K_u),
-                                       [kernel.diag(X)] + list(K_diag))
+    k_u, k_diag = [kernel(X, Z)], [kernel.diag(X)]
+    mean, _ = kronecker.predict_points(post, k_u + list(K_u), k_diag + list(K_diag))
+    mean_t, _ = kronecker.predict_points(post, k_u + list(target.K_u),
+                                         k_diag + list(target.K_diag))
     V_xi = kronecker.new_input_map(post, 0, kernel(X, Z))[0]
     c = (V_xi**2) @ post.var_weight.reshape(V_xi.shape[0], -1)
-    cov = kernel.diag(X)[0] * K_s - (V_s * c) @ V_s.T
+    kxx = kernel.diag(X)[0]
+    cov = kxx * K_s - (V_s * c) @ V_s.T
+    cross = kxx * target.K_cross - (target.V * c) @ V_s.T                  # (n*_s, n_s)
+    prior_t = target.K_diag[0]
+    for kd in target.K_diag[1:]:
+        prior_t = jnp.kron(prior_t, kd)
+    var_t = kxx * prior_t - (target.V**2) @ c
     means, variances = [], []
     for d in range(y0.shape[1]):
         o = observed[:, d]
         A = jnp.outer(o, o) * (cov + noise_var * jnp.eye(len(o))) + jnp.diag(1.0 - o)
         L = jnp.linalg.cholesky(A)
         solve = lambda B: jax.scipy.linalg.cho_solve((L, True), B)   # noqa: E731
-        means.append(mean[:, d] + cov @ solve(o * (y0[:, d] - mean[:, d])))
-        G = solve(o[:, None] * cov)
-        variances.append(jnp.diag(cov) - jnp.sum(cov * (o[None, :] * G.T), axis=1))
+        means.append(mean_t[:, d] + cross @ solve(o * (y0[:, d] - mean[:, d])))
+        G = solve(o[:, None] * cross.T)
+        variances.append(var_t - jnp.sum(cross * (o[None, :] * G.T), axis=1))
     return jnp.stack(means, 1), jnp.stack(variances, 1)
 
 
-def condition_on_observed(fitted: FittedStructured, X, Y0, observed):
-    """Predictive mean and variance (noise included) of every pixel of each image given its
-    observed pixels and its latent point X[i] (seed 003 §2.2.2: the predictive Gaussian
-    conditioned on the observed pixels of a test image); original units, (N*, n_s·D) each.
-    One image at a time, so a row's result does not depend on the others."""
+def _targets(fitted: FittedStructured, coords, K_s, V_s) -> _Targets:
+    """The :class:`_Targets` of new pixel coordinates (None: the training pixels)."""
+    if coords is None:
+        K_u, K_diag = spatial_inputs(fitted)
+        return _Targets(K_u, K_diag, K_s, V_s)
+    K_u, K_diag = spatial_inputs(fitted, coords)
+    V = kron([kronecker.new_input_map(fitted.post, p + 1, K) for p, K in enumerate(K_u)])
+    K_cross = kron([k(jnp.asarray(c_new), jnp.asarray(c)) for k, c_new, c in
+                    zip(fitted.spatial, coords, fitted.coords)])
+    return _Targets(K_u, K_diag, K_cross, V)
+
+
+def condition_on_observed(fitted: FittedStructured, X, Y0, observed, coords=None):
+    """Predictive mean and variance (noise included) of each image at pixel coordinates
+    ``coords`` (default: the training pixels) given its observed training pixels and its latent
+    point X[i] (seed 003 §2.2.2: the predictive Gaussian conditioned on the observed pixels of a
+    test image); original units, (N*, n*_s·D) each.  One image at a time, so a row's result
+    does not depend on the others."""
     K_s, V_s, K_u = _spatial_dense(fitted)
     K_diag = spatial_inputs(fitted)[1]
+    target = _targets(fitted, coords, K_s, V_s)
     D = fitted.n_channels
     means, variances = [], []
     for x, y, o in zip(np.asarray(X, dtype=float), np.asarray(Y0), np.asarray(observed)):
         m, v = _condition_one(jnp.asarray(x), jnp.asarray(y.reshape(-1, D)),
                               jnp.asarray(o.reshape(-1, D), dtype=float), fitted.kernel,
-                              fitted.Z, fitted.post, K_u, K_diag, K_s, V_s, fitted.noise_var)
+                              fitted.Z, fitted.post, K_u, K_diag, K_s, V_s, fitted.noise_var,
+                              target)
         means.append(np.asarray(m))
         variances.append(np.asarray(v))
     scale = channel_scale(fitted)
-    mean = np.stack(means) * scale + mean_image(fitted)
+    mean = np.stack(means) * scale + mean_image(fitted, coords)
     var = (np.stack(variances) + float(fitted.noise_var)) * scale**2
     return mean.reshape(len(mean), -1), var.reshape(len(var), -1)
 
