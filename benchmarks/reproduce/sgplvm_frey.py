@@ -66,10 +66,36 @@ def evaluate(model, test, masked):
     return float(np.mean(rmse)), float(np.mean(mnlp))
 
 
-def run(name, make, train, test, masked):
+def plot(path, model, test, masked, n=8):
+    """Seed 003 Figure 1: partially observed test images, their reconstructions, the truth."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    shown = masked[:n].reshape(-1, *SHAPE)
+    rows = [("observed (50%)", np.ma.masked_invalid(shown)),
+            ("reconstructed", model.impute(shown)), ("truth", test[:n].reshape(-1, *SHAPE))]
+    fig, axes = plt.subplots(3, n, figsize=(1.2 * n, 5.4))
+    cmap = plt.get_cmap("gray").copy()
+    cmap.set_bad("tab:red")
+    for r, (label, images) in enumerate(rows):
+        for c in range(n):
+            axes[r, c].imshow(images[c], cmap=cmap, vmin=0, vmax=255)
+            axes[r, c].set_xticks([])
+            axes[r, c].set_yticks([])
+        axes[r, 0].set_ylabel(label, fontsize=8)
+    fig.suptitle(f"Frey faces, structured GPLVM (n_xi = {len(model.X_mean_)}); missing pixels "
+                 f"in red", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"wrote {path}")
+
+
+def run(name, make, train, test, masked, plot_path=None):
     t0 = time.time()
     model = make().fit(train.reshape(-1, *SHAPE))
     fit_s = time.time() - t0
+    if plot_path:
+        plot(plot_path, model, test, masked)
     rmse, mnlp = evaluate(model, test.reshape(-1, *SHAPE), masked.reshape(-1, *SHAPE))
     print(f"{name:<28} RMSE {rmse:7.3f}  MNLP {mnlp:6.3f}  bound {model.elbo_:12.2f}  "
           f"iters {model.n_iter_:5d}  fit {fit_s:6.1f}s  total {time.time() - t0:6.1f}s",
@@ -84,6 +110,9 @@ def main():
     parser.add_argument("--max-iter", type=int, default=1000)
     parser.add_argument("--transform-max-iter", type=int, default=300)
     parser.add_argument("--models", nargs="+", default=["sgplvm", "bgplvm"])
+    parser.add_argument("--plot", default=None,
+                        help="write Figure 1 (observed / reconstructed / truth) of the first "
+                             "SGPLVM fit to this path")
     parser.add_argument("--data", default=DEFAULT_DATA)
     args = parser.parse_args()
     print("threads: OPENBLAS_NUM_THREADS=%s XLA_FLAGS=%s" % (
@@ -101,7 +130,9 @@ def main():
             for key in args.models:
                 label = (f"n={n_train} seed={seed} "
                          f"{'SGPLVM' if key == 'sgplvm' else 'BGPLVM (Coincidence)'}")
-                results[key].append(run(label, lambda: makers[key](seed), train, test, masked))
+                first = key == "sgplvm" and not any(results.values())
+                results[key].append(run(label, lambda: makers[key](seed), train, test, masked,
+                                        args.plot if first else None))
         for key, rows in results.items():
             rows = np.asarray(rows)
             print(f"n={n_train} {key}: median over {len(rows)} seeds RMSE "

@@ -45,11 +45,9 @@ kernel the caller passes per axis — e.g. a product of 1-D Matérn 3/2 kernels,
 paper's ARD Matérn 3/2 over 2-D coordinates (use the general path, one spatial factor over the
 (n_s, 2) coordinates, for that).
 
-**Missing pixels.**  Not handled here: the Kronecker algebra needs every (image, pixel) row
-observed.  :func:`check_complete` raises on NaN.  (A sound extension, not implemented: treat each
-missing value as a variational Gaussian N(m, s); E_q[F] + H[q] is a lower bound on the
-observed-data evidence that keeps the Kronecker structure — fill Y with m and add
-Σ_missing [−β s (1 − βG_ii)/2 + ½ log(2πe s)], G_ii the diagonal of Ψ1K_ψ⁻¹Ψ1ᵀ/β.)
+**Missing pixels.**  :func:`data_term` needs every (image, pixel) row (:func:`check_complete`
+raises on NaN); missing training pixels are completed by variational Gaussians whose expected
+bound keeps the Kronecker structure (:mod:`gplvm.objectives.kronecker_missing`).
 
 New images, which may be partially observed, are handled by :func:`new_image_term` (ℒ* of
 eq. 37 over their observed pixels), which needs no complete grid.
