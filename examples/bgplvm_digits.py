@@ -18,18 +18,18 @@ from gplvm import BayesianGPLVM, plot
 from gplvm.data import load_digits
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--fast", action="store_true", help="300 images, 30 iterations")
+parser.add_argument("--fast", action="store_true", help="150 images, 15 iterations")
 parser.add_argument("--out", default="results/examples")
 args = parser.parse_args()
 
 data = load_digits(digits=[0, 1, 2, 3, 4])
 Y, labels = data.Y, np.asarray(data.labels)
 if args.fast:
-    Y, labels = Y[:300], labels[:300]
+    Y, labels = Y[:150], labels[:150]
 Y = Y[:, Y.std(0) > 0]                                # pixels that are 0 in every image
 
-model = BayesianGPLVM(n_components=5, n_inducing=20 if args.fast else 40,
-                      max_iter=30 if args.fast else 1000, progress=not args.fast).fit(Y)
+model = BayesianGPLVM(n_components=5, n_inducing=10 if args.fast else 40,
+                      max_iter=15 if args.fast else 1000, progress=not args.fast).fit(Y)
 
 fig = Figure(figsize=(11, 4.5), layout="constrained")
 left, right = fig.subplots(1, 2, width_ratios=[2, 1])

@@ -18,11 +18,11 @@ from matplotlib.figure import Figure
 from gplvm import StructuredGPLVM, plot
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--fast", action="store_true", help="40 images, 20 iterations")
+parser.add_argument("--fast", action="store_true", help="30 images, 10 iterations")
 parser.add_argument("--out", default="results/examples")
 args = parser.parse_args()
 
-N, H = (40, 12) if args.fast else (200, 12)
+N, H = (30, 12) if args.fast else (200, 12)
 s = np.linspace(0, 1, N)
 centres = np.column_stack([2 + 8 * s, 6 + 4 * np.sin(2 * np.pi * s)])        # (N, 2) pixels
 rows, cols = np.mgrid[0:H, 0:H]
@@ -30,8 +30,8 @@ images = np.exp(-((rows[None] - centres[:, 1, None, None]) ** 2
                   + (cols[None] - centres[:, 0, None, None]) ** 2) / 8.0)
 images += 0.02 * np.random.default_rng(0).normal(size=images.shape)
 
-model = StructuredGPLVM(n_components=2, n_inducing=10 if args.fast else 30,
-                        max_iter=20 if args.fast else 500, progress=not args.fast).fit(images)
+model = StructuredGPLVM(n_components=2, n_inducing=6 if args.fast else 30,
+                        max_iter=10 if args.fast else 500, progress=not args.fast).fit(images)
 
 fig = Figure(figsize=(11, 4), layout="constrained")
 axes = fig.subplots(1, 3, width_ratios=[2, 1, 1])
