@@ -169,3 +169,27 @@ def test_kernel_jits_and_vmaps():
     ells = jnp.stack([jnp.asarray(ELL), 2 * jnp.asarray(ELL)])
     Ks = jax.vmap(lambda e: Matern52(e, 1.0)(X1, X2))(ells)
     assert Ks.shape == (2, 7, 5)
+
+
+def test_block_average_is_the_averaged_covariance():
+    """BlockAverage(k) at block centres is A K Aᵀ for the averaging matrix A of the fine points
+    (1-D: 2 per block; 2-D: the 2 × 2 product), its point-to-block covariance K Aᵀ, its point
+    variance k's own; and it round-trips through the unconstrained parametrisation."""
+    from gplvm.kernels import BlockAverage
+    k = Matern32(lengthscale=1.7, variance=1.3)
+    block = BlockAverage(k)
+    fine, centres = np.arange(8.0), 2.0 * np.arange(4) + 0.5
+    A = np.kron(np.eye(4), [[0.5, 0.5]])
+    K = np.asarray(k(fine))
+    np.testing.assert_allclose(block(centres), A @ K @ A.T, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(block.diag(centres), np.diag(A @ K @ A.T), rtol=1e-12)
+    np.testing.assert_allclose(block.point_cross(fine, centres), K @ A.T, rtol=1e-12)
+    np.testing.assert_allclose(block.point_diag(fine), np.diag(K), rtol=1e-12)
+    grid = np.stack(np.meshgrid(fine[:4], fine[:4], indexing="ij"), -1).reshape(-1, 2)
+    cgrid = np.stack(np.meshgrid(centres[:2], centres[:2], indexing="ij"), -1).reshape(-1, 2)
+    A2 = np.kron(A[:2, :4], A[:2, :4])               # row-major 2-D averaging
+    K2 = np.asarray(RBF(lengthscale=1.1)(grid))
+    np.testing.assert_allclose(BlockAverage(RBF(lengthscale=1.1))(cgrid), A2 @ K2 @ A2.T,
+                               rtol=1e-12, atol=1e-14)
+    back = block.from_unconstrained(block.unconstrained())
+    np.testing.assert_allclose(back(centres), block(centres), rtol=1e-12)

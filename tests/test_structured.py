@@ -313,3 +313,21 @@ def test_bad_input_raises_before_computation(planted):
         make().fit(Y[:2])
     with pytest.raises(ValueError, match="images of shape"):
         planted[2].transform(Y[:, :4])
+
+
+def test_area_kernel_predicts_points_at_new_coordinates(planted):
+    """With a BlockAverage spatial kernel (pixels as block means), the covariances with the
+    training pixels are the block kernel's, and those of new coordinates are its point-to-block
+    covariances and point variances (the field itself), per factor."""
+    from gplvm.kernels import BlockAverage
+    fitted = planted[2].fitted_
+    blocks = [BlockAverage(k) for k in fitted.spatial]
+    area = fitted._replace(spatial=blocks)
+    K_u, K_diag = sf.spatial_inputs(area)
+    new = (np.arange(0, H - 0.9, 0.5), np.arange(0, W - 0.9, 0.5))
+    P_u, P_diag = sf.spatial_inputs(area, new)
+    for p, (b, c) in enumerate(zip(blocks, fitted.coords)):
+        np.testing.assert_allclose(K_u[p], b(c, c), rtol=1e-12)
+        np.testing.assert_allclose(K_diag[p], b.diag(c), rtol=1e-12)
+        np.testing.assert_allclose(P_u[p], b.point_cross(new[p], c), rtol=1e-12)
+        np.testing.assert_allclose(P_diag[p], b.kernel.diag(new[p]), rtol=1e-12)

@@ -82,15 +82,26 @@ def fitted_from(u: dict, problem: Problem, Y_mean, Y_std) -> StructuredSummary:
 
 # ---------------------------------------------------------------------------- spatial inputs
 
+def _point_kernel(k, new: bool):
+    """The cross-covariance and variance functions of new pixel coordinates: a kernel of pixel
+    *areas* (:class:`~gplvm.kernels.BlockAverage`) predicts the field at new points with its
+    point-to-block covariance; at the training pixels, and for other kernels, k itself."""
+    if new and hasattr(k, "point_cross"):
+        return k.point_cross, k.point_diag
+    return k, k.diag
+
+
 def spatial_inputs(fitted: FittedStructured, coords=None):
     """Per spatial factor, K(X*_p, Z_p) and k_p(X*_p, X*_p) at new coordinates (default: the
     training pixels), Z_p the fixed inducing inputs or the training pixels."""
+    new = coords is not None
     coords = fitted.coords if coords is None else coords
     K_u, K_diag = [], []
     for k, X_new, X, Z in zip(fitted.spatial, coords, fitted.coords, fitted.inducing):
         X_new = jnp.asarray(X_new)
-        K_u.append(k(X_new, X if Z is None else Z))
-        K_diag.append(k.diag(X_new))
+        cross, diag = _point_kernel(k, new)
+        K_u.append(cross(X_new, X if Z is None else Z))
+        K_diag.append(diag(X_new))
     return K_u, K_diag
 
 
@@ -113,8 +124,9 @@ def mean_image(fitted: FittedStructured, coords=None) -> np.ndarray:
     for k, X_new, X in zip(fitted.spatial, coords, fitted.coords):
         K = np.asarray(k(jnp.asarray(X)))
         eps = 1e-8 * float(np.mean(np.diag(K)))
+        cross = _point_kernel(k, True)[0]
         maps.append(np.linalg.solve(K + eps * np.eye(len(K)),
-                                    np.asarray(k(jnp.asarray(X), jnp.asarray(X_new)))).T)
+                                    np.asarray(cross(jnp.asarray(X_new), jnp.asarray(X))).T).T)
         sizes.append(len(K))
     return level + np.asarray(kron_apply(maps, sizes, jnp.asarray(mean - level)))
 
@@ -245,8 +257,8 @@ def _targets(fitted: FittedStructured, coords, K_s, V_s) -> _Targets:
         return _Targets(K_u, K_diag, K_s, V_s)
     K_u, K_diag = spatial_inputs(fitted, coords)
     V = kron([kronecker.new_input_map(fitted.post, p + 1, K) for p, K in enumerate(K_u)])
-    K_cross = kron([k(jnp.asarray(c_new), jnp.asarray(c)) for k, c_new, c in
-                    zip(fitted.spatial, coords, fitted.coords)])
+    K_cross = kron([_point_kernel(k, True)[0](jnp.asarray(c_new), jnp.asarray(c))
+                    for k, c_new, c in zip(fitted.spatial, coords, fitted.coords)])
     return _Targets(K_u, K_diag, K_cross, V)
 
 
