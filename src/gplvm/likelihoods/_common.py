@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -17,8 +18,24 @@ def as_float(x: ArrayLike, like: Array | None = None) -> Array:
 
 
 def softplus(F: Real[ArrayLike, "*shape"]) -> Float[Array, "*shape"]:
-    """log(1 + e^f) without overflow; y·f − n·softplus(f) is the exact logistic log-density."""
-    return jnp.logaddexp(F, 0.0)
+    """log(1 + e^f) without overflow; y·f − n·softplus(f) is the exact logistic log-density.
+
+    Written max(f, 0) + log1p(e^−|f|): the same values as ``jnp.logaddexp(f, 0)`` and ~4×
+    faster inside N × D sums (issue 14's profile), with its derivative σ(f) given explicitly
+    (JAX's rules differentiate that form to 0 at f = 0)."""
+    F = jnp.asarray(F)
+    return _softplus(F if jnp.issubdtype(F.dtype, jnp.floating) else F.astype(float))
+
+
+@jax.custom_jvp
+def _softplus(F):
+    return jnp.maximum(F, 0.0) + jnp.log1p(jnp.exp(-jnp.abs(F)))
+
+
+@_softplus.defjvp
+def _softplus_jvp(primals, tangents):
+    (F,), (dF,) = primals, tangents
+    return _softplus(F), jax.nn.sigmoid(F) * dF
 
 
 def log_sigmoid(F: Real[ArrayLike, "*shape"]) -> Float[Array, "*shape"]:
