@@ -19,7 +19,8 @@ from gplvm import RFLVM, plot
 from gplvm.data import make_s_curve
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--fast", action="store_true", help="40 rows, 2 chains of 10 sweeps")
+parser.add_argument("--fast", action="store_true",
+                    help="40 rows, 2 chains of 10 sweeps, fixed kernel")
 parser.add_argument("--out", default="results/examples")
 args = parser.parse_args()
 
@@ -28,6 +29,7 @@ data = make_s_curve("poisson", n_samples=40 if args.fast else 500,
 sweeps = 10 if args.fast else 1000
 model = RFLVM(n_components=2, likelihood="poisson", n_features=10 if args.fast else 100,
               n_iter=sweeps, burn_in=sweeps // 2, n_chains=2, block_size=5 if args.fast else 50,
+              learn_kernel=not args.fast,       # --fast: a fixed RBF kernel, 13 s less compiling
               progress=not args.fast).fit(data.Y)
 
 position = np.digitize(np.arange(len(data.Y)), np.linspace(0, len(data.Y), 5)[1:-1])

@@ -159,8 +159,8 @@ def _likelihood_name(model) -> str | None:
 
 
 def library_size_offset(Y) -> np.ndarray:
-    r"""Library-size offsets of count rows, the exposure of a rate model (seed 000 §4: counts
-    with a per-row rate :math:`\exp(o_n + f_{nd})`):
+    r"""Library-size offsets of count rows: the exposure of a rate model whose counts have the
+    per-row rate :math:`\exp(o_n + f_{nd})` (the command line's ``--offset libsize``):
 
     .. math:: o_n = \log\bigl(s_n / \bar s\bigr), \quad s_n = \textstyle\sum_d y_{nd},
 
