@@ -71,8 +71,9 @@ def _matrix(path: Path, node, h5py) -> np.ndarray:
 
         shape = tuple(int(s) for s in node.attrs["shape"])
         kind = sparse.csr_matrix if _encoding(node) == "csr_matrix" else sparse.csc_matrix
-        values = kind((node["data"][()], node["indices"][()], node["indptr"][()]),
-                      shape=shape).toarray()
+        values = np.ascontiguousarray(   # C order: a CSC matrix densifies column-major
+            kind((node["data"][()], node["indices"][()], node["indptr"][()]),
+                 shape=shape).toarray())
     else:
         raise DataFileError(f"{path.name}: X has the unsupported encoding "
                             f"{_encoding(node)!r}; save X dense or as CSR/CSC")
