@@ -148,8 +148,11 @@ def main():
             row += [rmse(ours, truth), rmse(bicubic(low), truth), rmse(spline(low), truth)]
             print(f"seed={seed} {name:<5} images {len(truth):4d}  RMSE SGPLVM {row[-3]:6.3f}  "
                   f"bicubic {row[-2]:6.3f}  bicubic spline {row[-1]:6.3f}", flush=True)
+        scales = [np.round(np.asarray(getattr(k, "kernel", k).lengthscale), 3).tolist()
+                  for k in model.spatial_kernel_]
         print(f"seed={seed} fit {fit_s:.1f}s  iterations {model.n_iter_}  "
-              f"bound {model.elbo_:.2f}", flush=True)
+              f"bound {model.elbo_:.2f}  spatial length-scales (rows, cols) {scales}",
+              flush=True)
         results.append(row)
         if args.plot and seed == args.seeds[0]:
             low = downsample(test)
