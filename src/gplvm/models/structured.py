@@ -59,7 +59,10 @@ class StructuredGPLVM(AbstractGPLVM):
             Matérn 3/2 of the 2-D distance; with ``grid=`` points an ARD Matérn 3/2 over the
             coordinates.  A single kernel: one spatial factor over the pixel coordinates (on
             images their 2-D coordinates; e.g. ``Coincidence()`` for the Bayesian GPLVM).  A
-            tuple of two kernels: one per image axis (product grid).
+            tuple of two kernels: one per image axis (product grid).  For images that are
+            area averages to be predicted at a finer grid (super-resolution), wrap each in
+            :class:`~gplvm.kernels.BlockAverage`: the model then predicts the field itself at
+            new coordinates (``benchmarks/reproduce/sgplvm_superres.py``).
         grid: ``None`` for images at integer pixel coordinates; a tuple (rows, cols) of axis
             coordinates for images; or an (n_pixels, d_s) array with Y (n_images, n_pixels).
         spatial_inducing: ``None`` — the spatial inducing inputs at the pixels (m_s = n_s, no
