@@ -8,8 +8,9 @@
 # mappings (the kernel's limit, vm.max_map_count, is 65,530 here; two test files alone left
 # 6,815).  Dropping JAX's caches between modules instead gave wrong numbers in later tests.
 # Most of the suite's time is XLA compilation, which is single-threaded, so the groups run in
-# GPLVM_TEST_LANES parallel lanes (default: the number of CPUs, at most 2); each group's output
-# is printed whole when it ends.  Arguments naming test files or folders run exactly those, in
+# GPLVM_TEST_LANES parallel lanes (default: the number of CPUs, at most 2) that take groups from
+# one queue, last group first (the longest files sort last); each group's output is printed
+# whole when it ends.  Arguments naming test files or folders run exactly those, in
 # one process.
 GPLVM_EXTRAS=test
 source "$(dirname "$0")/_venv.sh"
@@ -21,7 +22,7 @@ for arg in "$@"; do
 done
 files=(tests/test_*.py)
 n=${#files[@]}
-groups=6
+groups=8
 cpus=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
 lanes=${GPLVM_TEST_LANES:-$((cpus < 2 ? cpus : 2))}
 logs=$(mktemp -d)
@@ -38,9 +39,20 @@ run_group() {  # run_group g: one pytest process over group g; its log, then its
   (flock 9 2>/dev/null; cat "$logs/$g.log") 9> "$logs/print.lock"  # one log at a time
 }
 
+next_group() {  # the next group nobody has taken (last groups first: they hold the longest
+               # files, test_rflvm*, test_sklearn_checks, test_structured); -1 when none is left
+  (
+    flock 8
+    local taken
+    taken=$(cat "$logs/taken" 2>/dev/null || echo 0)
+    echo $((taken + 1)) > "$logs/taken"
+    echo $((taken < groups ? groups - 1 - taken : -1))
+  ) 8> "$logs/queue.lock"
+}
+
 pytest_args=("$@")
 for ((lane = 0; lane < lanes; lane++)); do
-  (for ((g = lane; g < groups; g += lanes)); do run_group "$g"; done) &
+  (while g=$(next_group) && [ "$g" -ge 0 ]; do run_group "$g"; done) &
 done
 wait
 status=0
