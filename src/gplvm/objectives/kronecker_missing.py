@@ -41,13 +41,7 @@ import jax
 import jax.numpy as jnp
 
 from gplvm.linalg import kron_apply
-
-
-def _kron_vec(vectors):
-    out = vectors[0]
-    for v in vectors[1:]:
-        out = jnp.kron(out, v)
-    return out
+from gplvm.objectives.kronecker import _kron_vec
 
 
 def quadratic_diagonal(factors: Sequence, noise_var):

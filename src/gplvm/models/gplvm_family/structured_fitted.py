@@ -234,10 +234,7 @@ def _condition_one(x, y0, observed, kernel, Z, post, K_u, K_diag, K_s, V_s, nois
     kxx = kernel.diag(X)[0]
     cov = kxx * K_s - (V_s * c) @ V_s.T
     cross = kxx * target.K_cross - (target.V * c) @ V_s.T                  # (n*_s, n_s)
-    prior_t = target.K_diag[0]
-    for kd in target.K_diag[1:]:
-        prior_t = jnp.kron(prior_t, kd)
-    var_t = kxx * prior_t - (target.V**2) @ c
+    var_t = kxx * kronecker._kron_vec(list(target.K_diag)) - (target.V**2) @ c
     means, variances = [], []
     for d in range(y0.shape[1]):
         o = observed[:, d]
