@@ -15,12 +15,16 @@ from gplvm import anndata as gad
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
 
+#: the shape of every real fit here (the oil-flow subset's): one compilation serves them all
+N_CELLS, N_GENES = 30, 12
+
+
 def _planted():
-    """40 cells x 6 genes: non-linear functions of a 1-D curve, clipped at 0 so that about a
+    """30 cells x 12 genes: non-linear functions of a 1-D curve, clipped at 0 so that about a
     third of the entries are exact zeros (a sparse matrix stores them as absent)."""
     rng = np.random.default_rng(0)
-    s = np.linspace(-1, 1, 40)
-    F = np.column_stack([np.sin(3 * s + p) for p in np.linspace(0, 2.5, 6)])
+    s = np.linspace(-1, 1, N_CELLS)
+    F = np.column_stack([np.sin(3 * s + p) for p in np.linspace(0, 2.5, N_GENES)])
     return np.maximum(F + 0.05 * rng.normal(size=F.shape), 0.0)
 
 
@@ -47,7 +51,7 @@ def test_obsm_and_uns_equal_the_python_fit(reference, tmp_path):
     assert summary["bound"] == float(ref.elbo_)
     assert summary["n_iter"] == ref.n_iter_ and summary["converged"] == ref.converged_
     assert summary["relevance"] == list(ref.relevance_)
-    assert model.n_features_in_ == 6
+    assert model.n_features_in_ == N_GENES
     adata.write_h5ad(tmp_path / "fitted.h5ad")                           # uns is writable
     back = anndata.read_h5ad(tmp_path / "fitted.h5ad")
     np.testing.assert_array_equal(back.obsm["X_gplvm"], ref.X_mean_)
@@ -104,6 +108,7 @@ def test_counts_layer_libsize_offsets_and_sampled_results(monkeypatch):
     assert summary["log_likelihood"] == np.mean(model.history_[:, 2:])    # after burn-in
     assert summary["n_iter"] == 6 and summary["converged"] is False
     assert adata.uns["X_gplvm"]["settings"]["likelihood"] == "poisson"
+    assert adata.uns["X_gplvm"]["offset"] == {"kind": "libsize", "mean_library_size": 6.5}
 
     gad.fit(adata, gplvm.RFLVM(likelihood="bernoulli"), layer="counts", key_added="b")
     assert seen["offset"] is None                     # no library size for a non-rate model
@@ -111,6 +116,53 @@ def test_counts_layer_libsize_offsets_and_sampled_results(monkeypatch):
     assert seen["offset"] is None
     gad.fit(adata, gplvm.RFLVM(likelihood="poisson"), offset="day", key_added="d")
     np.testing.assert_array_equal(seen["offset"], [0.0, 1.0, 2.0, 3.0])
+    assert "offset" not in adata.uns["d"]             # given offsets: nothing to keep
+
+
+def test_library_size_offsets_of_new_rows_use_the_fits_mean_total():
+    counts = np.array([[1.0, 3.0], [0.0, 2.0], [5.0, np.nan]])      # totals 4, 2, 5
+    np.testing.assert_allclose(gad.library_size_offset(counts), np.log([12 / 11, 6 / 11, 15 / 11]),
+                               rtol=0, atol=1e-15)
+    # a new row among the fit's rows: its own total over the fit's mean total, 11/3
+    np.testing.assert_allclose(gad.library_size_offset(counts[:1], mean_total=11 / 3),
+                               np.log([12 / 11]), rtol=0, atol=1e-15)
+    with pytest.raises(ValueError, match="mean_total=0.0"):
+        gad.library_size_offset(counts, mean_total=0.0)
+
+
+@pytest.mark.shared_data
+def test_latent_plot_of_an_oil_flow_fit_shows_the_three_regimes(reference, tmp_path):
+    """Oil flow (10 samples of each flow regime, Bishop & James 1993) fitted through the bridge
+    with the regimes in obs, drawn by gplvm.plot.latent: the two most relevant dimensions, one
+    scatter of means per regime in its own colour holding exactly that regime's latent means,
+    ±2 sd ellipses in the colour of their row, and a PNG written with no display."""
+    from gplvm import plot
+    from gplvm.data import load_oil_flow
+
+    oil = load_oil_flow()
+    rows = np.concatenate([np.flatnonzero(oil.labels == k)[:N_CELLS // 3] for k in range(3)])
+    regime = np.asarray(oil.label_names)[oil.labels[rows]]
+    adata = anndata.AnnData(oil.Y[rows], obs={"regime": regime})
+    model = gad.fit(adata, _bgplvm())                   # the reference's shapes: no compiling
+    ax = plot.latent(model, labels=adata.obs["regime"])
+    q = np.argsort(-model.relevance_)[:2]
+    assert (ax.get_xlabel(), ax.get_ylabel()) == (f"latent dimension {q[0]}",
+                                                  f"latent dimension {q[1]}")
+    names = sorted(set(regime))
+    assert names == ["annular", "homogeneous", "stratified"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == names
+    means = [c for c in ax.collections if c.get_gid() == "means"]
+    colour = {}
+    for name, scatter in zip(names, means):
+        np.testing.assert_array_equal(scatter.get_offsets(), model.X_mean_[regime == name][:, q])
+        colour[name] = tuple(scatter.get_facecolor()[0])
+    assert sum(len(c.get_offsets()) for c in means) == N_CELLS and len(set(colour.values())) == 3
+    ellipses = [c for c in ax.collections if c.get_gid() == "uncertainty"][0]
+    np.testing.assert_array_equal(ellipses.get_offsets(), model.X_mean_[:, q])
+    np.testing.assert_allclose(ellipses.get_facecolor()[:, :3],
+                               [colour[r][:3] for r in regime])
+    ax.figure.savefig(tmp_path / "oil.png")
+    assert (tmp_path / "oil.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.parametrize("call, message", [

@@ -156,10 +156,12 @@ def _read_csv_text(text):
 
 
 BAD_FILES = {
-    "ragged.csv": "a,b,c\n1,2,3\n4,5\n",
-    "words.csv": "a,b\n1,2\n3,abc\n",
-    "empty.csv": "",
-    "table.xlsx": "1,2\n3,4\n",
+    "ragged.tsv": ("1\t2\n3\n", "ragged.tsv: line 2 has 1 cells but line 1 has 2; every row "
+                                  "needs the same number of cells (a ragged table)"),
+    "words.csv": ("a,b\n1,2\n3,abc\n", "words.csv: line 3, column 'b' has the non-numeric "
+                                       "cell 'abc'"),
+    "empty.csv": ("", "empty.csv is empty"),
+    "table.xlsx": ("1,2\n3,4\n", "table.xlsx: unknown extension '.xlsx'"),
 }
 
 
@@ -169,12 +171,27 @@ def _one_error_line(capsys, verb):
     return err
 
 
-@pytest.mark.parametrize("name", list(BAD_FILES))
-def test_bad_data_files_exit_2_with_one_line_and_no_folder(tmp_path, capsys, name):
-    (tmp_path / name).write_text(BAD_FILES[name])
-    assert main(["fit", str(tmp_path / name), "--out", str(tmp_path / "out"), "--quiet"]) == 2
-    assert name in _one_error_line(capsys, "fit")
-    assert os.listdir(tmp_path) == [name]
+def test_malformed_files_through_the_installed_entry_point(fitted, tmp_path):
+    """Every malformed case run by the ``gplvm`` script itself (the processes run together):
+    status 2, nothing on stdout, one stderr line naming the file, no output folder."""
+    script = str(Path(sys.executable).with_name("gplvm"))
+    for name, (text, _) in BAD_FILES.items():
+        (tmp_path / name).write_text(text)
+    _write_csv(tmp_path / "other.csv", fitted["Y"][:2, :4], columns=COLUMNS[:4])
+    commands = {name: ["fit", name, "--quiet"] for name in BAD_FILES}
+    commands["other.csv"] = ["transform", str(fitted["out"] / "model.npz"), "other.csv"]
+    before = sorted(os.listdir(tmp_path))
+    runs = {name: subprocess.Popen([script, *argv], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+            for name, argv in commands.items()}
+    expected = {**{name: needle for name, (_, needle) in BAD_FILES.items()},
+                "other.csv": "other.csv: its columns differ from the model's (missing: g4"}
+    for name, run in runs.items():
+        out, err = run.communicate(timeout=300)
+        assert (run.returncode, out) == (2, ""), (name, err)
+        assert len(err.splitlines()) == 1, err
+        assert err.startswith(f"gplvm {commands[name][0]}: error: ") and expected[name] in err
+    assert sorted(os.listdir(tmp_path)) == before                     # no folder left
 
 
 def test_wrong_columns_for_a_saved_model(fitted, tmp_path, capsys):
@@ -223,22 +240,82 @@ def test_offset_and_trials_reach_fit_where_it_takes_them(tmp_path, capsys, monke
     assert os.listdir(tmp_path) == ["counts.npy"]
 
 
+#: a real fitted Poisson RFLVM (30 rows x 6 columns), saved by tests/data/legacy_v1/make_files.py
+LEGACY_RFLVM = Path(__file__).parent / "data" / "legacy_v1" / "rflvm.gplvm"
+
+
+def test_verbs_give_new_rows_library_sizes_against_the_fits_mean_total(tmp_path, monkeypatch,
+                                                                       capsys):
+    """A fit with --offset libsize keeps the mean row total s̄ of its rows; transform and impute
+    then pass offsets log(s_n / s̄) of DATA's rows (not over DATA's own mean: a row's offset must
+    not depend on the rows sent with it).  The fitted state is a real saved RFLVM's, so that
+    ``gplvm fit`` saves and the verbs load a real model; its transform/impute are stood in for
+    (their numbers are the API's by test_transform_and_impute_verbs_reproduce_the_python_api)."""
+    legacy = gplvm.load(LEGACY_RFLVM)
+    seen = {}
+
+    def fit(self, Y, y=None, *, times=None, offset=None, n_trials=None):   # RFLVM.fit's
+        seen["fit"] = offset
+        self.__dict__.update(legacy.__dict__)
+        return self
+
+    def transform(self, Y, return_var=False, *, offset=None):
+        seen["transform"] = offset
+        return np.zeros((len(Y), 2)), np.ones((len(Y), 2))
+
+    def impute(self, Y, *, offset=None):
+        seen["impute"] = offset
+        return np.nan_to_num(Y)
+
+    for name, method in (("fit", fit), ("transform", transform), ("impute", impute)):
+        monkeypatch.setattr(gplvm.RFLVM, name, method)
+    rng = np.random.default_rng(1)
+    Y = rng.poisson(3.0, size=(30, 6)).astype(float) + np.eye(30, 6)      # every row > 0
+    np.save(tmp_path / "counts.npy", Y)
+    np.save(tmp_path / "new.npy", 2 * Y[:4])
+    out = tmp_path / "run"
+    assert main(["fit", str(tmp_path / "counts.npy"), "--model", "rflvm", "--offset",
+                 "libsize", "--out", str(out), "--quiet"]) == 0
+    totals = Y.sum(axis=1)
+    mean_total = totals.sum() / 30
+    np.testing.assert_allclose(seen["fit"], np.log(totals / mean_total), rtol=0, atol=1e-15)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["offset"]["kind"] == "libsize"
+    np.testing.assert_allclose(summary["offset"]["mean_library_size"], mean_total, rtol=1e-15)
+    expected = np.log(2 * totals[:4] / mean_total)         # 2 Y: log 2 above the training rows
+    model_path = str(out / "model.npz")
+    for verb, extra in (("transform", []), ("impute", []), ("transform", ["--offset",
+                                                                        "libsize"])):
+        seen.pop(verb, None)
+        assert main([verb, model_path, str(tmp_path / "new.npy"), *extra]) == 0
+        np.testing.assert_allclose(seen[verb], expected, rtol=0, atol=1e-15)
+    capsys.readouterr()
+    summary["offset"] = {"kind": "given", "source": "size"}        # a fit with --offset size
+    (out / "summary.json").write_text(json.dumps(summary))
+    assert main(["transform", model_path, str(tmp_path / "new.npy")]) == 2
+    assert "fitted with offsets from 'size'" in _one_error_line(capsys, "transform")
+    assert main(["transform", model_path, str(tmp_path / "new.npy"), "--offset",
+                 "libsize"]) == 2
+    assert "needs the mean library size" in _one_error_line(capsys, "transform")
+    np.save(tmp_path / "sizes.npy", [0.5, 0.0, -0.5, 1.0])
+    assert main(["impute", model_path, str(tmp_path / "new.npy"), "--offset",
+                 str(tmp_path / "sizes.npy")]) == 0
+    np.testing.assert_array_equal(seen["impute"], [0.5, 0.0, -0.5, 1.0])
+
+
+def test_offsets_for_a_model_whose_verbs_take_none(fitted, tmp_path, capsys):
+    np.save(tmp_path / "sizes.npy", [0.5, 0.0, -0.5])
+    _write_csv(tmp_path / "new.csv", fitted["Y"][:3])
+    assert main(["transform", str(fitted["out"] / "model.npz"), str(tmp_path / "new.csv"),
+                 "--offset", str(tmp_path / "sizes.npy")]) == 2
+    assert "--offset does not apply to BayesianGPLVM: its transform takes no offset" in \
+        _one_error_line(capsys, "transform")
+
+
 def test_existing_output_folder_is_not_overwritten_without_force(fitted, capsys):
     argv = [*fitted["argv"][:2], "--out", str(fitted["out"]), "--quiet"]
     assert main(argv) == 2
     assert "--force" in _one_error_line(capsys, "fit")
-
-
-def test_installed_entry_point_bad_file(tmp_path):
-    (tmp_path / "ragged.tsv").write_text("1\t2\n3\n")
-    script = Path(sys.executable).with_name("gplvm")
-    run = subprocess.run([str(script), "fit", str(tmp_path / "ragged.tsv"), "--quiet"],
-                         capture_output=True, text=True, cwd=tmp_path, timeout=120)
-    assert run.returncode == 2 and run.stdout == ""
-    assert run.stderr.splitlines() == [
-        "gplvm fit: error: ragged.tsv: line 2 has 1 cells but line 1 has 2; every row needs "
-        "the same number of cells (a ragged table)"]
-    assert os.listdir(tmp_path) == ["ragged.tsv"]
 
 
 def test_demo_options_unchanged():

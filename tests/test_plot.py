@@ -1,9 +1,10 @@
 """gplvm.plot (issue 15, item 2): each function reads only a model's common attributes, so the
 models here are stand-ins holding those attributes with known values (variational: X_mean_,
 X_var_; sampled: X_samples_, a (chains, sweeps) history_, burn_in; grouped columns:
-assignments_, atoms_, one relevance_ row per group).  Plots are checked by their properties
-(points, labels, colours, bar heights, images), never by stored pixels.  A real fitted
-BayesianGPLVM is drawn by tests/test_cli.py."""
+assignments_, atoms_, one relevance_ row per group), and a real RFLVM fit saved in
+tests/data/legacy_v1.  Plots are checked by their properties (points, labels, colours, bar
+heights, images), never by stored pixels.  Real fitted Bayesian GPLVMs are drawn by
+tests/test_cli.py and, on oil flow with its three classes, tests/test_anndata.py."""
 
 from __future__ import annotations
 
@@ -11,12 +12,15 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+from pathlib import Path  # noqa: E402
+
 import arviz  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.collections import EllipseCollection  # noqa: E402
 
+import gplvm  # noqa: E402
 from gplvm import plot  # noqa: E402
 
 RNG = np.random.default_rng(0)
@@ -71,6 +75,28 @@ def test_latent_sampled_model_draws_a_cloud_of_posterior_draws():
     np.testing.assert_array_equal(cloud[0].get_offsets(), expected)
     assert not any(isinstance(c, EllipseCollection) for c in ax.collections)
     assert sum(len(c.get_offsets()) for c in _means(ax)) == N
+
+
+def test_latent_of_a_real_rflvm_fit_draws_its_posterior_draws(tmp_path):
+    """A Poisson RFLVM sampled by MCMC (1 chain, 8 kept draws of 30 rows; make_files.py there):
+    the cloud holds the last n_draws aligned draws of every row, means one point per row."""
+    model = gplvm.load(Path(__file__).parent / "data" / "legacy_v1" / "rflvm.gplvm")
+    samples = np.asarray(model.X_samples_)
+    chains, draws, n, _ = samples.shape
+    labels = np.arange(n) % 3
+    for n_draws, kept in ((5, 5), (100, draws)):
+        ax = plot.latent(model, labels=labels, dims=(1, 0), n_draws=n_draws)
+        cloud = [c for c in ax.collections if c.get_gid() == "posterior draws"][0]
+        expected = samples[:, draws - kept:][..., [1, 0]].reshape(-1, 2)
+        np.testing.assert_array_equal(cloud.get_offsets(), expected)
+        assert len(cloud.get_offsets()) == chains * kept * n
+    assert not any(isinstance(c, EllipseCollection) for c in ax.collections)
+    means = _means(ax)
+    assert sum(len(c.get_offsets()) for c in means) == n
+    assert len({tuple(c.get_facecolor()[0]) for c in means}) == 3
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("latent dimension 1", "latent dimension 0")
+    ax.figure.savefig(tmp_path / "rflvm.png")
+    assert (tmp_path / "rflvm.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_plots_touch_no_pyplot_state_and_write_without_display(tmp_path):

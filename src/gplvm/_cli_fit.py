@@ -19,6 +19,7 @@ import numpy as np
 from gplvm import _cli_models as models
 from gplvm import _cli_output as output
 from gplvm._readers import as_times, read_annotation, read_data
+from gplvm.anndata import library_size_offset, library_size_record
 
 PLOT_DPI = 110
 
@@ -86,13 +87,13 @@ def run(args, argv) -> int:
     """Read, fit and write; returns the exit status (errors propagate as exceptions)."""
     out = Path(args.out or f"{Path(args.data).stem}-{args.model}")
     output.check_free(out, args.force)
-    table = read_table(args, [a for a in (args.labels, args.times, args.offset) if a])
+    table = read_table(args, annotation_names(args.labels, args.times, args.offset))
     labels = read_annotation(args.labels, table, "labels") if args.labels else None
     times = as_times(read_annotation(args.times, table, "times")) if args.times else None
     Y = _model_input(args, table.Y)
     model = models.build(args.model, args)
-    fit_kwargs = models.fit_arguments(model, times=times, offset=_offset(args, table),
-                                      n_trials=args.trials)
+    fit_kwargs = models.fit_arguments(model, times=times, n_trials=args.trials,
+                                      offset=offsets(args.offset, table, table.Y))
     log(args, f"{args.data}: {table.Y.shape[0]} rows x {len(table.columns)} columns, "
               f"{100 * table.missing_fraction:.1f}% missing; fitting {type(model).__name__}")
     with output.atomic_folder(out, args.force) as folder:
@@ -105,7 +106,10 @@ def run(args, argv) -> int:
                    "data": {"path": str(args.data), "n_rows": int(table.Y.shape[0]),
                             "n_columns": len(table.columns),
                             "missing_fraction": table.missing_fraction,
-                            "columns": table.columns, "row_shape": list(Y.shape[1:])},
+                            "columns": table.columns, "row_shape": list(Y.shape[1:]),
+                            "annotations": [a for a in table.obs if a in
+                                            (args.labels, args.times, args.offset)]},
+                   "offset": _offset_record(args.offset, table),
                    "wall_time_s": seconds, "versions": output.versions(),
                    "outputs": sorted([*written, "summary.json"])}
         (folder / "summary.json").write_text(output.dump_json(summary))
@@ -113,18 +117,30 @@ def run(args, argv) -> int:
     return 0
 
 
-def _offset(args, table):
-    """Per-row offsets: ``libsize`` gives log(row total / mean row total), the library-size
-    offset of single-cell counts (missing entries left out of the totals)."""
-    if args.offset is None:
+def annotation_names(*specs) -> list[str]:
+    """The ``--labels``/``--times``/``--offset`` values that may name a table column."""
+    return [a for a in specs if a and a != "libsize"]
+
+
+def offsets(spec, table, Y, mean_total=None):
+    """Per-row offsets of ``--offset spec`` for the rows ``Y`` of ``table``: ``libsize`` gives
+    :func:`gplvm.anndata.library_size_offset` (log of each row's total over ``mean_total``,
+    default the mean total of Y's rows); otherwise an annotation column or a file."""
+    if spec is None:
         return None
-    if args.offset == "libsize":
-        totals = np.nansum(table.Y.reshape(table.Y.shape[0], -1), axis=1)
-        if np.any(totals <= 0):
-            raise ValueError(f"--offset libsize: {int(np.sum(totals <= 0))} rows have no "
-                             f"counts; drop them first")
-        return np.log(totals / totals.mean())
-    return as_times(read_annotation(args.offset, table, "offset"), "offset")
+    if spec == "libsize":
+        return library_size_offset(Y, mean_total)
+    return as_times(read_annotation(spec, table, "offset"), "offset")
+
+
+def _offset_record(spec, table) -> dict | None:
+    """What summary.json keeps of ``--offset`` for the verbs on new rows: the mean library size
+    of the fit's rows, or where the offsets came from."""
+    if spec is None:
+        return None
+    if spec == "libsize":
+        return library_size_record(table.Y)
+    return {"kind": "given", "source": spec}
 
 
 def _model_input(args, Y):

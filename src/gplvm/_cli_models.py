@@ -102,14 +102,24 @@ def fit_arguments(model, **extras) -> dict:
     Raises:
         ValueError: an extra was given that the model's ``fit`` does not take.
     """
-    accepted = inspect.signature(model.fit).parameters
+    return call_arguments(model, "fit", **extras)
+
+
+def call_arguments(model, method: str, **extras) -> dict:
+    """The keyword arguments of ``model.<method>`` for the extras given (``None`` for those not
+    given), each checked against the method's signature.
+
+    Raises:
+        ValueError: an extra was given that the method does not take.
+    """
+    accepted = inspect.signature(getattr(model, method)).parameters
     out = {}
     for key, value in extras.items():
         if value is None:
             continue
         if key not in accepted:
             raise ValueError(f"--{FIT_FLAGS.get(key, key)} does not apply to "
-                             f"{type(model).__name__}: its fit takes no {key}")
+                             f"{type(model).__name__}: its {method} takes no {key}")
         out[key] = value
     return out
 

@@ -1,9 +1,12 @@
 """``gplvm transform|impute|sample|info MODEL ...``: the verbs of a saved model.
 
 Each reads a ``model.npz`` written by ``gplvm fit`` (or ``model.save``) and writes a CSV to
-``--out`` or standard output.  When the model file sits in a ``gplvm fit`` folder, the column
-names in its ``summary.json`` are used to check (and, when only their order differs, to
-reorder) the columns of a data file with a header.
+``--out`` or standard output.  When the model file sits in a ``gplvm fit`` folder, its
+``summary.json`` says which columns of a data file are the model's (checked, and reordered when
+only their order differs), which were annotations set aside, and how the fit's rows were
+offset: ``transform`` and ``impute`` give DATA's rows the offsets of the same kind, library
+sizes against the mean total of the fit's rows, so that ``gplvm transform MODEL DATA`` is
+``model.transform(Y, offset=library_size_offset(Y, mean_total))`` exactly.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from gplvm import _cli_output as output
-from gplvm._cli_fit import add_data_options, read_table
+from gplvm._cli_fit import add_data_options, annotation_names, offsets, read_table
+from gplvm._cli_models import call_arguments
 from gplvm._readers import DataFileError
 
 
@@ -26,6 +30,9 @@ def add_parsers(sub) -> None:
         parser.add_argument("model", help="a model.npz file")
         parser.add_argument("data", help="a .csv, .tsv, .txt, .npy, .npz or .h5ad file")
         parser.add_argument("--out", help="a CSV file (default: standard output)")
+        parser.add_argument("--offset", help="per-row offsets of count models: 'libsize' or an "
+                                             "annotation column or file (default: as the fit, "
+                                             "from the summary.json beside MODEL)")
         add_data_options(parser)
     sample = sub.add_parser("sample", help="data drawn from the fitted generative model")
     sample.add_argument("model", help="a model.npz file")
@@ -49,12 +56,20 @@ def load_model(path):
         raise DataFileError(f"{path.name} is not a gplvm model file ({err})") from None
 
 
-def _saved(model_path, key):
-    """``data[key]`` of the summary.json beside ``model_path`` (the fit that wrote it)."""
-    summary = Path(model_path).with_name("summary.json")
+def _summary(model_path) -> dict:
+    """The summary.json beside ``model_path`` (the fit that wrote it), or {} without one."""
     try:
-        return list(json.loads(summary.read_text())["data"][key])
-    except (OSError, ValueError, KeyError, TypeError):
+        summary = json.loads(Path(model_path).with_name("summary.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return summary if isinstance(summary, dict) else {}
+
+
+def _saved(model_path, key):
+    """``data[key]`` of the summary.json beside ``model_path``, as a list, or None."""
+    try:
+        return list(_summary(model_path)["data"][key])
+    except (KeyError, TypeError):
         return None
 
 
@@ -98,15 +113,37 @@ def run(args) -> int:
         output.write_csv(args.out, range(len(Y)), columns, np.column_stack([Y, X]),
                          index_name="draw")
         return 0
-    table = read_table(args)
+    table = read_table(args, annotation_names(*(_saved(args.model, "annotations") or ()),
+                                              args.offset))
     Y = model_rows(model, table, args.model)
+    extras = call_arguments(model, args.command, offset=new_row_offsets(args, table, Y))
     if args.command == "transform":
-        X_mean, X_var = model.transform(Y, return_var=True)
+        X_mean, X_var = model.transform(Y, return_var=True, **extras)
         header, values = output.latent_columns(model, np.asarray(X_mean), np.asarray(X_var))
         output.write_csv(args.out, table.row_ids, header, values)
     else:
         names = saved_columns(args.model) or table.columns
-        output.write_csv(args.out, table.row_ids, names, model.impute(Y).reshape(len(Y), -1))
+        output.write_csv(args.out, table.row_ids, names,
+                         model.impute(Y, **extras).reshape(len(Y), -1))
     if args.out:
         print(f"[gplvm] wrote {args.out}", file=sys.stderr)
     return 0
+
+
+def new_row_offsets(args, table, Y):
+    """The offsets of DATA's rows ``Y`` (the model's columns): ``--offset`` if given, else of
+    the fit's kind (summary.json); library sizes are taken against the fit's mean total."""
+    record = _summary(args.model).get("offset")
+    record = record if isinstance(record, dict) else {}
+    spec = args.offset
+    if spec is None and record:
+        if record.get("kind") != "libsize":
+            raise DataFileError(f"the model was fitted with offsets from "
+                                f"{record.get('source')!r}; give DATA's rows theirs with "
+                                f"--offset COLUMN|FILE")
+        spec = "libsize"
+    if spec == "libsize" and record.get("kind") != "libsize":
+        raise DataFileError("--offset libsize needs the mean library size of the fit's rows, "
+                            "which the summary.json beside MODEL keeps for a fit with --offset "
+                            "libsize; give --offset COLUMN|FILE instead")
+    return offsets(spec, table, Y, record.get("mean_library_size"))

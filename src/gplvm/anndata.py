@@ -9,7 +9,9 @@ annotations of ``adata.obs`` as time stamps where asked, and writes what scanpy 
   ``X_samples_``), as the command line's ``embedding.csv`` does;
 - ``adata.uns[key_added]``: ``{"settings": model.get_params() made JSON-safe, "summary": bound
   or log-likelihood, iterations, convergence, R-hat, relevance}`` (the command line's
-  ``summary.json`` fields, :func:`gplvm._cli_output.model_summary`);
+  ``summary.json`` fields, :func:`gplvm._cli_output.model_summary`), and with library-size
+  offsets ``"offset": {"kind": "libsize", "mean_library_size": s̄}``, the mean total that new
+  cells' offsets are taken against (:func:`library_size_offset`);
 - ``adata.varm[key_added + "_assignments"]``: per-column results where a model has them (the
   DP-GP-LVM's (D, T) column-to-atom probabilities ``assignments_``).  No model of the library
   has linear loadings (its maps are non-linear), so nothing else goes to ``varm``.
@@ -78,10 +80,14 @@ def fit(adata, model, layer=None, key_added: str = "X_gplvm", *, times=None, off
         raise ValueError(f"adata is a {type(adata).__name__}; give an anndata.AnnData "
                          f"(anndata.read_h5ad(path) reads a file)")
     Y = _matrix(adata, layer)
-    extras = {"times": _obs_values(adata, times, "times"),
-              "offset": _offset(adata, model, Y, offset), **fit_params}
+    offset = _offset_kind(model, offset)
+    libsize = isinstance(offset, str) and offset == "libsize"
+    offsets = library_size_offset(Y) if libsize else _obs_values(adata, offset, "offset")
+    extras = {"times": _obs_values(adata, times, "times"), "offset": offsets, **fit_params}
     model.fit(Y, **_fit_arguments(model, extras))
     store(adata, model, key_added)
+    if libsize:                                  # new cells' offsets need the mean total
+        adata.uns[key_added]["offset"] = library_size_record(Y)
     return model
 
 
@@ -139,16 +145,13 @@ def _obs_values(adata, value, what: str):
     return np.asarray(adata.obs[value], dtype=float)
 
 
-def _offset(adata, model, Y, offset):
-    """The ``offset=`` argument of ``model.fit``: library sizes, an obs column, or None."""
-    if isinstance(offset, str) and offset == "auto":
-        takes = "offset" in inspect.signature(model.fit).parameters
-        if not takes or _likelihood_name(model) not in RATE_LIKELIHOODS:
-            return None
-        offset = "libsize"
-    if isinstance(offset, str) and offset == "libsize":
-        return library_size_offset(Y)
-    return _obs_values(adata, offset, "offset")
+def _offset_kind(model, offset):
+    """``offset`` with ``"auto"`` resolved: ``"libsize"`` for a rate likelihood of a model
+    whose ``fit`` takes offsets, else None."""
+    if not (isinstance(offset, str) and offset == "auto"):
+        return offset
+    takes = "offset" in inspect.signature(model.fit).parameters
+    return "libsize" if takes and _likelihood_name(model) in RATE_LIKELIHOODS else None
 
 
 def _likelihood_name(model) -> str | None:
@@ -158,17 +161,11 @@ def _likelihood_name(model) -> str | None:
     return None if likelihood is None else get_likelihood(likelihood).name
 
 
-def library_size_offset(Y) -> np.ndarray:
-    r"""Library-size offsets of count rows: the exposure of a rate model whose counts have the
-    per-row rate :math:`\exp(o_n + f_{nd})` (the command line's ``--offset libsize``):
-
-    .. math:: o_n = \log\bigl(s_n / \bar s\bigr), \quad s_n = \textstyle\sum_d y_{nd},
-
-    missing entries left out of the totals; dividing by the mean total keeps the offsets near 0,
-    so the model's intercepts stay on the scale of a typical row.
+def library_sizes(Y) -> np.ndarray:
+    r"""Each row's total count :math:`s_n = \sum_d y_{nd}` (missing entries left out).
 
     Raises:
-        ValueError: a row has no counts (its log library size is -inf).
+        ValueError: a row has no counts (its log library size would be -inf).
     """
     totals = np.nansum(np.asarray(Y, dtype=float).reshape(len(Y), -1), axis=1)
     empty = np.flatnonzero(totals <= 0)
@@ -176,7 +173,43 @@ def library_size_offset(Y) -> np.ndarray:
         raise ValueError(f"{empty.size} rows have no counts (rows {', '.join(map(str, empty[:5]))}"
                          f"{', ...' if empty.size > 5 else ''}); a library-size offset needs "
                          f"a positive total: drop them first")
-    return np.log(totals / totals.mean())
+    return totals
+
+
+def library_size_offset(Y, mean_total=None) -> np.ndarray:
+    r"""Library-size offsets of count rows: the exposure of a rate model whose counts have the
+    per-row rate :math:`\exp(o_n + f_{nd})` (the command line's ``--offset libsize``):
+
+    .. math:: o_n = \log\bigl(s_n / \bar s\bigr), \quad s_n = \textstyle\sum_d y_{nd},
+
+    missing entries left out of the totals (:func:`library_sizes`); dividing by the mean total
+    :math:`\bar s` keeps the offsets near 0, so the model's intercepts stay on the scale of a
+    typical row.  The command line and :func:`fit` both compute offsets here.
+
+    Args:
+        Y: (N, D) counts (NaN for a missing entry).
+        mean_total: :math:`\bar s`; default the mean of Y's own totals (the rows being
+            fitted).  New rows of a fitted model take the mean total of the fit's rows
+            (``mean_library_size`` in ``uns`` or ``summary.json``), so that a row gets the
+            offset it would have had among the training rows.
+
+    Raises:
+        ValueError: a row has no counts, or ``mean_total`` is not positive.
+    """
+    totals = library_sizes(Y)
+    if mean_total is None:
+        mean_total = totals.mean()
+    elif not float(mean_total) > 0:
+        raise ValueError(f"mean_total={mean_total!r}; give the (positive) mean row total of "
+                         f"the rows the model was fitted on")
+    return np.log(totals / mean_total)
+
+
+def library_size_record(Y) -> dict:
+    """What a fit with library-size offsets keeps so that new rows get theirs:
+    ``{"kind": "libsize", "mean_library_size": s̄}``, s̄ the mean total of Y's rows (the
+    ``mean_total`` of :func:`library_size_offset` for new rows)."""
+    return {"kind": "libsize", "mean_library_size": float(library_sizes(Y).mean())}
 
 
 def _fit_arguments(model, extras: dict) -> dict:
