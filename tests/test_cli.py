@@ -246,11 +246,12 @@ LEGACY_RFLVM = Path(__file__).parent / "data" / "legacy_v1" / "rflvm.gplvm"
 
 def test_verbs_give_new_rows_library_sizes_against_the_fits_mean_total(tmp_path, monkeypatch,
                                                                        capsys):
-    """A fit with --offset libsize keeps the mean row total s̄ of its rows; transform and impute
-    then pass offsets log(s_n / s̄) of DATA's rows (not over DATA's own mean: a row's offset must
-    not depend on the rows sent with it).  The fitted state is a real saved RFLVM's, so that
-    ``gplvm fit`` saves and the verbs load a real model; its transform/impute are stood in for
-    (their numbers are the API's by test_transform_and_impute_verbs_reproduce_the_python_api)."""
+    """A fit with --offset libsize imputes its own rows with its offsets and keeps the mean row
+    total s̄ of its rows; transform and impute then pass offsets log(s_n / s̄) of DATA's rows (not
+    over DATA's own mean: a row's offset must not depend on the rows sent with it).  The fitted
+    state is a real saved RFLVM's, so that ``gplvm fit`` saves and the verbs load a real model;
+    its transform/impute/predict are stood in for (their numbers are the API's by
+    test_transform_and_impute_verbs_reproduce_the_python_api)."""
     legacy = gplvm.load(LEGACY_RFLVM)
     seen = {}
 
@@ -264,21 +265,29 @@ def test_verbs_give_new_rows_library_sizes_against_the_fits_mean_total(tmp_path,
         return np.zeros((len(Y), 2)), np.ones((len(Y), 2))
 
     def impute(self, Y, *, offset=None):
-        seen["impute"] = offset
+        seen.setdefault("impute", []).append(offset)
         return np.nan_to_num(Y)
 
-    for name, method in (("fit", fit), ("transform", transform), ("impute", impute)):
+    def predict(self, X, return_var=False):
+        return np.zeros((len(X), 6)), np.ones((len(X), 6))
+
+    for name, method in (("fit", fit), ("transform", transform), ("impute", impute),
+                         ("predict", predict)):
         monkeypatch.setattr(gplvm.RFLVM, name, method)
     rng = np.random.default_rng(1)
     Y = rng.poisson(3.0, size=(30, 6)).astype(float) + np.eye(30, 6)      # every row > 0
+    Y[29, 0] = np.nan
     np.save(tmp_path / "counts.npy", Y)
     np.save(tmp_path / "new.npy", 2 * Y[:4])
     out = tmp_path / "run"
     assert main(["fit", str(tmp_path / "counts.npy"), "--model", "rflvm", "--offset",
                  "libsize", "--out", str(out), "--quiet"]) == 0
-    totals = Y.sum(axis=1)
+    assert {"imputed.csv", "imputation.png"} <= set(os.listdir(out))
+    totals = np.array([row[~np.isnan(row)].sum() for row in Y])
     mean_total = totals.sum() / 30
     np.testing.assert_allclose(seen["fit"], np.log(totals / mean_total), rtol=0, atol=1e-15)
+    for offset in seen.pop("impute"):                   # imputed.csv and imputation.png
+        np.testing.assert_array_equal(offset, seen["fit"])
     summary = json.loads((out / "summary.json").read_text())
     assert summary["offset"]["kind"] == "libsize"
     np.testing.assert_allclose(summary["offset"]["mean_library_size"], mean_total, rtol=1e-15)
@@ -288,7 +297,8 @@ def test_verbs_give_new_rows_library_sizes_against_the_fits_mean_total(tmp_path,
                                                                         "libsize"])):
         seen.pop(verb, None)
         assert main([verb, model_path, str(tmp_path / "new.npy"), *extra]) == 0
-        np.testing.assert_allclose(seen[verb], expected, rtol=0, atol=1e-15)
+        offset = seen[verb][0] if verb == "impute" else seen[verb]
+        np.testing.assert_allclose(offset, expected, rtol=0, atol=1e-15)
     capsys.readouterr()
     summary["offset"] = {"kind": "given", "source": "size"}        # a fit with --offset size
     (out / "summary.json").write_text(json.dumps(summary))
@@ -300,7 +310,7 @@ def test_verbs_give_new_rows_library_sizes_against_the_fits_mean_total(tmp_path,
     np.save(tmp_path / "sizes.npy", [0.5, 0.0, -0.5, 1.0])
     assert main(["impute", model_path, str(tmp_path / "new.npy"), "--offset",
                  str(tmp_path / "sizes.npy")]) == 0
-    np.testing.assert_array_equal(seen["impute"], [0.5, 0.0, -0.5, 1.0])
+    np.testing.assert_array_equal(seen["impute"][-1], [0.5, 0.0, -0.5, 1.0])
 
 
 def test_offsets_for_a_model_whose_verbs_take_none(fitted, tmp_path, capsys):

@@ -100,7 +100,7 @@ def run(args, argv) -> int:
         start = time.perf_counter()
         model.fit(Y, **fit_kwargs)
         seconds = time.perf_counter() - start
-        written = write_results(folder, model, table, Y, labels)
+        written = write_results(folder, model, table, Y, labels, fit_kwargs.get("offset"))
         summary = {"command": output.command_line(argv), "model": args.model,
                    **output.model_summary(model),
                    "data": {"path": str(args.data), "n_rows": int(table.Y.shape[0]),
@@ -167,19 +167,22 @@ def _model_input(args, Y):
     return Y
 
 
-def write_results(folder: Path, model, table, Y, labels) -> list[str]:
-    """embedding.csv, model.npz, imputed.csv (missing entries) and the plots; their names."""
+def write_results(folder: Path, model, table, Y, labels, offset=None) -> list[str]:
+    """embedding.csv, model.npz, imputed.csv (missing entries; ``model.impute(Y, offset=)``
+    with the fit's offsets, if any) and the plots; their names."""
     header, values = output.latent_columns(model, model.X_mean_, model.X_var_)
     output.write_csv(folder / "embedding.csv", table.row_ids, header, values)
     model.save(folder / "model.npz")
     written = ["embedding.csv", "model.npz"]
+    extras = {} if offset is None else {"offset": offset}
     if np.isnan(Y).any():
-        output.write_csv(folder / "imputed.csv", table.row_ids, table.columns, model.impute(Y))
+        output.write_csv(folder / "imputed.csv", table.row_ids, table.columns,
+                         model.impute(Y, **extras).reshape(len(Y), -1))
         written.append("imputed.csv")
-    return written + write_plots(folder, model, Y, labels)
+    return written + write_plots(folder, model, Y, labels, extras)
 
 
-def write_plots(folder: Path, model, Y, labels) -> list[str]:
+def write_plots(folder: Path, model, Y, labels, impute_params=None) -> list[str]:
     """The plots of :mod:`gplvm.plot` that apply to the model; a plot that fails is reported
     on stderr and left out (the fit is not lost for it)."""
     from gplvm import plot
@@ -188,7 +191,8 @@ def write_plots(folder: Path, model, Y, labels) -> list[str]:
             "relevance.png": lambda: plot.relevance(model),
             "trace.png": lambda: plot.trace(model)}
     if np.isnan(Y).any():
-        jobs["imputation.png"] = lambda: plot.imputation(model, Y, X=model.X_mean_)
+        jobs["imputation.png"] = lambda: plot.imputation(model, Y, X=model.X_mean_,
+                                                         **(impute_params or {}))
     if getattr(model, "assignments_", None) is not None:
         jobs["factors.png"] = lambda: plot.factors(model)
         jobs["assignments.png"] = lambda: plot.assignments(model)

@@ -10,7 +10,7 @@ import numpy as np
 from gplvm.plot._axes import new_axes, require
 
 
-def imputation(model, Y, X=None, truth=None, ax=None):
+def imputation(model, Y, X=None, truth=None, ax=None, offset=None):
     """The imputed entries of ``Y`` (``model.impute(Y)``) with ±2 sd predictive intervals.
 
     The intervals are ``model.predict(X, return_var=True)`` at the rows' latent means ``X``
@@ -25,6 +25,9 @@ def imputation(model, Y, X=None, truth=None, ax=None):
         truth: optional (N, D) true values: drawn as imputed against true, with the diagonal;
             without it each entry is drawn at its column, observed entries in grey.
         ax: the Axes to draw on (default: a new figure, not registered with pyplot).
+        offset: optional (N,) row offsets of a count model fitted with offsets, passed to
+            ``model.impute`` (``predict`` takes none: the intervals' widths are those of a row
+            at offset 0).
 
     Returns:
         The Axes; the errorbar's line of points (``gid='imputed'``) and its bars
@@ -35,7 +38,7 @@ def imputation(model, Y, X=None, truth=None, ax=None):
     missing = np.isnan(Y)
     if not missing.any():
         raise ValueError("Y has no missing (NaN) entries; there is nothing imputed to show")
-    filled = np.asarray(model.impute(Y))
+    filled = np.asarray(model.impute(Y) if offset is None else model.impute(Y, offset=offset))
     X = model.transform(Y) if X is None else X
     _, var = model.predict(np.asarray(X), return_var=True)
     sd = np.sqrt(np.broadcast_to(np.asarray(var, dtype=float), Y.shape))[missing]
