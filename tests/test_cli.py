@@ -90,6 +90,8 @@ def test_summary_is_the_models_attributes_and_the_data(fitted):
     assert summary["bound"] == model.elbo_
     assert summary["n_iter"] == model.n_iter_ == 20
     assert summary["converged"] == model.converged_
+    warned = any(w.startswith("ConvergenceWarning: ") for w in summary["warnings"])
+    assert warned == (not model.converged_)
     assert summary["relevance"] == model.relevance_.tolist()
     assert summary["params"]["n_inducing"] == 8 and summary["params"]["max_iter"] == 20
     assert summary["data"]["n_rows"] == N and summary["data"]["n_columns"] == D

@@ -98,11 +98,11 @@ def run(args, argv) -> int:
               f"{100 * table.missing_fraction:.1f}% missing; fitting {type(model).__name__}")
     with output.atomic_folder(out, args.force) as folder:
         start = time.perf_counter()
-        model.fit(Y, **fit_kwargs)
+        notes = fit_noting_warnings(model, Y, fit_kwargs)
         seconds = time.perf_counter() - start
         written = write_results(folder, model, table, Y, labels, fit_kwargs.get("offset"))
         summary = {"command": output.command_line(argv), "model": args.model,
-                   **output.model_summary(model),
+                   **output.model_summary(model), "warnings": notes,
                    "data": {"path": str(args.data), "n_rows": int(table.Y.shape[0]),
                             "n_columns": len(table.columns),
                             "missing_fraction": table.missing_fraction,
@@ -115,6 +115,20 @@ def run(args, argv) -> int:
         (folder / "summary.json").write_text(output.dump_json(summary))
     log(args, f"wrote {out}/: {', '.join(summary['outputs'])} ({seconds:.1f} s fit)")
     return 0
+
+
+def fit_noting_warnings(model, Y, fit_kwargs) -> list[str]:
+    """``model.fit(Y, **fit_kwargs)``; each distinct warning it raised (e.g. a
+    ``ConvergenceWarning``) is printed on stderr as one line, not with the source line of the
+    call, and returned for summary.json."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(Y, **fit_kwargs)
+    notes = list(dict.fromkeys(f"{w.category.__name__}: {' '.join(str(w.message).split())}"
+                               for w in caught))
+    for note in notes:
+        print(f"[gplvm] warning: {note}", file=sys.stderr, flush=True)
+    return notes
 
 
 def annotation_names(*specs) -> list[str]:
