@@ -12,8 +12,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from gplvm.inference.mcmc import (ChainResult, concat_results, default_thin_heavy,
-                                  elliptical_slice_gaussian, run_chains)
+from gplvm.inference.mcmc import (ChainResult, _devices, concat_results, default_thin_heavy,
+                                  driver, elliptical_slice_gaussian, run_chains)
 
 C = 3
 
@@ -82,38 +82,62 @@ def test_default_heavy_thinning_in_a_run():
     assert res.draws is None and res.trace is None
 
 
-def test_same_key_same_chains_whatever_the_block_size():
-    """Keys are derived per sweep index, so block sizes 1, 7 and 23 (one block) give identical
-    draws, traces and final states; different keys and different chains differ."""
-    runs = [_run(block_size=b) for b in (1, 7, 23)]
+def test_same_key_same_chains_whatever_the_block_size_and_devices(monkeypatch):
+    """Keys are derived per sweep index and every device runs one chain, so block sizes 1, 7
+    and 23 (one block), on all devices (C = 3 chains on 2 CPU devices: two rounds, the second
+    padded) or on one, give identical draws, traces and final states; different keys and
+    different chains differ."""
+    timings = {}
+    runs = [_run(block_size=7, timings=timings)]
+    assert timings["devices"] == min(C, len(jax.devices()))
+    monkeypatch.setattr(_devices, "chain_devices", lambda: jax.devices()[:1])
+    runs += [_run(block_size=b, timings=timings) for b in (1, 23)]
+    assert timings["devices"] == 1 and timings["rounds"] == C
     for r in runs[1:]:
         np.testing.assert_array_equal(r.heavy["x"], runs[0].heavy["x"])
         np.testing.assert_array_equal(r.trace["sum"], runs[0].trace["sum"])
         np.testing.assert_array_equal(r.state["x"], runs[0].state["x"])
     x = runs[0].heavy["x"]
     assert not np.allclose(x[0], x[1]) and not np.allclose(x[1], x[2])
-    assert not np.allclose(_run(key=2).heavy["x"], x)
+    assert not np.allclose(_run(key=2, block_size=23).heavy["x"], x)
+
+
+@pytest.mark.parametrize("n,seconds,done,expected", [
+    (1, 0.3, 1, 3),        # 0.3 s a sweep: 3 sweeps fill the 1 s target
+    (1, 5.0, 1, 1),        # slower than the target: one sweep per block
+    (1, 1e-5, 1, 49),      # fast: up to the next multiple of block_size (50)
+    (10, 0.1, 45, 5),      # never across the end of a block
+    (20, 0.0, 50, 50)])    # unmeasurably fast: a whole block
+def test_block_lengths_keep_the_bar_moving(n, seconds, done, expected):
+    """After a call of n sweeps that took ``seconds`` (``done`` sweeps into the run), the next
+    runs about BLOCK_SECONDS (1 s) of sweeps, at least one, and stops at the end of the block
+    (the next multiple of block_size)."""
+    assert driver.BLOCK_SECONDS == 1.0
+    assert driver._next_length(n, seconds, done, block_size=50) == expected
 
 
 def test_one_compilation_for_all_blocks_including_a_partial_last_block():
-    """n_iter=25 with block_size=10 runs blocks of 10, 10 and 5 sweeps through one compiled
-    function: the sweep is traced once, and exactly 25 sweeps are applied."""
+    """n_iter=25 with block_size=10: blocks of 10, 10 and 5 sweeps (the callback runs after
+    each), run in calls of 1 sweep first and then up to the end of each block, all through one
+    compiled program: the sweep is traced once, exactly 25 sweeps are applied, and a second
+    run of the same sweep traces nothing (its compiled block is reused)."""
     n_traces = []
 
     def sweep(key, state):
         n_traces.append(1)  # runs at trace time only
         return counting_sweep(key, state)
 
+    timings, ends = {}, []
     res = run_chains(jax.random.PRNGKey(0), _init(), sweep, n_iter=25, block_size=10,
-                     trace=_trace, progress=False)
+                     trace=_trace, progress=False, timings=timings,
+                     callback=lambda n_done, state: ends.append(n_done))
+    assert ends == [10, 20, 25]
     assert res.n_done == 25 and res.trace["n"].shape == (C, 25)
     np.testing.assert_array_equal(res.state["n"], [25] * C)
-    # one trace for the shape check before the run, one for the compiled block
-    assert len(n_traces) == 2
-    # a second run of the same sweep reuses the compiled block (only the shape check traces)
+    assert len(n_traces) == 1 and timings["compile_s"] > 0
     run_chains(jax.random.PRNGKey(1), _init(), sweep, n_iter=25, block_size=10, trace=_trace,
-               progress=False)
-    assert len(n_traces) == 3
+               progress=False, timings=timings)
+    assert len(n_traces) == 1 and timings["compile_s"] == 0
 
 
 def test_compiled_block_cache_does_not_keep_the_sweep_alive():
@@ -134,10 +158,11 @@ def test_compiled_block_cache_does_not_keep_the_sweep_alive():
     assert ref() is None
 
 
-def test_interrupt_keeps_finished_blocks():
-    """A KeyboardInterrupt raised after the second block (from the callback, as Ctrl-C would
+def test_interrupt_keeps_finished_blocks(capsys):
+    """A KeyboardInterrupt raised once 20 sweeps are done (from the callback, as Ctrl-C would
     between blocks) returns 20 sweeps: a warning, interrupted=True, and draws/trace/state equal
-    to the first 20 sweeps of an uninterrupted run."""
+    to the first 20 sweeps of an uninterrupted run.  The progress bar (stderr) shows the
+    compilation as its own phase and prints its time."""
     full = _run(n_iter=50, burn_in=5, thin=3, block_size=10, thin_heavy=6)
 
     def stop(n_done, state):
@@ -148,6 +173,8 @@ def test_interrupt_keeps_finished_blocks():
         part = _run(n_iter=50, burn_in=5, thin=3, block_size=10, thin_heavy=6, callback=stop,
                     progress=True)
     assert part.interrupted and part.n_done == 20
+    err = capsys.readouterr().err
+    assert "MCMC (compiling)" in err and "MCMC: compiled" in err
     np.testing.assert_array_equal(part.draws, full.draws[:, :5])   # sweeps 8, 11, ..., 20
     np.testing.assert_array_equal(part.heavy["x"], full.heavy["x"][:, :2])  # sweeps 11, 17
     np.testing.assert_array_equal(part.trace["sum"], full.trace["sum"][:, :20])
@@ -200,7 +227,7 @@ def _ess_sweep(key, state):
 
 
 def test_driver_runs_elliptical_slice_sweeps_to_the_posterior():
-    """ESS (a while_loop) inside the driver's scan and vmap: 100 chains, 300 sweeps, burn-in
+    """ESS (a while_loop) inside the driver's loop: 100 chains, 300 sweeps, burn-in
     100, thin 20 (10 draws a chain; the lag-20 autocorrelation of these 1-D chains is
     negligible, so the 1000 draws per block are treated as independent): the mean is within
     4.5 SE and the variance within 5 SE of the exact N(2y/3, 1/3)."""

@@ -1,7 +1,12 @@
-"""The compiled block of :func:`~gplvm.inference.mcmc.run_chains`: ``lax.scan`` over a block of
-sweeps of every chain, with kept draws written into a per-block buffer.
+"""The compiled block of :func:`~gplvm.inference.mcmc.run_chains`: up to ``block_size`` sweeps of
+the chains of one round (:mod:`._devices`), with kept draws written into per-block buffers.
 
-The chains of a sweep run one after the other (``lax.map``) unless ``vectorize`` asks for
+The number of sweeps is an argument, not a constant: the loop is a ``while_loop`` over
+``t < n_valid``, so one compiled program serves blocks of any length up to ``block_size`` (the
+driver starts with one sweep per block and lengthens them while the progress bar keeps moving)
+and no sweep past ``n_valid`` is computed.
+
+The chains on one device run one after the other (``lax.map``) unless ``vectorize`` asks for
 ``vmap``.  Under ``vmap`` a data-dependent ``lax.cond`` becomes a select that computes both
 branches, and every while loop (slice shrinkage, rejection sampling) runs until the slowest
 chain's slowest element is done; measured on the RFLVM (issue 14, ``benchmarks/rflvm_profile.py``)
@@ -9,16 +14,30 @@ that doubled the cost of a sweep even for one chain.  One after the other, each 
 own work only; ``vmap`` pays off only for sweeps so small that per-operation overhead dominates.
 
 Global sweep ``i`` (0-based) uses key ``split(fold_in(key, i), C)[c]`` for chain c, so the
-chains never depend on how the sweeps are cut into blocks.
+chains never depend on how the sweeps are cut into blocks nor on which device runs them.
+
+The program is compiled ahead of time (``jit(...).lower(...).compile()``) so that the driver can
+time compilation as its own phase; the compiled programs are kept per sweep and argument shapes.
 """
 
 from __future__ import annotations
 
+import time
 import weakref
 
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jax.sharding import PartitionSpec
+
+from gplvm.inference.mcmc._devices import AXIS, Placement
+
+try:
+    from jax import shard_map
+    _UNCHECKED = {"check_vma": False}
+except ImportError:  # JAX < 0.7
+    from jax.experimental.shard_map import shard_map
+    _UNCHECKED = {"check_rep": False}
 
 
 def _write(buf, rec, j):
@@ -29,6 +48,8 @@ def _write(buf, rec, j):
 
 def _alloc(fn, state, rows: int):
     """Zeros for ``rows`` outputs of ``vmap(fn)`` per chain: ``(chains, rows, ...)``."""
+    if fn is None:
+        return ()
     shapes = jax.eval_shape(jax.vmap(fn), state)
     return jax.tree_util.tree_map(
         lambda s: jnp.zeros((s.shape[0], rows) + s.shape[1:], s.dtype), shapes)
@@ -41,66 +62,108 @@ def _chains(sweep, vectorize: bool):
     return lambda keys, state: lax.map(lambda args: sweep(*args), (keys, state))
 
 
-def _make_block(sweep_ref, record, record_heavy, trace, block_size, rows, rows_heavy,
-                vectorize=False):
-    """The jitted block: ``block_size`` sweeps of every chain from global sweep ``first``.
+def check_sweep_output(new, state) -> None:
+    """Raise a ValueError (at trace time) unless the sweep returned a state like ``state``."""
+    same = jax.tree_util.tree_structure(new) == jax.tree_util.tree_structure(state) and all(
+        jnp.shape(a) == jnp.shape(b) for a, b in zip(jax.tree_util.tree_leaves(new),
+                                                     jax.tree_util.tree_leaves(state)))
+    if not same:
+        raise ValueError("sweep(key, state) must return a state with the structure and shapes "
+                         "of the state it receives (for one chain, without the chain axis)")
 
-    ``sweep_ref()`` returns the sweep; the block holds it weakly so that caching the block
-    under the sweep (:func:`compiled_block`) does not keep the sweep (and its data) alive.
+
+def _keep(fn, buf, state, j, keep, rows):
+    """Write ``vmap(fn)(state)`` to row ``j`` of ``buf`` when ``keep``; the next free row."""
+    if fn is None:
+        return buf, j
+    buf = _write(buf, jax.vmap(fn)(state), jnp.where(keep, j, rows))
+    return buf, j + keep.astype(jnp.int32)
+
+
+def _local_block(sweep_ref, record, record_heavy, trace, block_size, rows, rows_heavy,
+                 n_chains, vectorize):
+    """The block on one device: ``n_valid`` sweeps of its chains from global sweep ``first``.
+
+    ``sweep_ref()`` returns the sweep; the block holds it weakly so that caching the compiled
+    block under the sweep (:func:`compiled_block`) does not keep the sweep (and its data) alive.
     """
 
-    def block(key, state, first, n_valid, burn_in, thin, thin_heavy):
-        n_chains = jax.tree_util.tree_leaves(state)[0].shape[0]
+    def block(key, state, chain, first, n_valid, burn_in, thin, thin_heavy):
         vsweep = _chains(sweep_ref(), vectorize)
 
-        def one_sweep(i, state):
-            keys = jax.random.split(jax.random.fold_in(key, i), n_chains)
+        def body(carry):
+            t, state, buf, buf_heavy, traced, j, j_heavy = carry
+            keys = jax.random.split(jax.random.fold_in(key, first + t), n_chains)[chain]
             new = vsweep(keys, state)
-            return jax.tree_util.tree_map(lambda n, o: n.astype(o.dtype), new, state)
-
-        def body(carry, t):
-            state, buf, buf_heavy, j, j_heavy = carry
-            valid = t < n_valid
-            # steps past the end of the run (last, partial block) leave the state alone
-            state = lax.cond(valid, lambda s: one_sweep(first + t, s), lambda s: s, state)
+            check_sweep_output(new, state)
+            state = jax.tree_util.tree_map(lambda n, o: n.astype(o.dtype), new, state)
             s = first + t + 1 - burn_in
-            if record is not None:
-                keep = valid & (s > 0) & (s % thin == 0)
-                buf = _write(buf, jax.vmap(record)(state), jnp.where(keep, j, rows))
-                j = j + keep.astype(jnp.int32)
-            if record_heavy is not None:
-                keep = valid & (s > 0) & (s % thin_heavy == 0)
-                buf_heavy = _write(buf_heavy, jax.vmap(record_heavy)(state),
-                                   jnp.where(keep, j_heavy, rows_heavy))
-                j_heavy = j_heavy + keep.astype(jnp.int32)
-            out = jax.vmap(trace)(state) if trace is not None else ()
-            return (state, buf, buf_heavy, j, j_heavy), out
+            buf, j = _keep(record, buf, state, j, (s > 0) & (s % thin == 0), rows)
+            buf_heavy, j_heavy = _keep(record_heavy, buf_heavy, state, j_heavy,
+                                       (s > 0) & (s % thin_heavy == 0), rows_heavy)
+            if trace is not None:
+                traced = _write(traced, jax.vmap(trace)(state), t)
+            return t + 1, state, buf, buf_heavy, traced, j, j_heavy
 
-        buf = _alloc(record, state, rows) if record is not None else ()
-        buf_heavy = _alloc(record_heavy, state, rows_heavy) if record_heavy is not None else ()
         zero = jnp.zeros((), jnp.int32)
-        (state, buf, buf_heavy, _, _), traced = lax.scan(
-            body, (state, buf, buf_heavy, zero, zero), jnp.arange(block_size))
+        init = (zero, state, _alloc(record, state, rows),
+                _alloc(record_heavy, state, rows_heavy), _alloc(trace, state, block_size),
+                zero, zero)
+        _, state, buf, buf_heavy, traced, _, _ = lax.while_loop(
+            lambda c: c[0] < n_valid, body, init)
         return state, buf, buf_heavy, traced
 
-    return jax.jit(block)
+    return block
+
+
+def _make_block(sweep_ref, placement: Placement, record, record_heavy, trace, block_size, rows,
+                rows_heavy, vectorize=False):
+    """The jitted block over the devices of ``placement``: each device runs its chains."""
+    local = _local_block(sweep_ref, record, record_heavy, trace, block_size, rows, rows_heavy,
+                         placement.n_chains, vectorize)
+    c, rep = PartitionSpec(AXIS), PartitionSpec()
+    # unchecked: each device's chains are independent (no collective), and checking would ask
+    # every zero-initialised buffer of the loop to be marked as varying over devices
+    return jax.jit(shard_map(local, mesh=placement.mesh, in_specs=(rep, c, c, rep, rep, rep,
+                                                                   rep, rep),
+                             out_specs=c, **_UNCHECKED))
+
+
+class Block:
+    """A jitted block and its compiled programs, one per argument signature."""
+
+    def __init__(self, jitted):
+        self.jitted = jitted
+        self.programs = {}
+
+    def compile(self, *args):
+        """The compiled program for ``args`` and the seconds spent tracing, lowering and
+        compiling it (0 when it was compiled before)."""
+        leaves, tree = jax.tree_util.tree_flatten(args)
+        signature = (tree, tuple((x.shape, x.dtype, x.sharding) for x in leaves))
+        if signature in self.programs:
+            return self.programs[signature], 0.0
+        start = time.perf_counter()
+        program = self.jitted.lower(*args).compile()
+        self.programs[signature] = program
+        return program, time.perf_counter() - start
 
 
 _BLOCKS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def compiled_block(sweep, record, record_heavy, trace, block_size, rows, rows_heavy,
-                   vectorize=False):
+def compiled_block(sweep, placement: Placement, record, record_heavy, trace, block_size, rows,
+                   rows_heavy, vectorize=False) -> Block:
     """The block for ``sweep``: the last one built for this sweep is reused when the other
     arguments are the same objects, so repeated runs of one sampler compile once; one block
     per live sweep is kept (a fresh ``record`` lambda per run replaces it, nothing piles up)."""
-    cache_key = (record, record_heavy, trace, block_size, rows, rows_heavy, vectorize)
+    cache_key = (placement, record, record_heavy, trace, block_size, rows, rows_heavy, vectorize)
     try:
         cached = _BLOCKS.get(sweep)
         sweep_ref = weakref.ref(sweep)
     except TypeError:  # not weakly referenceable: build without caching
-        return _make_block(lambda: sweep, *cache_key)
+        return Block(_make_block(lambda: sweep, *cache_key))
     if cached is None or cached[0] != cache_key:
-        cached = (cache_key, _make_block(sweep_ref, *cache_key))
+        cached = (cache_key, Block(_make_block(sweep_ref, *cache_key)))
         _BLOCKS[sweep] = cached
     return cached[1]

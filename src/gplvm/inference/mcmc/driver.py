@@ -3,21 +3,24 @@
 A sampler supplies ``sweep(key, state) -> state`` for ONE chain (a Gibbs sweep, any
 composition of kernels).  The driver
 
-* runs the sweep over a leading chain axis, the chains one after the other (``lax.map``; or
-  ``vmap`` with ``vectorize=True``, see :mod:`._block` for why that is not the default), and
-  scans it over a *block* of sweeps, jitted once:
-  every block, including the last partial one, calls the same compiled function (a block of
-  ``block_size`` steps in which the steps past the end are skipped with ``lax.cond``, so a
-  partial block costs no recompilation and no extra sweeps);
+* runs the chains one per device, ``d`` at a time (one CPU device per core, see
+  :mod:`._devices`; the chains of one device one after the other with ``lax.map``, or all of
+  them under ``vmap`` with ``vectorize=True``, see :mod:`._block` for why that is not the
+  default), over a *block* of sweeps compiled once, ahead of time, as its own phase of the
+  progress bar (timed, logged, printed with the bar): every block, whatever its length up to
+  ``block_size``, calls the same compiled program (a ``while_loop`` over the block's sweeps);
+  the first block is one sweep and later ones about :data:`BLOCK_SECONDS` of work, so the bar
+  moves every second or so however slow the sweep;
 * derives the key of sweep ``i`` (0-based, counted from the start of the chain) as
   ``split(fold_in(key, i), C)[c]`` for chain c, so the draws depend on the key only — not on
-  ``block_size``, not on interruptions and resumptions (``start``);
+  ``block_size``, not on interruptions and resumptions (``start``), not on the number of
+  devices (every device runs the same one-chain program);
 * keeps ``record(state)`` every ``thin`` sweeps after ``burn_in``, ``record_heavy(state)``
   every ``thin_heavy`` sweeps after ``burn_in`` (by default at most 200 heavy draws), and
   ``trace(state)`` after every sweep, burn-in included.  Kept draws go into a per-block device
   buffer sized for one block, then into preallocated host (NumPy) arrays: device memory is
   bounded by one block, host memory by the result;
-* shows a tqdm bar per block with the chain-mean of the trace, and on Ctrl-C
+* shows a tqdm bar (stderr) with the chain-mean of the trace, and on Ctrl-C
   (``KeyboardInterrupt``) returns everything finished so far with ``interrupted=True``.
 
 Sweep numbering: sweep ``i`` (0-based) produces the state after ``s = i + 1`` sweeps; that state
@@ -26,9 +29,12 @@ is kept when ``s > burn_in`` and ``(s - burn_in) % thin == 0``.
 
 from __future__ import annotations
 
+import logging
 import math
+import sys
+import time
 import warnings
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, Callable, Optional
 
 import jax
 import jax.numpy as jnp
@@ -36,38 +42,15 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from gplvm.inference.mcmc._block import compiled_block
-from gplvm.registry import register
+from gplvm.inference.mcmc._devices import (chain_index, gather, placement, replicated,
+                                           split_rounds, valid)
+from gplvm.inference.mcmc._kept import ChainResult, Counts, Kept, n_kept
 
 MAX_HEAVY_DRAWS = 200
-
-
-@register("gplvm.state.ChainResult")
-class ChainResult(NamedTuple):
-    """What :func:`run_chains` returns.
-
-    Attributes:
-        state: the state after the last finished sweep, leading chain axis (device arrays).
-        draws: ``record`` outputs stacked as ``(chains, n_kept, ...)`` NumPy arrays (None
-            without ``record``).
-        heavy: ``record_heavy`` outputs, ``(chains, n_kept_heavy, ...)`` (None without it).
-        trace: ``trace`` outputs at every sweep of this run, ``(chains, n_sweeps, ...)``.
-        n_done: sweeps finished since the start of the chain (``start`` included).
-        interrupted: True when Ctrl-C stopped the run early.
-        thin_heavy: the heavy thinning used (useful when it was the default).
-    """
-
-    state: Any
-    draws: Any
-    heavy: Any
-    trace: Any
-    n_done: int
-    interrupted: bool
-    thin_heavy: int = 1
-
-
-def n_kept(n_sweeps: int, burn_in: int, thin: int) -> int:
-    """How many of the states after sweeps 1..``n_sweeps`` are kept."""
-    return max(0, (n_sweeps - burn_in) // thin)
+BLOCK_SECONDS = 1.0
+BAR_FORMAT = ("{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total_fmt} "
+              "[{elapsed}<{remaining}{postfix}]")  # n is fractional between rounds
+logger = logging.getLogger("gplvm")
 
 
 def default_thin_heavy(n_iter: int, burn_in: int, thin: int) -> int:
@@ -81,7 +64,10 @@ def _strong(tree):
     return jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=jnp.asarray(x).dtype), tree)
 
 
-def _check_state(key, init_state, sweep) -> int:
+def _check_state(init_state) -> int:
+    """The number of chains; whether the sweep returns a state like the one it receives is
+    checked when the block is traced (:func:`._block.check_sweep_output`), so that the sweep
+    is traced once."""
     leaves = jax.tree_util.tree_leaves(init_state)
     if not leaves or any(jnp.ndim(x) == 0 for x in leaves):
         raise ValueError("init_state must be a pytree of arrays with a leading chain axis "
@@ -90,15 +76,7 @@ def _check_state(key, init_state, sweep) -> int:
     if len(sizes) != 1:
         raise ValueError(f"the leaves of init_state have different leading (chain) sizes "
                          f"{sorted(sizes)}; every leaf needs one entry per chain")
-    n_chains = sizes.pop()
-    keys = jax.random.split(key, n_chains)
-    out = jax.eval_shape(jax.vmap(sweep), keys, init_state)
-    same = jax.tree_util.tree_structure(out) == jax.tree_util.tree_structure(init_state) and all(
-        a.shape == jnp.shape(b) for a, b in zip(jax.tree_util.tree_leaves(out), leaves))
-    if not same:
-        raise ValueError("sweep(key, state) must return a state with the structure and shapes "
-                         "of the state it receives (for one chain, without the chain axis)")
-    return n_chains
+    return sizes.pop()
 
 
 def _check_counts(n_iter, burn_in, thin, thin_heavy, start):
@@ -113,40 +91,25 @@ def _check_counts(n_iter, burn_in, thin, thin_heavy, start):
                          f"sweeps already done (ChainResult.n_done of the run to resume)")
 
 
-def _host(fn, state, n_chains: int, rows: int):
-    """Preallocated NumPy arrays ``(chains, rows, ...)`` for the outputs of ``fn``."""
-    if fn is None:
-        return None
-    shapes = jax.eval_shape(jax.vmap(fn), state)
-    return jax.tree_util.tree_map(
-        lambda s: np.empty((n_chains, rows) + s.shape[1:], s.dtype), shapes)
-
-
-def _copy(dst, src, at: int, n: int, transpose: bool = False):
-    """Copy ``n`` rows of the block output ``src`` into ``dst[:, at:at + n]``."""
-    if dst is None or n == 0:
-        return
-
-    def one(d, s):
-        s = np.asarray(s)
-        d[:, at:at + n] = np.swapaxes(s[:n], 0, 1) if transpose else s[:, :n]
-
-    jax.tree_util.tree_map(one, dst, src)
-
-
-def _head(tree, n: int):
-    return None if tree is None else jax.tree_util.tree_map(lambda x: x[:, :n], tree)
-
-
-def _postfix(trace_block, n: int) -> dict:
-    """Chain means of the scalar traces at the last sweep of a block, for the progress bar."""
-    if isinstance(trace_block, dict):
-        items = list(trace_block.items())
+def _postfix(traced, n: int) -> dict:
+    """Chain means of the scalar traces after sweep ``n`` of this run, for the progress bar."""
+    if isinstance(traced, dict):
+        items = list(traced.items())
     else:
         items = [(f"trace{k}" if k else "trace", v)
-                 for k, v in enumerate(jax.tree_util.tree_leaves(trace_block))]
-    return {str(name): f"{float(np.mean(np.asarray(v)[n - 1])):.6g}"
+                 for k, v in enumerate(jax.tree_util.tree_leaves(traced))]
+    return {str(name): f"{float(np.mean(v[:, n - 1])):.6g}"
             for name, v in items[:3] if np.ndim(v) == 2}
+
+
+def _next_length(n: int, seconds: float, done: int, block_size: int) -> int:
+    """Sweeps in the next call of the compiled block, ``done`` sweeps into the run: about
+    :data:`BLOCK_SECONDS` of work at the pace of the last call (``n`` sweeps in ``seconds``), at
+    most ``block_size``, never across a multiple of ``block_size`` (so that the blocks of
+    ``block_size`` sweeps, after which callbacks run, end as they would without splitting)."""
+    pace = seconds / max(n, 1)
+    want = int(BLOCK_SECONDS / pace) if pace > 0 else block_size
+    return max(1, min(want, block_size - done % block_size))
 
 
 def run_chains(key, init_state, sweep: Callable, *, n_iter: int, burn_in: int = 0,
@@ -156,11 +119,12 @@ def run_chains(key, init_state, sweep: Callable, *, n_iter: int, burn_in: int = 
                progress: bool = True, desc: str = "MCMC", start: int = 0,
                callback: Optional[Callable[[int, Any], None]] = None,
                on_block: Optional[Callable[["ChainResult"], None]] = None,
-               vectorize: bool = False) -> ChainResult:
+               vectorize: bool = False, timings: Optional[dict] = None) -> ChainResult:
     """Run C chains of ``sweep`` for ``n_iter`` sweeps each.
 
     Args:
-        key: a ``jax.random`` key; the same key gives the same chains whatever ``block_size``.
+        key: a ``jax.random`` key; the same key gives the same chains whatever ``block_size``
+            and whatever the number of devices (cores).
         init_state: a pytree with a leading chain axis C (one state per chain).
         sweep: ``sweep(key, state) -> state`` for one chain (no chain axis), jit-able.  Pass a
             module-level function or one kept alive across runs: the compiled block is cached
@@ -174,78 +138,122 @@ def run_chains(key, init_state, sweep: Callable, *, n_iter: int, burn_in: int = 
         thin_heavy: defaults to :func:`default_thin_heavy` (at most 200 heavy draws).
         trace: ``state -> pytree`` of small arrays (e.g. the log-likelihood) kept after every
             sweep, burn-in included; scalar entries are shown on the progress bar.
-        block_size: sweeps per compiled block (one progress-bar update and one host copy per
-            block); defaults to ``ceil(n_iter / 50)`` capped at 100.
-        progress: show a tqdm bar.
+        block_size: sweeps per block (``callback`` and ``on_block`` run after each);
+            defaults to ``ceil(n_iter / 50)`` capped at 100.  A block is run in one or more
+            calls of one compiled program (one host copy each): the first call is one sweep,
+            later ones about :data:`BLOCK_SECONDS` of work, so the bar moves every second or
+            so however slow the sweep.
+        progress: show a tqdm bar on stderr (compilation as its own phase, then sweeps) and
+            print the compile time and the devices used.
         desc: the bar's label.
         start: sweeps already done, to resume a run from ``ChainResult.state``: running
             ``[0, k)`` and then ``[k, n_iter)`` with ``start=k`` gives the same chains as one
             run (join the two results with :func:`concat_results`).
-        callback: ``callback(n_done, state)`` after each block, on the host (checkpointing);
+        callback: ``callback(n_done, state)`` after each block (and after the last, partial
+            one), on the host (checkpointing);
             a ``KeyboardInterrupt`` raised there stops the run like Ctrl-C.
         on_block: ``on_block(partial)`` after each block with the :class:`ChainResult` of the
             sweeps done so far (its arrays are views of buffers the run keeps filling: copy
             or write them out before returning), for checkpoints to a file.
-        vectorize: ``vmap`` the sweep over chains instead of running them one after the
-            other (only for tiny sweeps: under ``vmap`` data-dependent branches compute both
-            sides and loops wait for the slowest chain).  Both give the same chains up to
+        vectorize: ``vmap`` the sweep over chains on one device instead of running them one
+            per device (only for tiny sweeps: under ``vmap`` data-dependent branches compute
+            both sides and loops wait for the slowest chain).  Both give the same chains up to
             rounding.
+        timings: a dict to receive ``compile_s`` (tracing, lowering and compiling the block;
+            0 when reused), ``sweep_s`` (wall seconds per sweep of all chains, compilation
+            excluded), ``devices`` and ``rounds`` (see :mod:`._devices`).
 
     Returns:
         :class:`ChainResult`.  On Ctrl-C, every finished block is kept, with a warning.
     """
     _check_counts(n_iter, burn_in, thin, thin_heavy, start)
     init_state = _strong(jax.tree_util.tree_map(jnp.asarray, init_state))
-    n_chains = _check_state(key, init_state, sweep)
+    n_chains = _check_state(init_state)
     if record_heavy is not None and thin_heavy is None:
         thin_heavy = default_thin_heavy(n_iter, burn_in, thin)
-    thin_heavy = thin_heavy or 1
-    n_run = n_iter - start
+    counts = Counts(n_iter, burn_in, thin, thin_heavy or 1, start)
     block_size = int(block_size or min(100, math.ceil(n_iter / 50)))
-    rows, rows_heavy = math.ceil(block_size / thin), math.ceil(block_size / thin_heavy)
-    block = compiled_block(sweep, record, record_heavy, trace, block_size, rows, rows_heavy,
+    place = placement(n_chains, bool(vectorize))
+    block = compiled_block(sweep, place, record, record_heavy, trace, block_size,
+                           math.ceil(block_size / thin), math.ceil(block_size / counts.thin_heavy),
                            bool(vectorize))
-
-    kept0, kept_heavy0 = n_kept(start, burn_in, thin), n_kept(start, burn_in, thin_heavy)
-    draws = _host(record, init_state, n_chains, n_kept(n_iter, burn_in, thin) - kept0)
-    heavy = _host(record_heavy, init_state, n_chains,
-                  n_kept(n_iter, burn_in, thin_heavy) - kept_heavy0)
-    traced = _host(trace, init_state, n_chains, n_run)
-    consts = tuple(jnp.asarray(v, jnp.int32) for v in (burn_in, thin, thin_heavy))
-
-    state, done, interrupted = init_state, start, False
-    bar = tqdm(total=n_run, desc=desc, disable=not progress, leave=False, dynamic_ncols=True)
+    kept = Kept(record, record_heavy, trace, init_state, counts)
+    run = _Run(place, key, init_state, counts)
+    bar = tqdm(total=n_iter - start, desc=desc, disable=not progress, leave=False,
+               dynamic_ncols=True, bar_format=BAR_FORMAT)
     try:
-        while done < n_iter:
-            n = min(block_size, n_iter - done)
-            new_state, buf, buf_heavy, out = block(key, state, jnp.asarray(done, jnp.int32),
-                                                   jnp.asarray(n, jnp.int32), *consts)
-            a, b = n_kept(done, burn_in, thin), n_kept(done + n, burn_in, thin)
-            _copy(draws, buf, a - kept0, b - a)
-            a, b = n_kept(done, burn_in, thin_heavy), n_kept(done + n, burn_in, thin_heavy)
-            _copy(heavy, buf_heavy, a - kept_heavy0, b - a)
-            _copy(traced, out, done - start, n, transpose=True)
-            state, done = new_state, done + n
+        if start < n_iter:
+            run.compile(block, bar, desc, progress)
+        n = 1
+        while run.done < n_iter:
+            seconds, n = run.call(min(n, n_iter - run.done), kept, bar)
             if trace is not None:
-                bar.set_postfix(_postfix(out, n), refresh=False)
-            bar.update(n)
-            if callback is not None:
-                callback(done, state)
-            if on_block is not None:
-                on_block(ChainResult(state, _head(draws, n_kept(done, burn_in, thin) - kept0),
-                                     _head(heavy, n_kept(done, burn_in, thin_heavy)
-                                           - kept_heavy0),
-                                     _head(traced, done - start), done, done < n_iter,
-                                     thin_heavy))
+                bar.set_postfix(_postfix(kept.traced, run.done - start), refresh=False)
+            if (run.done - start) % block_size == 0 or run.done == n_iter:  # a block ends
+                if callback is not None:
+                    callback(run.done, run.state())
+                if on_block is not None:
+                    on_block(kept.result(run.state(), run.done, run.done < n_iter))
+            n = _next_length(n, seconds, run.done - start, block_size)
     except KeyboardInterrupt:
-        interrupted = True
-        warnings.warn(f"{desc}: interrupted after {done} of {n_iter} sweeps; keeping the "
+        warnings.warn(f"{desc}: interrupted after {run.done} of {n_iter} sweeps; keeping the "
                       f"draws made so far", RuntimeWarning, stacklevel=2)
     finally:
         bar.close()
-    return ChainResult(state, _head(draws, n_kept(done, burn_in, thin) - kept0),
-                       _head(heavy, n_kept(done, burn_in, thin_heavy) - kept_heavy0),
-                       _head(traced, done - start), done, interrupted, thin_heavy)
+    if timings is not None:
+        timings.update(run.timings())
+    return kept.result(run.state(), run.done, run.done < n_iter)
+
+
+class _Run:
+    """The chains' state, as one placed pytree per round, and the calls of the compiled block
+    that advance it (:mod:`._devices`)."""
+
+    def __init__(self, place, key, init_state, counts):
+        self.place, self.done, self.start = place, counts.start, counts.start
+        self.states, self.chains = split_rounds(place, init_state), chain_index(place)
+        self.key = replicated(place, key)
+        self.consts = [self.scalar(v) for v in (counts.burn_in, counts.thin, counts.thin_heavy)]
+        self.program, self.compile_s, self.run_s = None, 0.0, 0.0
+
+    def scalar(self, v):
+        return replicated(self.place, np.int32(v))
+
+    def compile(self, block, bar, desc, progress):
+        """Compile the block as its own phase of the bar; log (and with a bar, print) it."""
+        bar.set_description_str(f"{desc} (compiling)")
+        bar.refresh()
+        self.program, self.compile_s = block.compile(
+            self.key, self.states[0], self.chains[0], self.scalar(0), self.scalar(1),
+            *self.consts)
+        bar.set_description_str(desc)
+        msg = (f"{desc}: compiled in {self.compile_s:.1f} s" if self.compile_s > 0 else
+               f"{desc}: compiled program reused") + f"; {self.place.describe()}"
+        logger.info(msg)
+        if progress:
+            tqdm.write(msg, file=sys.stderr)
+
+    def call(self, n: int, kept, bar):
+        """``n`` sweeps of every chain (every round); the seconds they took and ``n``."""
+        tick = time.perf_counter()
+        first, length = self.scalar(self.done), self.scalar(n)
+        outs = [self.program(self.key, state, chains, first, length, *self.consts)
+                for state, chains in zip(self.states, self.chains)]
+        for r, out in enumerate(outs):
+            kept.copy(out[1:], r * self.place.per_call, valid(self.place, r), self.done, n)
+            bar.update(n / self.place.rounds)
+        # the state moves only once every round is done: Ctrl-C between rounds keeps none
+        self.states, self.done = [out[0] for out in outs], self.done + n
+        seconds = time.perf_counter() - tick
+        self.run_s += seconds
+        return seconds, n
+
+    def state(self):
+        return gather(self.place, self.states)
+
+    def timings(self) -> dict:
+        return dict(compile_s=self.compile_s, sweep_s=self.run_s / max(self.done - self.start, 1),
+                    devices=self.place.mesh.size, rounds=self.place.rounds)
 
 
 def concat_results(first: ChainResult, second: ChainResult) -> ChainResult:
