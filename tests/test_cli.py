@@ -173,25 +173,61 @@ def _one_error_line(capsys, verb):
     return err
 
 
+#: Runs the installed ``gplvm`` script (argv[1]) as ``__main__`` once per case of the JSON
+#: {name: arguments} in argv[2], in this one process so that the imports are paid once: prints
+#: {name: [exit status, stderr]} of every case but the last as one JSON line, then runs the last
+#: case uncaught, so that the process ends with that case's own exit status and stderr.
+RUN_EACH = r"""
+import json, os, runpy, sys, tempfile
+script, cases = sys.argv[1], list(json.loads(sys.argv[2]).items())
+
+def run(arguments):
+    sys.argv = [script, *arguments]
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as stop:
+        return stop.code
+    return 0
+
+results = {}
+for name, arguments in cases[:-1]:
+    with tempfile.TemporaryFile("w+") as err:
+        saved = os.dup(2)
+        sys.stderr.flush()
+        os.dup2(err.fileno(), 2)              # all of fd 2, also what C libraries write
+        try:
+            status = run(arguments)
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+        err.seek(0)
+        results[name] = [status, err.read()]
+print(json.dumps(results), flush=True)
+sys.exit(run(cases[-1][1]))
+"""
+
+
 def test_malformed_files_through_the_installed_entry_point(fitted, tmp_path):
-    """Every malformed case run by the ``gplvm`` script itself (the processes run together):
-    status 2, nothing on stdout, one stderr line naming the file, no output folder."""
+    """Every malformed case run by the installed ``gplvm`` script in a subprocess (one process
+    for all, :data:`RUN_EACH`; the last case's status is the process's own): status 2, nothing
+    on stdout, one stderr line naming the file and the problem, no output folder."""
     script = str(Path(sys.executable).with_name("gplvm"))
     for name, (text, _) in BAD_FILES.items():
         (tmp_path / name).write_text(text)
     _write_csv(tmp_path / "other.csv", fitted["Y"][:2, :4], columns=COLUMNS[:4])
-    commands = {name: ["fit", name, "--quiet"] for name in BAD_FILES}
-    commands["other.csv"] = ["transform", str(fitted["out"] / "model.npz"), "other.csv"]
+    commands = {"other.csv": ["transform", str(fitted["out"] / "model.npz"), "other.csv"],
+                **{name: ["fit", name, "--quiet"] for name in BAD_FILES}}
+    expected = {"other.csv": "other.csv: its columns differ from the model's (missing: g4",
+                **{name: needle for name, (_, needle) in BAD_FILES.items()}}
     before = sorted(os.listdir(tmp_path))
-    runs = {name: subprocess.Popen([script, *argv], stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True, cwd=tmp_path)
-            for name, argv in commands.items()}
-    expected = {**{name: needle for name, (_, needle) in BAD_FILES.items()},
-                "other.csv": "other.csv: its columns differ from the model's (missing: g4"}
-    for name, run in runs.items():
-        out, err = run.communicate(timeout=300)
-        assert (run.returncode, out) == (2, ""), (name, err)
-        assert len(err.splitlines()) == 1, err
+    run = subprocess.run([sys.executable, "-c", RUN_EACH, script, json.dumps(commands)],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    results = json.loads(run.stdout)          # one JSON line: nothing else reached stdout
+    results["table.xlsx"] = [run.returncode, run.stderr]              # the last case
+    assert list(results) == list(commands)
+    for name, (status, err) in results.items():
+        assert status == 2 and len(err.splitlines()) == 1, (name, status, err)
         assert err.startswith(f"gplvm {commands[name][0]}: error: ") and expected[name] in err
     assert sorted(os.listdir(tmp_path)) == before                     # no folder left
 
