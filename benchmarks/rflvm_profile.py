@@ -5,6 +5,7 @@ Run (single-threaded; the script sets both variables itself when they are unset 
     OPENBLAS_NUM_THREADS=1 XLA_FLAGS=--xla_cpu_multi_thread_eigen=false \\
         .venv/bin/python benchmarks/rflvm_profile.py [--datasets congress109,bridges,scurve]
         [--likelihoods poisson,negative_binomial,...] [--repeats 7] [--warm 10] [--cpu 1]
+        [--ess-sweeps 200]
 
 For each data set and likelihood the chain is first run for ``--warm`` sweeps from a PCA start
 (so that the slice samplers see a state near the posterior), then every step of the sweep is
@@ -37,7 +38,20 @@ bookkeeping    Φβ (N × P × D) and the normalised log-likelihood over N × D
 =============  ===========================================================================
 
 A ratio near 1 means the step costs what its arithmetic costs; the README section
-``rflvm_profile`` records the figures and the reasons where a ratio stays high.
+``rflvm_profile`` records the figures and the reasons where a ratio stays high.  The W floor is
+one evaluation per proposal; the random-walk step of :mod:`gplvm.models._rflvm.frequencies`
+also forms its metric (one N × D curvature and product per proposal), work it does to move.
+
+**Mixing of the kernel.**  After the timings the chain runs ``--ess-sweeps`` more sweeps (one
+jitted scan, after ``--ess-burn`` discarded ones; 0 skips this) and the script prints the
+fraction of frequency moves accepted over them and the effective sample size per 1000 sweeps
+(ArviZ's bulk ESS, through :func:`gplvm.inference.mcmc.summary_rhat_ess`) of the kernel's
+hyper-parameters: the mean
+squared frequency mean_m ‖w_m‖² (the inverse squared length-scale of the kernel the features
+estimate; invariant to rotations of X) and, under the DP mixture, its concentration α and
+number of clusters K, beside the log-likelihood's.  The window starts ``--warm`` +
+``--ess-burn`` sweeps from the PCA start: a chain still drifting there shows a lower ESS than
+it would after a full burn-in.
 """
 
 from __future__ import annotations
@@ -69,7 +83,8 @@ from gplvm.models._rflvm.spec import RFLVMSpec  # noqa: E402
 from gplvm.models._rflvm.weights import (collapsed_terms, sample_beta_ess,  # noqa: E402
                                          sample_beta_gaussian, sample_beta_pg, sample_noise_var)
 from gplvm.samplers import polya_gamma  # noqa: E402
-from gplvm.samplers.dp_mixture import default_niw_prior, dp_update  # noqa: E402
+from gplvm.samplers.dp_mixture import default_niw_prior, dp_update, n_clusters  # noqa: E402
+from gplvm.inference.mcmc import summary_rhat_ess, to_inference_data  # noqa: E402
 
 COUNT_DATA = ("congress109", "bridges")
 ALL_LIKELIHOODS = ("gaussian", "poisson", "negative_binomial", "bernoulli", "binomial",
@@ -146,6 +161,14 @@ def _pg_inputs(spec, data, state):
     return Phi, b, kappa, Phi @ state.beta + data.offset
 
 
+def _w_prior(key, spec, data, state):
+    """What the W step takes as its prior: ``sweep.prior_W``, or in trees from before the
+    random-walk W step (profiled for comparison) the prior draws of ``sweep.propose_W``."""
+    if hasattr(sw, "prior_W"):
+        return sw.prior_W(key, spec, data, state)
+    return sw.propose_W(key, spec, data, state)
+
+
 def make_steps(spec: RFLVMSpec):
     """{name: f(key, state, data, *extra)} for the likelihood's sweep."""
     kind = spec.likelihood
@@ -153,8 +176,8 @@ def make_steps(spec: RFLVMSpec):
     if kind == "gaussian":
         def w_step(key, state, data):
             k_w, k_prop = jax.random.split(key)
-            W_star = sw.propose_W(k_prop, spec, data, state)
-            return update_frequencies_collapsed(k_w, W_star, state.X, state.W, state.Y_fill,
+            prior = _w_prior(k_prop, spec, data, state)
+            return update_frequencies_collapsed(k_w, prior, state.X, state.W, state.Y_fill,
                                                 state.noise_var, spec.beta_prior_var)
 
         def beta_step(key, state, data):
@@ -209,8 +232,8 @@ def make_steps(spec: RFLVMSpec):
         def w_step(key, state, data):
             k_w, k_prop = jax.random.split(key)
             Phi = design(state.X, state.W, spec.intercept)
-            W_star = sw.propose_W(k_prop, spec, data, state)
-            return update_frequencies_given_beta(k_w, W_star, state.X, state.W, state.beta,
+            prior = _w_prior(k_prop, spec, data, state)
+            return update_frequencies_given_beta(k_w, prior, state.X, state.W, state.beta,
                                                  kind, data, state.noise_var, state.dispersion,
                                                  Phi, Phi @ state.beta)
         steps["W"] = w_step
@@ -342,6 +365,45 @@ def floor_name(spec, step):
     return FLOOR_OF[step]
 
 
+# --- mixing of the kernel -----------------------------------------------------------------------
+
+def kernel_trace(spec, data, state, n_sweeps: int):
+    """Per-sweep accept_W, log-likelihood and kernel hyper-parameters over ``n_sweeps`` sweeps
+    from ``state`` (one chain, one jitted scan): a dict of (n_sweeps,) NumPy arrays."""
+    def step(s, key):
+        s = sw.sweep(key, s, spec, data, jnp.zeros(1))
+        rec = {"accept_W": s.accept_W, "log_lik": s.log_lik,
+               "mean w²": jnp.mean(jnp.sum(s.W**2, axis=1))}
+        if spec.learn_kernel:
+            rec["DP α"] = s.dp.alpha
+            rec["DP clusters"] = n_clusters(s.dp).astype(s.W.dtype)
+        return s, rec
+
+    keys = jax.random.split(jax.random.PRNGKey(5000), n_sweeps)
+    _, trace = jax.jit(lambda s, k: jax.lax.scan(step, s, k))(state, keys)
+    return {name: np.asarray(v) for name, v in trace.items()}
+
+
+def ess_per_1000(trace: dict) -> dict:
+    """Bulk ESS per 1000 sweeps of every traced quantity but accept_W (one chain)."""
+    names = [k for k in trace if k != "accept_W"]
+    idata = to_inference_data({k: trace[k][None] for k in names})
+    table = summary_rhat_ess(idata)
+    n = len(trace["accept_W"])
+    return {k: 1000.0 * float(table.loc[k, "ess_bulk"]) / n for k in names}
+
+
+def print_mixing(spec, data, state, n_sweeps: int, n_burn: int) -> None:
+    start = time.perf_counter()
+    trace = kernel_trace(spec, data, state, n_burn + n_sweeps)
+    trace = {k: v[n_burn:] for k, v in trace.items()}
+    ess = ess_per_1000(trace)
+    cols = "  ".join(f"{k} {v:.0f}" for k, v in ess.items())
+    print(f"  mixing over {n_sweeps} sweeps after {n_burn} more "
+          f"({time.perf_counter() - start:.0f} s): accept_W {trace['accept_W'].mean():.3f}; "
+          f"ESS per 1000 sweeps: {cols}", flush=True)
+
+
 # --- one case ---------------------------------------------------------------------------------
 
 def profile(name, kind, Y, n_trials, args):
@@ -392,6 +454,8 @@ def profile(name, kind, Y, n_trials, args):
     print(f"  {'sweep vmap':>12} {whole_v:9.2f}   (one chain under vmap)")
     print(f"  {'sweep map':>12} {whole_p:9.2f}   (one chain under lax.map, the driver's "
           f"default)", flush=True)
+    if args.ess_sweeps > 0:
+        print_mixing(spec, data, state, args.ess_sweeps, args.ess_burn)
     return rows, whole_v, whole_p
 
 
@@ -403,6 +467,10 @@ def main() -> None:
     p.add_argument("--warm", type=int, default=10, help="sweeps before profiling")
     p.add_argument("--n-freq", type=int, default=50, help="M/2 (M = 100 in the paper)")
     p.add_argument("--cpu", type=int, default=None, help="pin the process to this CPU")
+    p.add_argument("--ess-sweeps", type=int, default=200,
+                   help="sweeps for the acceptance and ESS of the kernel (0: skip)")
+    p.add_argument("--ess-burn", type=int, default=0,
+                   help="sweeps run and discarded before those (in the same scan)")
     p.add_argument("--vmap", action="store_true",
                    help="time the steps under vmap (the driver's form before issue 14)")
     args = p.parse_args()

@@ -1,13 +1,38 @@
-r"""Metropolis–Hastings on the frequencies W with the prior as proposal (seed 000, eq. 22).
+r"""Metropolis–Hastings on the frequencies W by a preconditioned random walk (seed 000, eq. 22).
 
-For m = 1..M/2 in turn, propose :math:`w_m^\star` from its prior — the DP component
-N(μ_{z_m}, Σ_{z_m}) under kernel learning, or the fixed kernel's spectral density — and accept
-with probability min{1, p(Y | X, w_m^⋆, ·)/p(Y | X, w_m, ·)} (the prior terms cancel against
-the proposal): the Metropolis–Hastings kernel of :mod:`gplvm.inference.mcmc`, given the m-th of
-M/2 uniforms drawn at the start of the pass.  Frequency m owns the two columns (m, m + M/2) of Φ, so a proposal changes Φ
-by a rank-2 term and every ratio is evaluated by an update, not from scratch:
+The conditional of one frequency given everything else is
 
-* count likelihoods, β given: ψ ← ψ + (φ⋆ − φ)β_{(m, m+M/2)}, O(ND) per proposal;
+.. math:: p(w_m \mid \cdot) \propto p(Y \mid X, W, \cdot)\; p(w_m),
+
+with p(w_m) the frequency's DP component N(μ_{z_m}, Σ_{z_m}) under kernel learning, or the
+fixed kernel's spectral density.  Seed 000 proposes w_m⋆ from p(w_m) itself; on real count
+data the likelihood of one frequency is so much narrower than its prior that such proposals
+were almost never accepted (0.08% on congress109 with a Poisson likelihood, none in 40
+negative-binomial sweeps: issue 14), and the kernel did not learn.  Here each w_m, in turn,
+takes one random-walk step scaled to the conditional's own width:
+
+.. math:: w_m^\star = w_m + s\,L^{-\top}\varepsilon, \quad LL^\top = H_m = F_m + P_m,
+          \quad s = 2.38/\sqrt Q,
+
+P_m the prior's precision (the component's Σ⁻¹; −∇² log p at w = 0 for a fixed kernel) and
+F_m the Fisher information of the likelihood in w_m (:func:`count_metric`,
+:func:`gaussian_metric`), and is accepted with probability
+
+.. math:: \min\Big\{1, \frac{p(Y \mid w_m^\star, \cdot)\, p(w_m^\star)}
+                           {p(Y \mid w_m, \cdot)\, p(w_m)}\Big\}
+
+by the kernel of :mod:`gplvm.inference.mcmc`.  H_m is computed from quantities that do not
+involve w_m, so the walk is symmetric (no proposal ratio), and how well H_m matches the
+conditional affects the acceptance rate only, never exactness.  With β integrated out
+(Gaussian) half the moves still propose a prior draw, which is accepted often enough there and
+can jump between modes (:func:`update_frequencies_collapsed`).  A kernel without a closed-form spectral density
+(``RationalQuadratic``) keeps seed 000's prior proposal, whose q ratio cancels the prior.
+
+Frequency m owns the two columns (m, m + M/2) of Φ, so a proposal changes Φ by a rank-2 term
+and every ratio is evaluated by an update, not from scratch:
+
+* count likelihoods, β given: ψ₋ₘ = ψ − Φ_{(m, m+M/2)}β_{(m, m+M/2)} and ψ⋆ = ψ₋ₘ +
+  φ⋆β_{(m, m+M/2)}, O(ND) per proposal (plus one N × D curvature and product for F_m);
 * Gaussian, β integrated out: the two new columns' inner products with Φ and Y (O(NM + ND))
   and block (Schur-complement) updates of A⁻¹ = (ΦᵀΦ + I/s0)⁻¹, A⁻¹ΦᵀY and log|A|
   (O(M² + MD)) give the collapsed marginal of :mod:`.weights`, instead of a fresh O(M³ + M²D)
@@ -16,7 +41,7 @@ by a rank-2 term and every ratio is evaluated by an update, not from scratch:
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -24,22 +49,147 @@ from jax import lax
 from jax.scipy.linalg import solve_triangular
 
 from gplvm.inference.mcmc import MHState, mh_accept_reject
+from gplvm.inference.mcmc._metropolis import gaussian_walk, optimal_walk_scale
 from gplvm.models._rflvm.features import design, feature_pair, pair_index
 from gplvm.models._rflvm.loglik import total_log_lik
+from gplvm.samplers.dp_mixture import propose_frequencies
 
 Array = jax.Array
 
 
-def _proposals(key: Array, W_star: Array):
-    return jnp.log(jax.random.uniform(key, (W_star.shape[0],), dtype=W_star.dtype))
+class FrequencyPrior(NamedTuple):
+    """p(w_m) for every m, as the W step needs it.
+
+    Attributes:
+        log_density: (m, w) ↦ log p(w_m = w) up to a constant of m; None when the kernel has
+            no closed-form spectral density (then only prior draws can be proposed).
+        precision: (M/2, Q, Q) P_m, the prior's curvature that enters H_m.
+        draws: (M/2, Q) one independent draw from each p(w_m), for prior proposals.
+    """
+
+    log_density: Optional[Callable[[Array, Array], Array]]
+    precision: Array
+    draws: Array
 
 
-def update_frequencies_given_beta(key: Array, W_star: Array, X: Array, W: Array, beta: Array,
-                                  kind: str, data, noise_var: Array, dispersion: Array,
-                                  Phi: Array, psi: Array):
+def frequency_prior(key: Array, dp, kernel, n_freq: int, Q: int, dtype) -> FrequencyPrior:
+    """The DP components N(μ_{z_m}, Σ_{z_m}) (``dp`` not None), else the kernel's density."""
+    if dp is not None:
+        mean = dp.mu[dp.z]
+        precision = jnp.linalg.inv(dp.Sigma)[dp.z]
+
+        def log_density(m, w):
+            diff = w - mean[m]
+            return -0.5 * diff @ precision[m] @ diff
+
+        return FrequencyPrior(log_density, precision, propose_frequencies(key, dp))
+    draws = kernel.sample_frequencies(key, n_freq, Q).astype(dtype)
+    zero = jnp.zeros((1, Q), dtype)
+    try:
+        kernel.log_spectral_density(zero)
+    except NotImplementedError:
+        return FrequencyPrior(None, jnp.zeros((n_freq, Q, Q), dtype), draws)
+    log_p = lambda w: kernel.log_spectral_density(w[None])[0]
+    # the curvature at the mode w = 0 of a symmetric spectral density (exact for the RBF)
+    P0 = -jax.hessian(log_p)(zero[0])
+    return FrequencyPrior(lambda m, w: log_p(w), jnp.broadcast_to(P0, (n_freq, Q, Q)), draws)
+
+
+def _as_prior(prior, W: Array) -> FrequencyPrior:
+    """A :class:`FrequencyPrior`; an (M/2, Q) array is taken as prior draws w⋆ to propose
+    (seed 000's independence proposal, as for a kernel without a closed-form density)."""
+    if isinstance(prior, FrequencyPrior):
+        return prior
+    return FrequencyPrior(None, jnp.zeros(W.shape + W.shape[-1:], W.dtype), jnp.asarray(prior))
+
+
+class _Moves(NamedTuple):
+    """The random numbers of one pass: logs of the accept uniforms (M/2,), walk innovations
+    (M/2, Q) or None (prior proposals only), and which moves propose a prior draw (M/2,) or
+    None (walks only)."""
+
+    log_u: Array
+    eps: Optional[Array]
+    from_prior: Optional[Array]
+
+
+def _random_numbers(key: Array, prior: FrequencyPrior, W: Array,
+                    prior_fraction: float) -> _Moves:
+    """Each move proposes a prior draw with probability ``prior_fraction``, else a walk step:
+    a mixture of two kernels that each leave p(w_m | ·) invariant, chosen independently of the
+    state, leaves it invariant too (Tierney 1994, §2.4)."""
+    n_freq = W.shape[0]
+    if prior.log_density is None or prior_fraction >= 1.0:
+        # the uniforms straight from the key: the pass of seed 000, draw for draw
+        log_u = jnp.log(jax.random.uniform(key, (n_freq,), dtype=W.dtype))
+        return _Moves(log_u, None, jnp.ones(n_freq, bool))
+    k_u, k_eps, k_mix = jax.random.split(key, 3)
+    log_u = jnp.log(jax.random.uniform(k_u, (n_freq,), dtype=W.dtype))
+    eps = jax.random.normal(k_eps, W.shape, W.dtype)
+    if prior_fraction <= 0.0:
+        return _Moves(log_u, eps, None)
+    return _Moves(log_u, eps, jax.random.uniform(k_mix, (n_freq,)) < prior_fraction)
+
+
+def _propose(prior: FrequencyPrior, moves: _Moves, m, w: Array, H: Array):
+    """(w⋆, log p(w⋆) − log p(w)) for a walk step; (prior draw, 0) for a prior proposal, whose
+    prior ratio cancels its proposal ratio.  Both proposals are otherwise symmetric: H does
+    not depend on w_m."""
+    zero = jnp.zeros((), w.dtype)
+    if moves.eps is None:
+        return prior.draws[m], zero
+    w_walk = gaussian_walk(moves.eps[m], w, H, optimal_walk_scale(w.shape[0]))
+    log_prior_ratio = prior.log_density(m, w_walk) - prior.log_density(m, w)
+    if moves.from_prior is None:
+        return w_walk, log_prior_ratio
+    walk = ~moves.from_prior[m]
+    return (jnp.where(walk, w_walk, prior.draws[m]), jnp.where(walk, log_prior_ratio, zero))
+
+
+# --- count likelihoods, β given ---------------------------------------------------------------
+
+def curvature(kind: str, Y: Array, psi: Array, trials: Array, dispersion: Array) -> Array:
+    r"""−∂² log p(y | ψ)/∂ψ² per entry (N, D): the likelihood's Fisher weight in ψ.
+
+    Poisson e^ψ; binomial nσ(1 − σ); negative binomial (y + r)σ(1 − σ); multinomial the diagonal
+    n p_j(1 − p_j) of its softmax Hessian (a proposal metric: any positive weight is exact).
+    """
+    if kind == "poisson":
+        return jnp.exp(psi)
+    if kind == "multinomial":
+        L = jnp.concatenate([psi, jnp.zeros(psi.shape[:-1] + (1,), psi.dtype)], axis=-1)
+        p = jax.nn.softmax(L, axis=-1)[..., :-1]
+        return trials * p * (1.0 - p)
+    # σ(ψ)(1 − σ(ψ)) = e^{−|ψ|}/(1 + e^{−|ψ|})², without overflow
+    e = jnp.exp(-jnp.abs(psi))
+    s = e / (1.0 + e) ** 2
+    if kind == "negative_binomial":
+        return (Y + dispersion) * s
+    if kind in ("bernoulli", "binomial"):
+        return trials * s
+    raise ValueError(f"no curvature for likelihood {kind!r}")
+
+
+def count_metric(X: Array, h: Array, beta_pair: Array, n_freq: int) -> Array:
+    r"""F_m = Σ_n c_n x_n x_nᵀ, the phase-averaged Fisher information of w_m given β.
+
+    Frequency m adds f_nj = (sin θ_n β_mj + cos θ_n β_m'j)/√(M/2), θ_n = x_nᵀw_m, to ψ_nj, so
+    ∂f_nj/∂w_m = x_n (cos θ_n β_mj − sin θ_n β_m'j)/√(M/2), whose square averages over the
+    phase θ_n to x_n x_nᵀ (β_mj² + β_m'j²)/M: c_n = Σ_j h_nj (β_mj² + β_m'j²)/M.  ``h`` is the
+    curvature at ψ₋ₘ, without frequency m's own term, so F_m does not depend on w_m.
+    """
+    c = h @ jnp.sum(beta_pair**2, axis=0) / (2 * n_freq)
+    return (X * c[:, None]).T @ X
+
+
+def update_frequencies_given_beta(key: Array, prior: FrequencyPrior, X: Array, W: Array,
+                                  beta: Array, kind: str, data, noise_var: Array,
+                                  dispersion: Array, Phi: Array, psi: Array,
+                                  prior_fraction: float = 0.0):
     """One MH pass over the M/2 frequencies with β held fixed (count likelihoods).
 
     Args:
+        prior: :func:`frequency_prior`, or (M/2, Q) prior draws to propose (seed 000).
         Phi: the current design [φ_W(X), 1] (N, P); psi: Φβ without the offset (N, D) — both
             already formed by the sweep's weight update, so not recomputed here.
 
@@ -47,25 +197,35 @@ def update_frequencies_given_beta(key: Array, W_star: Array, X: Array, W: Array,
         (W, number of accepted proposals).
     """
     n_freq = W.shape[0]
-    log_u = _proposals(key, W_star)
+    prior = _as_prior(prior, W)
+    moves = _random_numbers(key, prior, W, prior_fraction)
 
     def ll(psi_):
         return total_log_lik(kind, data.Y, psi_ + data.offset, data.observed, data.trials,
                              noise_var, dispersion)
 
     def body(m, carry):
-        state, n_acc = carry
-        W, Phi, psi = state.position
+        (W, Phi, psi, ll_cur), n_acc = carry
         idx = pair_index(m, n_freq)
-        new = feature_pair(X, W_star[m], n_freq)              # (N, 2)
-        psi_new = psi + (new - Phi[:, idx]) @ beta[idx, :]
-        proposal = (W.at[m].set(W_star[m]), Phi.at[:, idx].set(new), psi_new)
-        state, info = mh_accept_reject(log_u[m], state, proposal, ll(psi_new))
-        return state, n_acc + info.accepted
+        beta_pair = beta[idx, :]                                  # (2, D)
+        psi_rest = psi - Phi[:, idx] @ beta_pair                  # ψ without frequency m
+        H = prior.precision[m]
+        if moves.eps is not None:
+            h = curvature(kind, data.Y, psi_rest + data.offset, data.trials, dispersion)
+            H = H + count_metric(X, h * data.observed, beta_pair, n_freq)
+        w_new, log_prior_ratio = _propose(prior, moves, m, W[m], H)
+        new = feature_pair(X, w_new, n_freq)                      # (N, 2)
+        psi_new = psi_rest + new @ beta_pair
+        ll_new = ll(psi_new)
+        current = MHState((W, Phi, psi, ll_cur), ll_cur)
+        proposal = (W.at[m].set(w_new), Phi.at[:, idx].set(new), psi_new, ll_new)
+        state, info = mh_accept_reject(moves.log_u[m], current, proposal,
+                                       ll_new + log_prior_ratio)
+        return state.position, n_acc + info.accepted
 
-    init = (MHState((W, Phi, psi), ll(psi)), jnp.zeros((), jnp.int32))
-    state, n_acc = lax.fori_loop(0, n_freq, body, init)
-    return state.position[0], n_acc
+    init = ((W, Phi, psi, ll(psi)), jnp.zeros((), jnp.int32))
+    (W, *_), n_acc = lax.fori_loop(0, n_freq, body, init)
+    return W, n_acc
 
 
 class _Collapsed(NamedTuple):
@@ -132,18 +292,32 @@ def _accept(c: _Collapsed, idx, new, terms) -> _Collapsed:
                       U=U, logdet=logdet)
 
 
-def update_frequencies_collapsed(key: Array, W_star: Array, X: Array, W: Array, Y: Array,
-                                 noise_var: Array, s0: float):
+def gaussian_metric(XtX: Array, n_outputs: int, s0: float, n_freq: int) -> Array:
+    r"""F = κ XᵀX with κ = D s0/(M/2): :func:`count_metric` with h_nj = 1/σ_j² and β_mj², β_m'j²
+    at their prior mean σ_j² s0 (the weights are integrated out of this step, so the metric
+    cannot use their values; it does not depend on W either, so the walk is symmetric)."""
+    return (n_outputs * s0 / n_freq) * XtX
+
+
+def update_frequencies_collapsed(key: Array, prior: FrequencyPrior, X: Array, W: Array, Y: Array,
+                                 noise_var: Array, s0: float, prior_fraction: float = 0.5):
     """One MH pass over the frequencies under the Gaussian marginal with β integrated out.
 
     The W-dependent part of the collapsed log-marginal (:mod:`.weights`) is
     −(D/2) log|A| + Σ_j ‖L⁻¹p_j‖²/(2σ_j²) = −(D/2) log|A| + Σ_j p_jᵀA⁻¹p_j/(2σ_j²); each
     proposal evaluates it by the block updates of :func:`_block_terms`.  A⁻¹ is formed afresh
     at the start of every pass, so rounding cannot accumulate across sweeps.
+
+    Half the moves (``prior_fraction``) propose a prior draw, as seed 000 does: with β
+    integrated out the marginal in w_m is wide enough that a fair share of them are accepted
+    (7% on an S-curve, N = 500, D = 100), and they jump between the modes of a multimodal
+    conditional, which a local walk cannot.
     """
     n_freq = W.shape[0]
     D = Y.shape[1]
-    log_u = _proposals(key, W_star)
+    prior = _as_prior(prior, W)
+    moves = _random_numbers(key, prior, W, prior_fraction)
+    F = gaussian_metric(X.T @ X, D, s0, n_freq)
     Phi = design(X, W, False)
     P = Phi.T @ Y
     # One Cholesky and one triangular solve, in sequence: jaxlib's CPU LAPACK kernels can
@@ -158,18 +332,20 @@ def update_frequencies_collapsed(key: Array, W_star: Array, X: Array, W: Array, 
         return -0.5 * D * logdet + 0.5 * jnp.sum(quad / noise_var)
 
     def body(m, carry):
-        state, n_acc = carry
-        c, W = state.position
+        (c, W, cur), n_acc = carry
         idx = pair_index(m, n_freq)
-        new = feature_pair(X, W_star[m], n_freq)
+        w_new, log_prior_ratio = _propose(prior, moves, m, W[m], prior.precision[m] + F)
+        new = feature_pair(X, w_new, n_freq)
         terms = _block_terms(c, idx, new, Y, s0)
+        score_new = score(terms[7], terms[8])
         # the rank-2 update of A⁻¹ is formed only if the move is accepted
         state, info = mh_accept_reject(
-            log_u[m], state, lambda: (_accept(c, idx, new, terms), W.at[m].set(W_star[m])),
-            score(terms[7], terms[8]))
-        return state, n_acc + info.accepted
+            moves.log_u[m], MHState((c, W, cur), cur),
+            lambda: (_accept(c, idx, new, terms), W.at[m].set(w_new), score_new),
+            score_new + log_prior_ratio)
+        return state.position, n_acc + info.accepted
 
     cur0 = score(jnp.sum(P * c0.U, axis=0), c0.logdet)
-    init = (MHState((c0, W), cur0), jnp.zeros((), jnp.int32))
-    state, n_acc = lax.fori_loop(0, n_freq, body, init)
-    return state.position[1], n_acc
+    init = ((c0, W, cur0), jnp.zeros((), jnp.int32))
+    (_, W, _), n_acc = lax.fori_loop(0, n_freq, body, init)
+    return W, n_acc

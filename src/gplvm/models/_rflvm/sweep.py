@@ -29,7 +29,8 @@ from jax import lax
 from gplvm.models._rflvm.dispersion import mean_preserving_moves, update_dispersion_crt
 from gplvm.models._rflvm.features import design
 from gplvm.models._rflvm.init import nb_prior_mean
-from gplvm.models._rflvm.frequencies import (update_frequencies_collapsed,
+from gplvm.models._rflvm.frequencies import (FrequencyPrior, frequency_prior,
+                                             update_frequencies_collapsed,
                                              update_frequencies_given_beta)
 from gplvm.models._rflvm.latents import (map_x_dynamic, map_x_static, update_time_params,
                                           update_x_dynamic, update_x_static)
@@ -39,16 +40,15 @@ from gplvm.models._rflvm.weights import (collapsed_terms, sample_beta_ess, sampl
                                          sample_beta_pg_column, sample_noise_var,
                                          sample_beta_gaussian)
 from gplvm.samplers import polya_gamma
-from gplvm.samplers.dp_mixture import dp_update, default_niw_prior, propose_frequencies
+from gplvm.samplers.dp_mixture import dp_update, default_niw_prior
 
 Array = jax.Array
 
 
-def propose_W(key: Array, spec: RFLVMSpec, data: RFLVMData, state: RFLVMState) -> Array:
-    """Draws of every w_m from its prior: the DP component, or the fixed kernel's density."""
-    if spec.learn_kernel:
-        return propose_frequencies(key, state.dp)
-    return data.kernel.sample_frequencies(key, spec.n_freq, spec.n_components)
+def prior_W(key: Array, spec: RFLVMSpec, data: RFLVMData, state: RFLVMState) -> FrequencyPrior:
+    """The prior of every w_m: its DP component, or the fixed kernel's spectral density."""
+    return frequency_prior(key, state.dp if spec.learn_kernel else None, data.kernel,
+                           spec.n_freq, spec.n_components, state.W.dtype)
 
 
 def _fraction(n_acc: Array, n_freq: int, dtype) -> Array:
@@ -110,8 +110,8 @@ def _sweep_gaussian(key, spec, data, state, inducing_times):
     s0 = spec.beta_prior_var
     Y = state.Y_fill
     N = Y.shape[0]
-    W_star = propose_W(k_prop, spec, data, state)
-    W, n_acc = update_frequencies_collapsed(k_w, W_star, state.X, state.W, Y, state.noise_var, s0)
+    W, n_acc = update_frequencies_collapsed(k_w, prior_W(k_prop, spec, data, state), state.X,
+                                            state.W, Y, state.noise_var, s0)
     Phi = design(state.X, W, False)
     terms = collapsed_terms(Phi.T @ Phi, Phi.T @ Y, s0)
     yy = jnp.sum(Y**2, axis=0)
@@ -159,8 +159,8 @@ def _sweep_counts(key, spec, data, state, inducing_times):
         else:
             r, h, beta, F = update()
         state = state._replace(beta=beta, dispersion=r, dispersion_rate=h)
-    W_star = propose_W(k_prop, spec, data, state)
-    W, n_acc = update_frequencies_given_beta(k_w, W_star, state.X, state.W, beta,
+    W, n_acc = update_frequencies_given_beta(k_w, prior_W(k_prop, spec, data, state), state.X,
+                                             state.W, beta,
                                              spec.likelihood, data, state.noise_var,
                                              state.dispersion, Phi, F)
     state = state._replace(W=W, accept_W=_fraction(n_acc, spec.n_freq, Phi.dtype))
