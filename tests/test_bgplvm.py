@@ -10,6 +10,7 @@ from sklearn.exceptions import NotFittedError
 from gplvm import BayesianGPLVM
 from gplvm.baselines import ColumnMeanImputer
 from gplvm.expectations import psi_statistics
+from gplvm.inference import minimise
 from gplvm.metrics import affine_r2
 from gplvm.models import bgplvm as bgplvm_module
 from gplvm.models.gplvm_family.init import initial_variances
@@ -209,3 +210,133 @@ def test_all_missing_row_and_unfitted_use():
         BayesianGPLVM(progress=False).fit(Y)
     with pytest.raises(NotFittedError):
         BayesianGPLVM().transform(Y)
+
+
+# ------------------------------------------------------------------ the optimiser of fit
+def _rosenbrock(p, a):
+    """Rosenbrock's function; its minimum is 0 at (x, y) = (a, a²)."""
+    return (a - p["x"]) ** 2 + 100.0 * (p["y"] - p["x"] ** 2) ** 2
+
+
+ROSENBROCK_START = {"x": jnp.asarray(-1.2), "y": jnp.asarray(1.0)}
+
+
+def test_lbfgsb_is_scipys_l_bfgs_b_and_finds_the_minimum():
+    """``minimise(method='lbfgsb')`` drives SciPy's L-BFGS-B: its first three iterates are
+    SciPy's own on the same function (numpy gradient written here), and it converges to the
+    closed-form minimum (a, a²)."""
+    from scipy.optimize import minimize
+
+    def f_and_grad(z):
+        x, y = z
+        return ((1.5 - x) ** 2 + 100 * (y - x**2) ** 2,
+                np.array([-2 * (1.5 - x) - 400 * x * (y - x**2), 200 * (y - x**2)]))
+
+    path = []
+    minimize(f_and_grad, [-1.2, 1.0], jac=True, method="L-BFGS-B", options={"maxiter": 3},
+             callback=lambda xk: path.append(xk.copy()))
+    ours = []
+    minimise(_rosenbrock, ROSENBROCK_START, method="lbfgsb", n_iter=3, progress=False,
+             args=(1.5,), callback=lambda i, p, v: ours.append([p["x"], p["y"]]))
+    np.testing.assert_allclose(np.array(ours, dtype=float), np.array(path), rtol=1e-10)
+    res = minimise(_rosenbrock, ROSENBROCK_START, method="lbfgsb", n_iter=500, progress=False,
+                   args=(1.5,))
+    assert res.converged and not res.interrupted and res.n_iter == len(res.history) < 500
+    np.testing.assert_allclose([res.params["x"], res.params["y"]], [1.5, 2.25], atol=1e-4)
+
+
+def test_lbfgsb_interrupt_keeps_the_iterations_done():
+    """Ctrl-C (a KeyboardInterrupt from the callback after iteration 6) returns 7 iterations:
+    the history of an uninterrupted run's first 7 and its 7th iterate, flagged interrupted."""
+    full = minimise(_rosenbrock, ROSENBROCK_START, method="lbfgsb", n_iter=12,
+                    progress=False, args=(1.0,))
+
+    def ctrl_c(i, params, value):
+        if i == 6:
+            raise KeyboardInterrupt
+
+    with pytest.warns(RuntimeWarning, match="interrupted after 7"):
+        part = minimise(_rosenbrock, ROSENBROCK_START, method="lbfgsb", n_iter=12,
+                        progress=False, args=(1.0,), callback=ctrl_c)
+    assert part.interrupted and part.n_iter == 7
+    np.testing.assert_array_equal(part.history, full.history[:7])
+    np.testing.assert_allclose(float(_rosenbrock(part.params, 1.0)), full.history[7],
+                               rtol=1e-12)
+
+
+def _noisy_rosenbrock(p):
+    """Rosenbrock's function (minimum 0 at (1, 1)) plus 1e-6 of noise that its gradient does
+    not see: near the minimum no step passes L-BFGS-B's sufficient-decrease test."""
+    noise = jax.lax.stop_gradient(1e-6 * jnp.sin(1e9 * (p["x"] + p["y"])))
+    return _rosenbrock(p, 1.0) + noise
+
+
+def test_lbfgsb_stalled_by_noise_continues_with_optax(monkeypatch):
+    """When SciPy's line search fails twice at one point (ABNORMAL_TERMINATION_IN_LNSRCH, the
+    second time with a fresh memory), the run goes on with optax's L-BFGS instead of stopping
+    there, and still reaches the minimum (1, 1)."""
+    import scipy.optimize
+
+    real, messages = scipy.optimize.minimize, []
+
+    def spy(*a, **k):
+        result = real(*a, **k)
+        messages.append((result.nit, result.message))
+        return result
+
+    monkeypatch.setattr(scipy.optimize, "minimize", spy)
+    res = minimise(_noisy_rosenbrock, ROSENBROCK_START, method="lbfgsb", n_iter=100,
+                   progress=False)
+    assert len(messages) == 2 and all("ABNORMAL" in m for _, m in messages)
+    assert messages[1][0] == 0 and res.n_iter > messages[0][0]
+    np.testing.assert_allclose([res.params["x"], res.params["y"]], [1.0, 1.0], atol=1e-3)
+
+
+def _nan_beyond_half(p):
+    """(x − 10)², undefined (NaN) for x > 0.5: L-BFGS-B's first trial step lands there."""
+    return jnp.where(p["x"] > 0.5, jnp.nan, (p["x"] - 10.0) ** 2)
+
+
+def test_lbfgsb_stops_at_a_non_finite_objective_with_the_last_finite_point():
+    with pytest.warns(RuntimeWarning, match="non-finite"):
+        res = minimise(_nan_beyond_half, {"x": jnp.asarray(0.0)}, method="lbfgsb",
+                       n_iter=20, progress=False)
+    assert float(res.params["x"]) <= 0.5 and np.all(np.isfinite(res.history))
+
+
+def test_progress_bar_shows_compilation_as_its_own_phase(capsys):
+    """The bar says "fit (compiling)" before it counts iterations as "fit", and a second fit
+    of the same shapes compiles nothing (the objective is traced once)."""
+    traced = []
+
+    def quadratic(p):
+        traced.append(1)
+        return jnp.sum((p["x"] - 3.0) ** 2)
+
+    for _ in range(2):
+        minimise(quadratic, {"x": jnp.zeros(3)}, method="lbfgsb", n_iter=5, progress=True)
+    err = capsys.readouterr().err
+    assert "fit (compiling)" in err and err.index("fit (compiling)") < err.rindex("fit:")
+    assert len(traced) == 1
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_interrupted_fit_keeps_its_iterations_and_is_usable(monkeypatch):
+    """Ctrl-C during ``fit`` (raised from the optimiser's callback after iteration 4) leaves a
+    fitted model whose history is the first 5 entries of the uninterrupted fit's."""
+    Y, _ = planted(n=30, d=5)
+    kw = dict(n_components=2, n_inducing=6, max_iter=12, random_state=0, progress=False)
+    full = BayesianGPLVM(**kw).fit(Y)
+    real = bgplvm_module.minimise
+
+    def ctrl_c(i, params, value):
+        if i == 4:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(bgplvm_module, "minimise",
+                        lambda fun, params, **k: real(fun, params, callback=ctrl_c, **k))
+    with pytest.warns(RuntimeWarning, match="interrupted after 5"):
+        part = BayesianGPLVM(**kw).fit(Y)
+    assert part.interrupted_ and part.n_iter_ == 5
+    np.testing.assert_array_equal(part.history_, full.history_[:5])
+    assert np.all(np.isfinite(part.predict(part.X_mean_[:3])))

@@ -42,7 +42,9 @@ class BayesianGPLVM(AbstractGPLVM):
             ``'unscented'``, ``'gauss_hermite'``, ``'monte_carlo'`` or a rule object.
         standardize: centre and scale the columns of Y; results are reported in original units.
         max_iter: L-BFGS iterations (``optimizer='adam'``: Adam steps), over all restarts.
-        optimizer: ``'lbfgs'`` or ``'adam'``.
+        optimizer: ``'lbfgsb'`` (SciPy's L-BFGS-B on the compiled bound and gradient; the
+            fastest to a given bound on oil flow, benchmarks/bgplvm_time_to_quality.py),
+            ``'lbfgs'`` (optax's L-BFGS, zoom line search) or ``'adam'``.
         learning_rate: Adam's step size.
         init_X_var: initial q(X) variances: a number for that constant, or ``None`` (the
             default) to draw each from U(0, 0.1) as GPy does (mean 0.05).  The issue's
@@ -66,7 +68,7 @@ class BayesianGPLVM(AbstractGPLVM):
 
     def __init__(self, n_components: int = 2, n_inducing: int = 30,
                  kernel: AbstractKernel | None = None, psi_rule=None, standardize: bool = True,
-                 max_iter: int = 2000, optimizer: str = "lbfgs", learning_rate: float = 0.01,
+                 max_iter: int = 2000, optimizer: str = "lbfgsb", learning_rate: float = 0.01,
                  init_X_var: Optional[float] = None, init_noise_fraction: float = 0.01,
                  time_kernel: AbstractKernel | None = None, transform_max_iter: int = 300,
                  random_state=0, progress: bool = True):
@@ -87,8 +89,8 @@ class BayesianGPLVM(AbstractGPLVM):
 
     def _validate_fit_args(self, Y, times, groups):
         Y, times = self._validate_common(Y, times, groups)
-        if self.optimizer not in ("lbfgs", "adam"):
-            raise ValueError(f"optimizer={self.optimizer!r}; use 'lbfgs' or 'adam'")
+        if self.optimizer not in ("lbfgs", "lbfgsb", "adam"):
+            raise ValueError(f"optimizer={self.optimizer!r}; use 'lbfgsb', 'lbfgs' or 'adam'")
         return Y, times
 
     # ------------------------------------------------------------------ fit
@@ -122,7 +124,7 @@ class BayesianGPLVM(AbstractGPLVM):
         next jitter rung of :func:`gplvm.linalg.escalate_jitter` on Kuu (the library's one
         jitter policy); the history and iteration count span every restart.
         """
-        fun = negative_bound if self.optimizer == "lbfgs" else negative_bound_keyed
+        fun = negative_bound_keyed if self.optimizer == "adam" else negative_bound
         histories, n_done = [], 0
         while True:
             result = minimise(fun, u, method=self.optimizer, n_iter=self.max_iter - n_done,
@@ -144,7 +146,7 @@ class BayesianGPLVM(AbstractGPLVM):
             problem = problem._replace(jitter=jitter)
             warnings.warn(f"BayesianGPLVM: raising the Kuu jitter to {jitter:.1e} and "
                           f"continuing", RuntimeWarning, stacklevel=3)
-        if (self.optimizer == "lbfgs" and n_done >= self.max_iter and not result.converged
+        if (self.optimizer != "adam" and n_done >= self.max_iter and not result.converged
                 and not result.interrupted):
             warnings.warn(f"BayesianGPLVM: L-BFGS stopped at max_iter={self.max_iter} before "
                           f"the bound converged; raise max_iter", ConvergenceWarning,
