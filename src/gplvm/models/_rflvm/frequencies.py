@@ -15,7 +15,7 @@ takes one random-walk step scaled to the conditional's own width:
           \quad s = 2.38/\sqrt Q,
 
 P_m the prior's precision (the component's Σ⁻¹; −∇² log p at w = 0 for a fixed kernel) and
-F_m the Fisher information of the likelihood in w_m (:func:`count_metric`,
+F_m the Fisher information of the likelihood in w_m (:func:`count_metrics`,
 :func:`gaussian_metric`), and is accepted with probability
 
 .. math:: \min\Big\{1, \frac{p(Y \mid w_m^\star, \cdot)\, p(w_m^\star)}
@@ -25,14 +25,17 @@ by the kernel of :mod:`gplvm.inference.mcmc`.  H_m is computed from quantities t
 involve w_m, so the walk is symmetric (no proposal ratio), and how well H_m matches the
 conditional affects the acceptance rate only, never exactness.  With β integrated out
 (Gaussian) half the moves still propose a prior draw, which is accepted often enough there and
-can jump between modes (:func:`update_frequencies_collapsed`).  A kernel without a closed-form spectral density
-(``RationalQuadratic``) keeps seed 000's prior proposal, whose q ratio cancels the prior.
+can jump between modes (:func:`update_frequencies_collapsed`).  A kernel without a
+closed-form spectral density (``RationalQuadratic``) keeps seed 000's prior proposal, whose
+proposal ratio cancels the prior ratio.
 
 Frequency m owns the two columns (m, m + M/2) of Φ, so a proposal changes Φ by a rank-2 term
 and every ratio is evaluated by an update, not from scratch:
 
-* count likelihoods, β given: ψ₋ₘ = ψ − Φ_{(m, m+M/2)}β_{(m, m+M/2)} and ψ⋆ = ψ₋ₘ +
-  φ⋆β_{(m, m+M/2)}, O(ND) per proposal (plus one N × D curvature and product for F_m);
+* count likelihoods, β given: ψ⋆ = ψ + (φ⋆ − φ)β_{(m, m+M/2)}, O(ND) per proposal, plus
+  one N × D curvature and product per ``METRIC_BLOCK`` frequencies for their F_m
+  (:func:`_block_metrics`): the W pass costs about 1.3× seed 000's (CPU time, congress109
+  size), for proposals that are accepted;
 * Gaussian, β integrated out: the two new columns' inner products with Φ and Y (O(NM + ND))
   and block (Schur-complement) updates of A⁻¹ = (ΦᵀΦ + I/s0)⁻¹, A⁻¹ΦᵀY and log|A|
   (O(M² + MD)) give the collapsed marginal of :mod:`.weights`, instead of a fresh O(M³ + M²D)
@@ -55,6 +58,9 @@ from gplvm.models._rflvm.loglik import total_log_lik
 from gplvm.samplers.dp_mixture import propose_frequencies
 
 Array = jax.Array
+
+METRIC_BLOCK = 5
+"""Frequencies whose walk metrics share one N × D curvature pass (count likelihoods)."""
 
 
 class FrequencyPrior(NamedTuple):
@@ -170,33 +176,53 @@ def curvature(kind: str, Y: Array, psi: Array, trials: Array, dispersion: Array)
     raise ValueError(f"no curvature for likelihood {kind!r}")
 
 
-def count_metric(X: Array, h: Array, beta_pair: Array, n_freq: int) -> Array:
-    r"""F_m = Σ_n c_n x_n x_nᵀ, the phase-averaged Fisher information of w_m given β.
+def count_metrics(X: Array, h: Array, beta_sin: Array, beta_cos: Array, n_freq: int) -> Array:
+    r"""F_m = Σ_n c_nm x_n x_nᵀ for a few frequencies m at once (B, Q, Q): the phase-averaged
+    Fisher information of w_m given β.
 
     Frequency m adds f_nj = (sin θ_n β_mj + cos θ_n β_m'j)/√(M/2), θ_n = x_nᵀw_m, to ψ_nj, so
     ∂f_nj/∂w_m = x_n (cos θ_n β_mj − sin θ_n β_m'j)/√(M/2), whose square averages over the
-    phase θ_n to x_n x_nᵀ (β_mj² + β_m'j²)/M: c_n = Σ_j h_nj (β_mj² + β_m'j²)/M.  ``h`` is the
-    curvature at ψ₋ₘ, without frequency m's own term, so F_m does not depend on w_m.
+    phase θ_n to x_n x_nᵀ (β_mj² + β_m'j²)/M: c_nm = Σ_j h_nj (β_mj² + β_m'j²)/M, with h the
+    likelihood's curvature (:func:`curvature`) and β_sin, β_cos the rows (B, D) of the B
+    frequencies.
     """
-    c = h @ jnp.sum(beta_pair**2, axis=0) / (2 * n_freq)
-    return (X * c[:, None]).T @ X
+    c = h @ (beta_sin**2 + beta_cos**2).T / (2 * n_freq)                  # (N, B)
+    return jnp.einsum("nb,nq,nr->bqr", c, X, X)
+
+
+def _block_metrics(start, X: Array, Phi: Array, psi: Array, beta: Array, kind: str, data,
+                   dispersion: Array, n_freq: int, block: int) -> Array:
+    r""":func:`count_metrics` of frequencies start..start + ``block`` − 1 (fewer at the end),
+    with the curvature at ψ₋B: ψ without the block's own terms.  ψ₋B does not change while the
+    block's frequencies move, and none of them enters it, so each walk step in the block stays
+    symmetric; one N × D curvature then serves ``block`` proposals."""
+    members = start + jnp.arange(block)
+    valid = (members < n_freq)[:, None]
+    members = jnp.minimum(members, n_freq - 1)
+    beta_sin = jnp.where(valid, beta[members], 0.0)                      # (B, D)
+    beta_cos = jnp.where(valid, beta[members + n_freq], 0.0)
+    psi_out = psi - Phi[:, members] @ beta_sin - Phi[:, members + n_freq] @ beta_cos
+    h = curvature(kind, data.Y, psi_out + data.offset, data.trials, dispersion)
+    return count_metrics(X, h * data.observed, beta_sin, beta_cos, n_freq)
 
 
 def update_frequencies_given_beta(key: Array, prior: FrequencyPrior, X: Array, W: Array,
                                   beta: Array, kind: str, data, noise_var: Array,
                                   dispersion: Array, Phi: Array, psi: Array,
-                                  prior_fraction: float = 0.0):
+                                  prior_fraction: float = 0.0, block: int = METRIC_BLOCK):
     """One MH pass over the M/2 frequencies with β held fixed (count likelihoods).
 
     Args:
         prior: :func:`frequency_prior`, or (M/2, Q) prior draws to propose (seed 000).
         Phi: the current design [φ_W(X), 1] (N, P); psi: Φβ without the offset (N, D) — both
             already formed by the sweep's weight update, so not recomputed here.
+        prior_fraction: share of the moves that propose a prior draw instead of a walk step.
+        block: frequencies that share one curvature pass (:func:`_block_metrics`).
 
     Returns:
         (W, number of accepted proposals).
     """
-    n_freq = W.shape[0]
+    n_freq, Q = W.shape
     prior = _as_prior(prior, W)
     moves = _random_numbers(key, prior, W, prior_fraction)
 
@@ -205,26 +231,26 @@ def update_frequencies_given_beta(key: Array, prior: FrequencyPrior, X: Array, W
                              noise_var, dispersion)
 
     def body(m, carry):
-        (W, Phi, psi, ll_cur), n_acc = carry
+        (W, Phi, psi, ll_cur), F, n_acc = carry
         idx = pair_index(m, n_freq)
-        beta_pair = beta[idx, :]                                  # (2, D)
-        psi_rest = psi - Phi[:, idx] @ beta_pair                  # ψ without frequency m
         H = prior.precision[m]
         if moves.eps is not None:
-            h = curvature(kind, data.Y, psi_rest + data.offset, data.trials, dispersion)
-            H = H + count_metric(X, h * data.observed, beta_pair, n_freq)
+            F = lax.cond(m % block == 0, lambda: _block_metrics(
+                m, X, Phi, psi, beta, kind, data, dispersion, n_freq, block), lambda: F)
+            H = H + F[m % block]
         w_new, log_prior_ratio = _propose(prior, moves, m, W[m], H)
         new = feature_pair(X, w_new, n_freq)                      # (N, 2)
-        psi_new = psi_rest + new @ beta_pair
+        psi_new = psi + (new - Phi[:, idx]) @ beta[idx, :]
         ll_new = ll(psi_new)
         current = MHState((W, Phi, psi, ll_cur), ll_cur)
         proposal = (W.at[m].set(w_new), Phi.at[:, idx].set(new), psi_new, ll_new)
         state, info = mh_accept_reject(moves.log_u[m], current, proposal,
                                        ll_new + log_prior_ratio)
-        return state.position, n_acc + info.accepted
+        return state.position, F, n_acc + info.accepted
 
-    init = ((W, Phi, psi, ll(psi)), jnp.zeros((), jnp.int32))
-    (W, *_), n_acc = lax.fori_loop(0, n_freq, body, init)
+    F0 = jnp.zeros((block, Q, Q), W.dtype)
+    init = ((W, Phi, psi, ll(psi)), F0, jnp.zeros((), jnp.int32))
+    (W, *_), _, n_acc = lax.fori_loop(0, n_freq, body, init)
     return W, n_acc
 
 
@@ -293,7 +319,7 @@ def _accept(c: _Collapsed, idx, new, terms) -> _Collapsed:
 
 
 def gaussian_metric(XtX: Array, n_outputs: int, s0: float, n_freq: int) -> Array:
-    r"""F = κ XᵀX with κ = D s0/(M/2): :func:`count_metric` with h_nj = 1/σ_j² and β_mj², β_m'j²
+    r"""F = κ XᵀX with κ = D s0/(M/2): :func:`count_metrics` with h_nj = 1/σ_j² and β_mj², β_m'j²
     at their prior mean σ_j² s0 (the weights are integrated out of this step, so the metric
     cannot use their values; it does not depend on W either, so the walk is symmetric)."""
     return (n_outputs * s0 / n_freq) * XtX
