@@ -245,7 +245,9 @@ def test_file_is_versioned_and_holds_no_pickled_objects(saved):
         entries = {name: archive[name] for name in archive.files}
     assert not any(a.dtype.hasobject for a in entries.values())
     document = json.loads(entries["__gplvm__"].tobytes().decode("utf-8"))
-    assert document["format_version"] == FORMAT_VERSION == 2
+    assert document["format_version"] == FORMAT_VERSION == 3
+    arrays = {k: v for k, v in entries.items() if k != "__gplvm__"}
+    assert document["payload_sha256"] == _sha256_written_here(arrays)
     assert document["gplvm_version"] == gplvm.__version__
     assert document["class"] == "gplvm.BayesianLinearRegression"
     assert set(document["params"]) == set(gplvm.BayesianLinearRegression().get_params())
@@ -309,7 +311,82 @@ def test_unknown_format_version_is_refused(saved, version):
 
 def test_newer_format_version_asks_for_a_newer_gplvm(saved):
     _rewrite(saved, lambda d: d.update({"format_version": FORMAT_VERSION + 1}))
-    with pytest.raises(ValueError, match="written by a newer gplvm.*upgrade gplvm"):
+    with pytest.raises(ValueError, match=f"format version {FORMAT_VERSION + 1}, written by a "
+                                         f"newer gplvm.*upgrade gplvm"):
+        gplvm.load(saved)
+
+
+def _sha256_written_here(arrays):
+    """SHA-256 of each array's name, dtype, shape and C-order bytes, in name order (the
+    checksum format 3 records, recomputed independently of gplvm.io)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name in sorted(arrays):
+        a = arrays[name]
+        digest.update(f"{name}|{a.dtype.str}|{a.shape};".encode())
+        digest.update(np.ascontiguousarray(a).tobytes())
+    return digest.hexdigest()
+
+
+INCOMPLETE = "not \\(or no longer\\) a complete gplvm model file"
+
+
+@pytest.mark.parametrize("fraction", [0.0, 0.0005, 0.1, 0.5, 0.9, 0.999])
+def test_truncated_file_is_refused_as_incomplete(saved, fraction):
+    data = saved.read_bytes()
+    saved.write_bytes(data[:int(fraction * len(data))])
+    with pytest.raises(ValueError, match=f"{INCOMPLETE}.*model.save"):
+        gplvm.load(saved)
+
+
+@pytest.mark.parametrize("content", [b"", b"Y = [[1, 2], [3, 4]]\n", b"\x93NUMPY fake"],
+                         ids=["empty", "text", "npy"])
+def test_non_archive_is_refused_with_its_path(tmp_path, content):
+    path = tmp_path / "notes.txt"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=f"{str(path)!r}.*{INCOMPLETE}"):
+        gplvm.load(path)
+
+
+def test_flipped_byte_is_refused_as_incomplete(saved):
+    """One flipped bit inside an array: the zip's CRC (or the checksum) refuses the file."""
+    with np.load(saved, allow_pickle=False) as archive:
+        big = max((k for k in archive.files if k != "__gplvm__"),
+                  key=lambda k: archive[k].nbytes)
+    data = bytearray(saved.read_bytes())
+    data[data.index(f"{big}.npy".encode()) + 300] ^= 1
+    saved.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=INCOMPLETE):
+        gplvm.load(saved)
+
+
+def test_array_changed_after_saving_fails_the_checksum(saved):
+    """A well-formed archive whose array differs from the saved one by 1e-12 (re-zipped, so
+    the zip's own CRCs are right): only the recorded checksum can tell, and does."""
+    with np.load(saved, allow_pickle=False) as archive:
+        entries = {name: archive[name].copy() for name in archive.files}
+    name = next(k for k, v in entries.items() if k != "__gplvm__" and v.dtype == float)
+    entries[name].flat[0] += 1e-12
+    with open(saved, "wb") as file:
+        np.savez(file, **entries)
+    with pytest.raises(ValueError, match=f"{INCOMPLETE}.*checksum"):
+        gplvm.load(saved)
+
+
+def test_format2_file_without_checksum_still_loads(saved, blr):
+    """Files of format 2 (before issue 16) carry no checksum: read unchecked, marked upgraded."""
+    def as_format2(document):
+        document["format_version"] = 2
+        del document["payload_sha256"]
+
+    _rewrite(saved, as_format2)
+    loaded = gplvm.load(saved)
+    assert getattr(loaded, UPGRADED_FROM) == 2
+    model, X, _ = blr
+    assert_array_equal(loaded.predict(X), model.predict(X))
+    _rewrite(saved, lambda d: d.update({"format_version": 3}))     # format 3 needs its checksum
+    with pytest.raises(ValueError, match=f"{INCOMPLETE}.*no 'payload_sha256'"):
         gplvm.load(saved)
 
 
@@ -470,7 +547,7 @@ def test_other_numpy_files_are_refused(tmp_path, write):
     path = tmp_path / "other"
     with open(path, "wb") as file:
         write(file)
-    with pytest.raises(ValueError, match="not a gplvm file"):
+    with pytest.raises(ValueError, match="not (a|\\(or no longer\\) a complete) gplvm model file"):
         gplvm.load(path)
 
 

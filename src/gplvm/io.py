@@ -3,10 +3,11 @@ versioned file that loading never executes (no pickle)".
 
 A file is one ``.npz`` archive (``numpy.savez``, read back with ``allow_pickle=False``).  Its
 entry ``__gplvm__`` is a UTF-8 JSON document stored as a uint8 array; the other entries
-``a0``, ``a1``, ... are the arrays the document refers to.  The document (format version 2)::
+``a0``, ``a1``, ... are the arrays the document refers to.  The document (format version 3)::
 
-    {"format": "gplvm-estimator", "format_version": 2, "gplvm_version": "0.1.0",
+    {"format": "gplvm-estimator", "format_version": 3, "gplvm_version": "0.1.0",
      "class": "gplvm.RFLVM",
+     "payload_sha256": "9f2c...",   # SHA-256 of the arrays (their names, dtypes, shapes, bytes)
      "params": {...},     # the constructor arguments, get_params(deep=False)
      "fitted": {...}}     # every other instance attribute
 
@@ -19,6 +20,13 @@ saved files.  Classes are rebuilt only from that registry; nothing named in a fi
 or evaluated.  This module imports no estimator: the estimators import it (for
 :class:`SaveMixin`) and register themselves, and ``import gplvm`` imports them all.
 
+Files that outlive a crash.  :func:`save` writes a temporary file beside ``path``, flushes it
+to disk (``fsync``) and only then renames it onto ``path`` (``os.replace``, atomic on POSIX and
+Windows), so a process killed while saving leaves the previous file whole
+(``tests/test_io_atomic.py`` kills savers mid-write).  :func:`load` refuses, with a
+``ValueError`` naming the path, anything that is not (or no longer) a complete file: an empty or
+text file, a truncated or damaged archive, arrays whose checksum differs from the one recorded.
+
 Versions.  Format 1 (gplvm before issue 11) named classes by ``module.QualName``; such names
 are translated through :data:`gplvm.registry.FORMAT1_NAMES`, and the two private Bayesian GPLVM
 types they held live on in :mod:`gplvm._io_format1`.  When a file's version is below
@@ -27,14 +35,20 @@ classmethod ``_upgrade_fitted(fitted, format_version)``, which returns today's a
 default, :meth:`SaveMixin._upgrade_fitted`, returns them unchanged); likewise its constructor
 arguments to ``_upgrade_params(params, format_version)``.  The model then records the file's
 version in ``_upgraded_from_format_`` (:data:`UPGRADED_FROM`), its only attribute that a model
-fitted today lacks.  A file of a version above :data:`FORMAT_VERSION` was written by a newer
-gplvm and is refused with a message saying so.
+fitted today lacks.  Format 3 (issue 16) adds ``payload_sha256`` and changes nothing else: files
+of formats 1 and 2 carry no checksum and load unchecked.  A file of a version above
+:data:`FORMAT_VERSION` was written by a newer gplvm and is refused with a message saying so.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
+import secrets
+import zipfile
+import zlib
 from typing import Any
 
 import numpy as np
@@ -45,14 +59,18 @@ from gplvm._io_codec import Decoder, Encoder
 from gplvm._version import __version__
 from gplvm.registry import estimators, lookup, name_of
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "UPGRADED_FROM", "SaveMixin", "load", "save"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "UPGRADED_FROM", "SaveMixin", "load", "payload_sha256",
+           "save", "write_atomic"]
 
 FORMAT = "gplvm-estimator"
-FORMAT_VERSION = 2
-_READABLE_VERSIONS = (1, 2)
+FORMAT_VERSION = 3
+_READABLE_VERSIONS = (1, 2, 3)
+_CHECKSUMMED_FROM = 3       # the first format version whose files carry ``payload_sha256``
 #: the attribute :func:`load` gives a model read from an older format: that format's version
 UPGRADED_FROM = "_upgraded_from_format_"
 _DOCUMENT = "__gplvm__"
+_CHECKSUM = "payload_sha256"
+_ZIP_MAGIC = b"PK\x03\x04"       # every .npz archive (a zip file) starts with these bytes
 
 
 class SaveMixin:
@@ -101,7 +119,16 @@ class SaveMixin:
 
 
 def save(model: Any, path: str | os.PathLike) -> None:
-    """Write a fitted gplvm estimator to ``path``, exactly that name (no suffix is added)."""
+    """Write a fitted gplvm estimator to ``path``, exactly that name (no suffix is added).
+
+    The file appears whole or not at all: it is written beside ``path`` under a temporary name
+    and renamed onto ``path`` once it is on disk, so a crash mid-write keeps the previous file.
+    """
+    write_atomic(path, _entries(model))
+
+
+def _entries(model: Any) -> dict[str, np.ndarray]:
+    """The archive's entries for ``model``: the JSON document and the arrays it refers to."""
     check_is_fitted(model)
     if type(model) not in estimators():
         raise TypeError(f"gplvm files hold gplvm's estimators; got {type(model).__name__}")
@@ -116,38 +143,123 @@ def save(model: Any, path: str | os.PathLike) -> None:
         "fitted": {k: encoder.encode(v, f"attribute {k}") for k, v in vars(model).items()
                    if k not in params},
     }
+    document[_CHECKSUM] = payload_sha256(encoder.arrays)
     text = np.frombuffer(json.dumps(document).encode("utf-8"), dtype=np.uint8)
-    with open(os.fspath(path), "wb") as file:      # np.savez(name) would append ".npz"
-        np.savez(file, **{_DOCUMENT: text}, **encoder.arrays)
+    return {_DOCUMENT: text, **encoder.arrays}
+
+
+def payload_sha256(arrays: dict[str, np.ndarray]) -> str:
+    """SHA-256 (hex) of named arrays: each name, dtype, shape and C-order bytes, by name."""
+    digest = hashlib.sha256()
+    for name in sorted(arrays):
+        array = np.asarray(arrays[name])
+        digest.update(f"{name}|{array.dtype.str}|{array.shape};".encode())
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()
+
+
+def write_atomic(path: str | os.PathLike, entries: dict[str, np.ndarray]) -> None:
+    """Write ``entries`` as an ``.npz`` archive to ``path`` atomically.
+
+    The archive goes to a new hidden file in ``path``'s folder (created with the user's umask,
+    like ``open``), is flushed and ``fsync``-ed, then renamed onto ``path`` with
+    :func:`os.replace`; a failure (or a kill) before the rename leaves ``path`` as it was.
+    """
+    path = os.path.abspath(os.fspath(path))
+    folder, base = os.path.split(path)
+    temp = os.path.join(folder, f".{base}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            np.savez(file, **entries)       # np.savez(name) would append ".npz"
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    _fsync_folder(folder)
+
+
+def _fsync_folder(folder: str) -> None:
+    """Make the rename itself durable (POSIX); where folders cannot be opened, skip it."""
+    with contextlib.suppress(OSError, AttributeError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def load(path: str | os.PathLike) -> Any:
     """Read a fitted estimator written by ``save``; nothing in the file is executed.
 
     Raises:
-        ValueError: the file is not a gplvm file, has a format version this gplvm cannot
-            read (a newer one: upgrade gplvm), names a class that is not registered, or is
-            damaged.
+        FileNotFoundError: there is no file at ``path``.
+        ValueError: naming ``path``: the file is not (or no longer) a complete gplvm model
+            file (empty, text, truncated, damaged, checksum mismatch), has a format version
+            this gplvm cannot read (a newer one: upgrade gplvm), or names a class that is not
+            registered.
     """
-    archive = np.load(os.fspath(path), allow_pickle=False)
-    if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise ValueError(f"{os.fspath(path)!r} is not a gplvm file (not an .npz archive); "
-                         f"write one with model.save(path)")
-    with archive:
-        if _DOCUMENT not in archive.files:
-            raise ValueError(f"{os.fspath(path)!r} is not a gplvm file (it has no "
-                             f"{_DOCUMENT!r} entry); write one with model.save(path)")
-        document = _read_document(archive[_DOCUMENT])
-        version = _check_format(document)
-        cls = lookup(document.get("class"), format_version=version)
-        if cls not in estimators():
-            raise ValueError(f"the file's top-level class {document['class']!r} is not a gplvm "
-                             f"estimator")
-        try:
-            return _rebuild(cls, document, Decoder(archive, version), version)
-        except (KeyError, TypeError, AttributeError) as err:
-            raise ValueError(f"damaged file: the document does not describe a "
-                             f"{cls.__name__} ({type(err).__name__}: {err})") from err
+    name = os.fspath(path)
+    try:
+        return _load(name)
+    except ValueError as err:
+        if repr(name) in str(err):
+            raise
+        raise ValueError(f"cannot load {name!r}: {err}") from err
+
+
+def _load(name: str) -> Any:
+    entries = _read_archive(name)
+    if _DOCUMENT not in entries:
+        raise ValueError(f"{name!r} is not a gplvm model file (it has no {_DOCUMENT!r} "
+                         f"entry); write one with model.save(path)")
+    document = _read_document(entries.pop(_DOCUMENT))
+    version = _check_format(document)
+    if version >= _CHECKSUMMED_FROM:
+        _check_payload(name, document, entries)
+    cls = lookup(document.get("class"), format_version=version)
+    if cls not in estimators():
+        raise ValueError(f"the file's top-level class {document['class']!r} is not a gplvm "
+                         f"estimator")
+    try:
+        return _rebuild(cls, document, Decoder(entries, version), version)
+    except (KeyError, TypeError, AttributeError) as err:
+        raise ValueError(f"damaged file: the document does not describe a "
+                         f"{cls.__name__} ({type(err).__name__}: {err})") from err
+
+
+def _incomplete(name: str, reason: str) -> ValueError:
+    return ValueError(f"{name!r} is not (or no longer) a complete gplvm model file: {reason}; "
+                      f"gplvm model files are written by model.save(path)")
+
+
+def _read_archive(name: str) -> dict[str, np.ndarray]:
+    """Every entry of the ``.npz`` archive at ``name``, read in full (so that a truncated or
+    damaged entry is found here, before anything is rebuilt)."""
+    with open(name, "rb") as file:
+        head = file.read(len(_ZIP_MAGIC))
+    if head != _ZIP_MAGIC:
+        kind = ("it is empty" if not head else "it is a single NumPy array (.npy)"
+                if head == b"\x93NUM" else "it is not a zip (.npz) archive")
+        raise _incomplete(name, kind)
+    try:
+        with np.load(name, allow_pickle=False) as archive:
+            return {key: archive[key] for key in archive.files}
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as err:
+        raise _incomplete(name, f"the archive is truncated or damaged ({type(err).__name__}: "
+                                f"{err}); it was cut short or altered after saving") from err
+
+
+def _check_payload(name: str, document: dict, arrays: dict[str, np.ndarray]) -> None:
+    recorded = document.get(_CHECKSUM)
+    if not isinstance(recorded, str):
+        raise _incomplete(name, f"its document has no {_CHECKSUM!r} entry")
+    if payload_sha256(arrays) != recorded:
+        raise _incomplete(name, "the checksum of its arrays differs from the one recorded "
+                                "when it was saved; it was damaged or altered after saving")
 
 
 def _rebuild(cls: type, document: dict, decoder: Decoder, version: int) -> Any:
