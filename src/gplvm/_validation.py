@@ -17,6 +17,34 @@ def _where(mask: np.ndarray, limit: int = 5) -> str:
     return f"{shown}{more}"
 
 
+def as_float_array(Y, name: str = "Y", shape: str = "(n_samples, n_features)") -> np.ndarray:
+    """Convert array-like input of any shape to float64, refusing what cannot be data.
+
+    Sparse matrices, complex numbers, strings and ragged lists get a ``ValueError`` (entries
+    of a type that is no number, e.g. dicts, a ``TypeError``) naming ``name`` and the fix (an
+    array of the expected ``shape``), instead of NumPy's or SciPy's own message.
+    """
+    if hasattr(Y, "toarray") or type(Y).__module__.startswith("scipy.sparse"):
+        raise ValueError(f"{name} is a sparse matrix; sparse input is not supported here, pass "
+                         f"a dense array ({name}.toarray())")
+    if Y is None:
+        raise ValueError(f"{name} is None; pass a numeric array of shape {shape}")
+    try:
+        arr = np.asarray(Y)
+        complex_entries = np.iscomplexobj(arr)
+        if not complex_entries:
+            arr = arr.astype(float, copy=False)
+    except (TypeError, ValueError) as err:
+        # the same class as NumPy's: entries of a wrong type (a dict) are scikit-learn's
+        # TypeError (check_dtype_object), malformed arrays (strings, ragged lists) ValueError
+        raise type(err)(f"{name} could not be converted to a float array ({err}); pass a "
+                        f"numeric array of shape {shape}") from err
+    if complex_entries:
+        raise ValueError(f"{name} has complex entries (Complex data not supported); pass real "
+                         f"numbers (e.g. {name}.real or abs({name}), whichever your data mean)")
+    return arr
+
+
 def as_2d_float(Y, name: str = "Y", allow_nan: bool = False, min_rows: int = 1) -> np.ndarray:
     """Convert to a float64 (N, D) array and check finiteness.
 
@@ -26,17 +54,7 @@ def as_2d_float(Y, name: str = "Y", allow_nan: bool = False, min_rows: int = 1) 
         allow_nan: whether NaN marks missing entries (inf is never allowed).
         min_rows: the fewest rows the caller can work with.
     """
-    if hasattr(Y, "toarray") or type(Y).__module__.startswith("scipy.sparse"):
-        raise ValueError(f"{name} is a sparse matrix; sparse input is not supported here, pass "
-                         f"a dense array ({name}.toarray())")
-    if np.iscomplexobj(Y):
-        raise ValueError(f"{name} has complex entries (Complex data not supported); pass real "
-                         f"numbers (e.g. {name}.real or abs({name}), whichever your data mean)")
-    try:
-        arr = np.asarray(Y, dtype=float)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} could not be converted to a float array ({err}); "
-                         f"pass a numeric array of shape (n_samples, n_features)") from err
+    arr = as_float_array(Y, name)
     if arr.ndim == 1:
         raise ValueError(f"{name} is 1-D with shape {arr.shape}; Reshape your data to a 2-D "
                          f"array of shape (n_samples, n_features), e.g. {name}.reshape(-1, 1) "
@@ -68,19 +86,57 @@ def as_2d_float(Y, name: str = "Y", allow_nan: bool = False, min_rows: int = 1) 
 
 def as_1d_float(y, name: str = "y", allow_nan: bool = False) -> np.ndarray:
     """Convert a target vector to float64 and check it is finite (a column vector is accepted)."""
-    arr = np.asarray(y, dtype=float)
+    arr = as_1d(as_float_array(y, name, "(n_samples,)"), name)
+    as_2d_float(arr[:, None], name=name, allow_nan=allow_nan)
+    return arr
+
+
+def as_1d(y, name: str = "y", hint: str = "") -> np.ndarray:
+    """A vector of any dtype (class labels too) as a 1-D array; one column is accepted."""
+    arr = np.asarray(y)
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr[:, 0]
     if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D of shape (n_samples,); got shape {arr.shape}")
-    as_2d_float(arr[:, None], name=name, allow_nan=allow_nan)
+        raise ValueError(f"{name} must be 1-D of shape (n_samples,); got shape {arr.shape}"
+                         + (f" ({hint})" if hint else ""))
     return arr
+
+
+#: the largest magnitude accepted in data: squares stay below 1e300, so sums of squares of up
+#: to 10^8 entries (variances, distances, Gram matrices) stay below float64's 1.8e308
+LARGEST_MAGNITUDE = 1e150
+
+
+def check_magnitude(arr: np.ndarray, name: str, fix: str) -> None:
+    """Reject entries so large that their squares overflow float64 (NaN would follow silently).
+
+    Args:
+        arr: a float array (NaN entries are ignored).
+        name: the argument name used in the message.
+        fix: what the user should do, e.g. ``"standardise X (StandardScaler)"``.
+    """
+    with np.errstate(invalid="ignore"):
+        big = np.abs(arr) > LARGEST_MAGNITUDE
+    if big.any():
+        largest = float(np.nanmax(np.abs(arr)))
+        raise ValueError(f"{name} has {int(big.sum())} entries larger than "
+                         f"{LARGEST_MAGNITUDE:.0e} in magnitude (the largest {largest:.3g}, at "
+                         f"{_where(big)}); their squares overflow float64 and the results "
+                         f"would be NaN: {fix}")
 
 
 def check_consistent_length(X, y, names=("X", "y")) -> None:
     if len(X) != len(y):
         raise ValueError(f"{names[0]} has {len(X)} rows but {names[1]} has {len(y)}; "
                          f"they must describe the same samples")
+
+
+def check_observed_columns(Y: np.ndarray, name: str = "Y") -> None:
+    """Reject training columns with no observed entry (nothing to fit them to)."""
+    empty = np.isnan(Y).all(axis=0)
+    if empty.any():
+        raise ValueError(f"{name} has {int(empty.sum())} columns with no observed entry "
+                         f"(columns {_where(empty)}); drop them before fitting")
 
 
 def check_no_constant_columns(Y: np.ndarray, name: str = "Y") -> None:

@@ -16,11 +16,22 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import validate_data
 
-from gplvm._validation import as_1d_float, as_2d_float
+from gplvm._validation import (
+    as_1d, as_1d_float, as_2d_float, check_consistent_length, check_magnitude,
+)
+
+
+#: what to do about features too large for the random features
+_SCALE_X = ("standardise X (e.g. sklearn.preprocessing.StandardScaler) before fitting; random "
+            "features of such values are meaningless")
 
 
 def fit_inputs(estimator, X, y, *, numeric_y: bool = True):
     """X as a finite float64 (N, D) array with N ≥ 2, and y as a 1-D array of N targets.
+
+    gplvm's own checks run first (after the estimator's ``check_params``), so every refusal
+    names X or y and the fix; then
+    scikit-learn's ``validate_data`` records ``n_features_in_`` (and column names).
 
     Args:
         estimator: the estimator being fitted (gets ``n_features_in_``).
@@ -28,16 +39,28 @@ def fit_inputs(estimator, X, y, *, numeric_y: bool = True):
         numeric_y: y must be finite numbers (regression); ``False`` keeps class labels as
             given (strings allowed) for a classifier.
     """
+    X_checked = as_2d_float(X, "X", min_rows=2)
+    check_magnitude(X_checked, "X", _SCALE_X)
+    if y is None:
+        raise ValueError(f"{type(estimator).__name__} requires y to be passed, but the "
+                         f"target y is None; pass the targets, fit(X, y)")
+    if numeric_y:
+        y_checked = as_1d_float(y, "y")
+        check_magnitude(y_checked, "y", "rescale y (e.g. divide it by its largest entry)")
+    else:
+        y_checked = as_1d(y, "y")
+    check_consistent_length(X_checked, y_checked)
     X, y = validate_data(estimator, X, y, reset=True, dtype=np.float64,
                          ensure_all_finite=False, ensure_min_samples=2, y_numeric=numeric_y)
-    X = as_2d_float(X, "X")
-    return X, (as_1d_float(y, "y") if numeric_y else np.asarray(y))
+    return X_checked, (y_checked if numeric_y else np.asarray(y))
 
 
 def query_inputs(estimator, X) -> np.ndarray:
     """Query points as a finite float64 array with the fitted number of columns."""
-    X = validate_data(estimator, X, reset=False, dtype=np.float64, ensure_all_finite=False)
-    return as_2d_float(X, "X")
+    X_checked = as_2d_float(X, "X")
+    check_magnitude(X_checked, "X", _SCALE_X)
+    validate_data(estimator, X, reset=False, dtype=np.float64, ensure_all_finite=False)
+    return X_checked
 
 
 def no_missing_values(tags):

@@ -88,12 +88,6 @@ class BayesianGPLVM(AbstractGPLVM):
         self.random_state = random_state
         self.progress = progress
 
-    def _validate_fit_args(self, Y, times, groups):
-        Y, times = self._validate_common(Y, times, groups)
-        if self.optimizer not in ("lbfgs", "lbfgsb", "adam"):
-            raise ValueError(f"optimizer={self.optimizer!r}; use 'lbfgsb', 'lbfgs' or 'adam'")
-        return Y, times
-
     # ------------------------------------------------------------------ fit
     def fit(self, Y, y=None, *, times=None, groups=None):
         """Maximise the collapsed bound over q(X), Z and the hyper-parameters.
@@ -105,7 +99,7 @@ class BayesianGPLVM(AbstractGPLVM):
             groups: (N,) sequence labels: independent sequences (block-diagonal time prior).
         """
         del y
-        Y, times = self._validate_fit_args(Y, times, groups)
+        Y, times = self._validate_common(Y, times, groups)
         Y_mean, Y_std = self._standardisation(Y)
         Ys = (Y - Y_mean) / Y_std
         u, problem = self._initial(Ys, times, groups, as_key(self.random_state))

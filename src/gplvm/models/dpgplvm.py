@@ -136,30 +136,6 @@ class DPGPLVM(AbstractGPLVM):
         self.random_state = random_state
         self.progress = progress
 
-    # ------------------------------------------------------------------ validation
-    def _validate_fit_args(self, Y, times, groups):
-        Y, times = self._validate_common(Y, times, groups)
-        for name in ("max_iter", "steps_per_update", "merge_every", "merge_steps", "n_init"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, np.integer)) or value < 1:
-                raise ValueError(f"{name}={value!r} must be a positive integer")
-        if self.init not in ("columns", "random"):
-            raise ValueError(f"init={self.init!r}; use 'columns' or 'random'")
-        for name in ("n_warmup", "max_merge_trials", "n_init_steps"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, np.integer)) or value < 0:
-                raise ValueError(f"{name}={value!r} must be a non-negative integer")
-        if not isinstance(self.truncation, (int, np.integer)) or self.truncation < 2:
-            raise ValueError(f"truncation={self.truncation!r}; the stick-breaking prior needs "
-                             f"at least 2 atoms (use BayesianGPLVM for one shared mapping)")
-        _check_pair(self.alpha_prior, "alpha_prior", "(shape s1, rate s2)", positive=True)
-        _check_pair(self.noise_prior, "noise_prior", "(log median precision, log-scale sd)",
-                    positive=False)
-        if not (np.isfinite(self.kernel_prior_scale) and self.kernel_prior_scale > 0):
-            raise ValueError(f"kernel_prior_scale={self.kernel_prior_scale!r}; give a positive "
-                             f"standard deviation of the log hyper-parameters")
-        return Y, times
-
     # ------------------------------------------------------------------ fit
     def fit(self, Y, y=None, *, times=None, groups=None):
         """Maximise the DP-GP-LVM bound (:mod:`gplvm.models.gplvm_family.dp_fit`).
@@ -171,7 +147,7 @@ class DPGPLVM(AbstractGPLVM):
             groups: (N,) sequence labels: independent sequences of the dynamical prior.
         """
         del y
-        Y, times = self._validate_fit_args(Y, times, groups)
+        Y, times = self._validate_common(Y, times, groups)
         Y_mean, Y_std = self._standardisation(Y)
         Ys = (Y - Y_mean) / Y_std
         priors = dp_fit.Priors(AtomPrior(float(self.kernel_prior_scale),
@@ -354,14 +330,3 @@ def missing_data_log_likelihood(model, Y_test, Y_truth):
     X_mean, X_var = model.transform(Y_test, return_var=True)
     return block_log_likelihood(fitted, X_mean, X_var, Y_test, Y_truth)
 
-
-def _check_pair(value, name, meaning, positive):
-    try:
-        pair = tuple(float(v) for v in value)
-    except (TypeError, ValueError):
-        pair = ()
-    ok = len(pair) == 2 and all(np.isfinite(pair)) and (
-        all(v > 0 for v in pair) if positive else pair[1] > 0)
-    if not ok:
-        raise ValueError(f"{name}={value!r}; give two numbers {meaning}"
-                         + (", both positive" if positive else ", the second positive"))

@@ -20,8 +20,10 @@ from sklearn.utils._tags import ClassifierTags, RegressorTags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 
+from gplvm._params import check_params
 from gplvm._pytree import replace
 from gplvm._random import as_key
+from gplvm._validation import check_counts
 from gplvm.features import AbstractFeatureMap
 from gplvm.inference import minimise
 from gplvm.io import SaveMixin
@@ -158,9 +160,6 @@ class BayesianGLM(SaveMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ validation
     def _likelihood(self):
-        if not isinstance(self.likelihood, (str, AbstractLikelihood)):
-            raise ValueError(f"likelihood must be a name such as 'bernoulli' or a "
-                             f"gplvm.likelihoods object; got {type(self.likelihood).__name__}")
         lik = get_likelihood(self.likelihood)
         if lik.name not in _SUPPORTED:
             raise ValueError(f"BayesianGLM models one target per sample; the {lik.name} "
@@ -170,19 +169,6 @@ class BayesianGLM(SaveMixin, BaseEstimator):
                              "(the same number of trials for every sample); got an array of "
                              f"shape {np.shape(lik.n_trials)}")
         return lik
-
-    def _check_settings(self):
-        for name in ("n_mixture", "n_samples", "n_iter", "n_predict_samples"):
-            value = getattr(self, name)
-            if int(value) != value or value < 1:
-                raise ValueError(f"{name}={value!r} must be a positive integer")
-        if self.batch_size is not None and (int(self.batch_size) != self.batch_size
-                                            or self.batch_size < 1):
-            raise ValueError(f"batch_size={self.batch_size!r} must be a positive integer or None")
-        for name in ("learning_rate", "prior_var"):
-            value = getattr(self, name)
-            if not (np.isfinite(value) and value > 0):
-                raise ValueError(f"{name}={value!r} must be a positive number")
 
     def _class_codes(self, y, lik):
         """Labels → 0/1 codes of ``classes_`` (sorted, as scikit-learn's classifiers)."""
@@ -219,12 +205,14 @@ class BayesianGLM(SaveMixin, BaseEstimator):
             ConvergenceWarning: the bound was still rising at the end of the run
                 (:func:`gplvm.models._glm_core.bound_settled`).
         """
-        self._check_settings()
+        check_params(self)
         lik = self._likelihood()
         classifier = _is_binary(lik)
         X, y = fit_inputs(self, X, y, numeric_y=not classifier)
         if classifier:
             classes, y = self._class_codes(y, lik)
+        if lik.name in ("poisson", "negative_binomial", "binomial"):
+            check_counts(y[:, None], "y", upper=getattr(lik, "n_trials", None), what=lik.name)
         lik.validate(y[:, None], name="y")
         y_mean, y_std = self._scaling(y, lik)
         check_features(self.features, X.shape[1])

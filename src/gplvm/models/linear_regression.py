@@ -14,6 +14,7 @@ import numpy as np
 from scipy.stats import norm
 from sklearn.base import BaseEstimator, RegressorMixin
 
+from gplvm._params import check_params
 from gplvm._random import as_key
 from gplvm.features import AbstractFeatureMap
 from gplvm.inference import minimise
@@ -97,15 +98,10 @@ class BayesianLinearRegression(SaveMixin, RegressorMixin, BaseEstimator):
         scale = scale if scale > 0 else 1.0
         noise = 0.1 * scale if self.noise_var is None else self.noise_var
         prior = scale if self.prior_var is None else self.prior_var
-        noise = np.asarray(noise, dtype=float)
         prior = np.asarray(prior, dtype=float)
-        if noise.ndim != 0 or not (np.isfinite(noise) and noise > 0):
-            raise ValueError(f"noise_var={self.noise_var!r} must be a positive number")
-        if prior.ndim > 1 or (prior.ndim == 1 and prior.shape[0] != n_blocks):
+        if prior.ndim == 1 and prior.shape[0] != n_blocks:
             raise ValueError(f"prior_var has shape {prior.shape}; pass a scalar or one value per "
                              f"basis block ({n_blocks} blocks)")
-        if not np.all(np.isfinite(prior) & (prior > 0)):
-            raise ValueError(f"prior_var={self.prior_var!r} must be positive")
         var_y = y_std**2
         return float(noise) / var_y, np.broadcast_to(prior, (n_blocks,)) / var_y
 
@@ -121,13 +117,8 @@ class BayesianLinearRegression(SaveMixin, RegressorMixin, BaseEstimator):
             ConvergenceWarning: the best L-BFGS run stopped at ``max_iter`` before its
                 convergence test (see ``tol``) was met.
         """
+        check_params(self)
         X, y = fit_inputs(self, X, y)
-        for name in ("n_restarts", "max_iter"):
-            value = getattr(self, name)
-            if int(value) != value or value < 0:
-                raise ValueError(f"{name}={value!r} must be a non-negative integer")
-        if not (np.isfinite(self.tol) and self.tol >= 0):
-            raise ValueError(f"tol={self.tol!r} must be a non-negative number")
         y_mean, y_std = (float(y.mean()), float(y.std())) if self.standardize else (0.0, 1.0)
         if y_std == 0:
             raise ValueError("y is constant; there is nothing to regress (or pass "

@@ -22,8 +22,11 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 
+from gplvm._params import POSITIVE_INT, RANDOM_STATE, check_argument, check_params
 from gplvm._random import as_key
-from gplvm._validation import as_1d_float, as_2d_float
+from gplvm._validation import (
+    as_1d_float, as_2d_float, check_magnitude, check_observed_columns,
+)
 from gplvm.inference.mcmc import run_chains, split_rhat
 from gplvm.inference.mcmc.driver import concat_results
 from gplvm.io import SaveMixin
@@ -168,8 +171,11 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         Returns:
             self.
         """
+        check_params(self)
+        check_observed_columns(as_2d_float(Y, "Y", allow_nan=True))
         lik, Y, times, offset = check_fit_inputs(self, Y, times, offset, n_trials)
         kind = lik.name
+        self._check_data(Y, kind)
         self.n_features_in_ = Y.shape[1]
         self.n_outputs_ = lik.latent_dim(Y.shape[1])
         Ys = self._standardise_fit(Y, kind)
@@ -193,6 +199,24 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         self._key_run_ = key_run
         self._train_Y_ = Y.copy()          # the caller may change its array later
         return self._run(init, start=0, earlier=None)
+
+    def _check_data(self, Y, kind: str) -> None:
+        """What the sampler needs of the data beyond its likelihood's support."""
+        check_magnitude(Y, "Y", "rescale Y (counts this large cannot be modelled exactly "
+                                "either)" if kind != "gaussian" else "rescale Y (e.g. divide "
+                                "it by its largest entry)")
+        if self.init == "pca" and Y.shape[1] < self.n_components:
+            raise ValueError(f"Y has {Y.shape[1]} feature(s) (columns), but init='pca' takes "
+                             f"the n_components={self.n_components} initial latent dimensions "
+                             f"from its principal components; pass init='random' or "
+                             f"n_components={Y.shape[1]}")
+        if kind == "multinomial":
+            empty = np.nansum(Y, axis=1) == 0
+            if empty.any():
+                raise ValueError(f"Y has {int(empty.sum())} rows with no counts (rows "
+                                 f"{np.flatnonzero(empty)[:5].tolist()}); the multinomial "
+                                 f"likelihood models how a row's total is split over the "
+                                 f"categories, so a row of zeros says nothing: drop those rows")
 
     def resume(self):
         """Finish an interrupted (or checkpointed) fit: the remaining sweeps from the stored
@@ -427,6 +451,9 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         Returns:
             (Y (n, J) in the units of the data, X (n, Q) the latent points used).
         """
+        check_argument("RFLVM", "n_samples", n_samples, POSITIVE_INT)
+        if random_state is not None:
+            check_argument("RFLVM", "random_state", random_state, RANDOM_STATE, "0")
         check_is_fitted(self, "X_mean_")
         key = as_key(self.random_state if random_state is None else random_state)
         k_draw, k_x, k_y = jax.random.split(key, 3)

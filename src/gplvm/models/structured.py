@@ -23,14 +23,16 @@ import jax.numpy as jnp
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from gplvm._params import check_params
 from gplvm._random import as_key
+from gplvm._validation import as_float_array, check_magnitude
 from gplvm.inference import minimise
 from gplvm.kernels import AbstractKernel, Coincidence, Matern32
 from gplvm.linalg import CholeskyError, safe_cholesky
 from gplvm.models._common import check_is_fitted
 from gplvm.models.gplvm_family import structured_fitted as sf
 from gplvm.models.gplvm_family.bound import negative_bound
-from gplvm.models.gplvm_family.estimator import AbstractGPLVM
+from gplvm.models.gplvm_family.estimator import AbstractGPLVM, check_inducing
 from gplvm.models.gplvm_family.kron_route import KroneckerRoute
 from gplvm.models.gplvm_family.latent import DynamicalLatent
 from gplvm.models.gplvm_family.new_rows import infer_rows
@@ -127,7 +129,8 @@ class StructuredGPLVM(AbstractGPLVM):
     # ------------------------------------------------------------------ validation
     def _validate(self, Y, times, groups):
         """Every check before any computation; returns (Y flat, layout, times)."""
-        Y = np.asarray(Y, dtype=float)
+        check_params(self)
+        Y = as_float_array(Y, "Y")
         product = self.spatial_kernel is None or isinstance(self.spatial_kernel, tuple)
         if isinstance(self.grid, np.ndarray) or (self.grid is not None
                                                  and not isinstance(self.grid, tuple)):
@@ -135,25 +138,23 @@ class StructuredGPLVM(AbstractGPLVM):
         layout = image_layout(Y, self.grid, product)
         if np.isinf(Y).any():
             raise ValueError("Y has infinite values; give finite pixel intensities")
+        check_magnitude(Y, "Y", "rescale the images (e.g. divide them by their largest "
+                                "pixel value)")
         self._check_settings(Y.shape[0], layout)
         Yf = layout.flatten(Y)
         self._check_missing(np.isnan(Yf))
         spread = np.nanmax(Yf, axis=0) - np.nanmin(Yf, axis=0)
         if not np.any(spread > 0):
             raise ValueError("Y is the same image repeated; there is nothing to model")
-        return Yf, layout, self._check_times(times, groups, Y.shape[0])
+        times = self._check_times(times, groups, Y.shape[0])
+        check_inducing(self.n_inducing, Y.shape[0], "images")
+        return Yf, layout, times
 
     def _check_settings(self, n_images, layout):
-        Q, M = self.n_components, self.n_inducing
-        if not isinstance(Q, (int, np.integer)) or Q < 1:
-            raise ValueError(f"n_components={Q!r} must be a positive integer")
-        if not isinstance(M, (int, np.integer)) or M < 1:
-            raise ValueError(f"n_inducing={M!r} must be a positive integer")
+        Q = self.n_components
         if n_images < max(Q + 1, 3):
             raise ValueError(f"Y has {n_images} images; a {Q}-dimensional latent space needs "
                              f"at least {max(Q + 1, 3)}")
-        if not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
-            raise ValueError(f"max_iter={self.max_iter!r} must be a positive integer")
         n_factors = len(layout.coords)
         kernels = self.spatial_kernel
         if isinstance(kernels, tuple) and len(kernels) != n_factors:
@@ -176,8 +177,8 @@ class StructuredGPLVM(AbstractGPLVM):
             return
         empty = np.flatnonzero(missing.all(axis=1))
         if len(empty):
-            raise ValueError(f"training image(s) {empty[:5].tolist()} have no observed pixel; "
-                             f"drop them (they carry no information about the model)")
+            raise ValueError(f"Y: training image(s) {empty[:5].tolist()} have no observed "
+                             f"pixel; drop them (they carry no information about the model)")
         kernels = self.spatial_kernel if isinstance(self.spatial_kernel, tuple) else (
             self.spatial_kernel,)
         if any(isinstance(k, Coincidence) for k in kernels):
@@ -191,7 +192,7 @@ class StructuredGPLVM(AbstractGPLVM):
                 raise ValueError("groups labels independent sequences of the dynamical prior; "
                                  "pass times as well")
             return None
-        times = np.asarray(times, dtype=float).ravel()
+        times = as_float_array(times, "times", "(n_samples,)").ravel()
         if times.shape[0] != n_images or not np.all(np.isfinite(times)):
             raise ValueError(f"times must be {n_images} finite time stamps, one per image; got "
                              f"shape {np.shape(times)}")

@@ -15,8 +15,11 @@ import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
+from gplvm._params import POSITIVE_INT, RANDOM_STATE, check_argument, check_params
 from gplvm._random import as_key
-from gplvm._validation import as_2d_float, check_no_constant_columns
+from gplvm._validation import (
+    as_2d_float, as_float_array, check_magnitude, check_no_constant_columns, check_observed_columns,
+)
 from gplvm.io import SaveMixin
 from gplvm.kernels import RBF
 from gplvm.models._common import check_is_fitted
@@ -29,6 +32,14 @@ from gplvm.models.gplvm_family.route import DenseRoute
 from gplvm.objectives import collapsed
 from gplvm.priors import dynamical
 from gplvm.transforms import inverse_softplus
+
+
+def check_inducing(n_inducing: int, n_rows: int, what: str) -> None:
+    """More inducing inputs than rows add cost and no accuracy (Z would repeat rows)."""
+    if n_inducing > n_rows:
+        raise ValueError(f"n_inducing={n_inducing} exceeds the {n_rows} {what}; inducing "
+                         f"inputs summarise the rows, so use at most as many: pass "
+                         f"n_inducing={n_rows} or fewer")
 
 
 def ard_relevance(kernel, n_components: int) -> np.ndarray:
@@ -56,23 +67,20 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
     # ------------------------------------------------------------------ fitting helpers
     def _validate_common(self, Y, times, groups):
         """Checks every family member needs, before any computation; returns (Y, times)."""
+        check_params(self)
         Y = as_2d_float(Y, "Y", allow_nan=True, min_rows=2)
+        check_observed_columns(Y)
+        check_magnitude(Y, "Y", "rescale Y (e.g. divide it by its largest entry) or drop "
+                                "the entries")
         Q = self.n_components
-        if not isinstance(Q, (int, np.integer)) or Q < 1:
-            raise ValueError(f"n_components={Q!r} must be a positive integer")
-        if not isinstance(self.n_inducing, (int, np.integer)) or self.n_inducing < 1:
-            raise ValueError(f"n_inducing={self.n_inducing!r} must be a positive integer")
         if Y.shape[0] < max(Q + 1, 3):
             raise ValueError(f"Y has {Y.shape[0]} rows; a {Q}-dimensional latent space needs "
                              f"at least {max(Q + 1, 3)}")
+        check_inducing(self.n_inducing, Y.shape[0], "rows of Y")
         if self.standardize:
             check_no_constant_columns(Y)
-        if self.init_X_var is not None and not (np.isfinite(self.init_X_var)
-                                                and self.init_X_var > 0):
-            raise ValueError(f"init_X_var={self.init_X_var!r}; give a positive number, or None "
-                             f"for GPy's U(0, 0.1) draws")
         if times is not None:
-            times = np.asarray(times, dtype=float).ravel()
+            times = as_float_array(times, "times", "(n_samples,)").ravel()
             if times.shape[0] != Y.shape[0] or not np.all(np.isfinite(times)):
                 raise ValueError(f"times must be {Y.shape[0]} finite time stamps, one per row "
                                  f"of Y; got shape {np.shape(times)}")
@@ -96,7 +104,7 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         start at 1/(fraction of variance) unless a kernel is given, noise at
         ``init_noise_fraction`` of the variance, q(X) under the iid or dynamical prior.
         """
-        Q, M = int(self.n_components), int(min(self.n_inducing, Ys.shape[0]))
+        Q, M = int(self.n_components), int(self.n_inducing)
         X0, fracs = initial_latents(Ys, Q)
         Z0 = initial_inducing(X0, M, key)
         kernel = self.kernel if self.kernel is not None else RBF(
@@ -221,6 +229,9 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
     def sample(self, n_samples: int = 1, X=None, random_state=None):
         """Draw data from the fitted generative model: X ~ N(0, I) (or the given X), then the
         model's f given X jointly over the rows, then noise.  Returns (Y, X)."""
+        check_argument(type(self).__name__, "n_samples", n_samples, POSITIVE_INT)
+        if random_state is not None:
+            check_argument(type(self).__name__, "random_state", random_state, RANDOM_STATE, "0")
         check_is_fitted(self, "fitted_")
         key = as_key(self.random_state if random_state is None else random_state)
         kx, kf, kn = jax.random.split(jax.random.fold_in(key, 104729), 3)
