@@ -76,7 +76,6 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         if Y.shape[0] < max(Q + 1, 3):
             raise ValueError(f"Y has {Y.shape[0]} rows; a {Q}-dimensional latent space needs "
                              f"at least {max(Q + 1, 3)}")
-        check_inducing(self.n_inducing, Y.shape[0], "rows of Y")
         if self.standardize:
             check_no_constant_columns(Y)
         if times is not None:
@@ -89,6 +88,7 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         elif groups is not None:
             raise ValueError("groups labels independent sequences of the dynamical prior; pass "
                              "times as well")
+        check_inducing(self.n_inducing, Y.shape[0], "rows of Y")
         return Y, times
 
     def _standardisation(self, Y):
