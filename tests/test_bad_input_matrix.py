@@ -203,18 +203,19 @@ DATA_CASES = [
 ]
 
 
-def _sample_case(name, arg, **kw) -> Case:
+def _sample_case(arg, **kw) -> Case:
+    """``sample`` of an unfitted model: its arguments are checked before NotFittedError."""
     return Case(f"sample({', '.join(f'{k}={v!r}' for k, v in kw.items())})", arg,
                 lambda spec: spec.make().sample(**kw),
                 {s: "supervised models have no sample verb" for s in SUPERVISED})
 
 
 SAMPLE_CASES = [
-    _sample_case("", "n_samples", n_samples=0),
-    _sample_case("", "n_samples", n_samples=-1),
-    _sample_case("", "n_samples", n_samples=2.5),
-    _sample_case("", "n_samples", n_samples="3"),
-    _sample_case("", "random_state", n_samples=2, random_state="abc"),
+    _sample_case("n_samples", n_samples=0),
+    _sample_case("n_samples", n_samples=-1),
+    _sample_case("n_samples", n_samples=2.5),
+    _sample_case("n_samples", n_samples="3"),
+    _sample_case("random_state", n_samples=2, random_state="abc"),
 ]
 
 _CLASSIFIER = {"likelihood": "bernoulli"}
@@ -299,7 +300,7 @@ BAD_PARAMS = [
     *[("beta_prior_var", v) for v in (-1, 0, np.nan)],
     ("intercept_prior_var", -1), ("n_inducing_times", 0),
     ("x_steps", 0), *[("map_sweeps", v) for v in ("always", -1)],
-    ("transform_steps", 0), ("block_size", 0), ("checkpoint", 3),
+    ("transform_steps", -1), ("block_size", 0), ("checkpoint", 3),
     ("checkpoint_interval", -1),
     *[("features", v) for v in ("rbf", 3)],
     *[("ard", v) for v in ("yes", None)],

@@ -291,7 +291,7 @@ RULES: dict[str, dict[str, Rule]] = {
               "n_clusters": POSITIVE_INT, "beta_prior_var": POSITIVE,
               "intercept_prior_var": POSITIVE, "n_inducing_times": POSITIVE_INT,
               "init": _choice("pca", "random"), "x_steps": POSITIVE_INT,
-              "map_sweeps": MAP_SWEEPS, "transform_steps": POSITIVE_INT,
+              "map_sweeps": MAP_SWEEPS, "transform_steps": NON_NEGATIVE_INT,
               "block_size": POSITIVE_INT, "standardize": FLAG, "random_state": RANDOM_STATE,
               "progress": FLAG, "checkpoint": CHECKPOINT,
               "checkpoint_interval": NON_NEGATIVE},
