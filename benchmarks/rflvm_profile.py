@@ -5,7 +5,7 @@ Run (single-threaded; the script sets both variables itself when they are unset 
     OPENBLAS_NUM_THREADS=1 XLA_FLAGS=--xla_cpu_multi_thread_eigen=false \\
         .venv/bin/python benchmarks/rflvm_profile.py [--datasets congress109,bridges,scurve]
         [--likelihoods poisson,negative_binomial,...] [--repeats 7] [--warm 10] [--cpu 1]
-        [--ess-sweeps 200]
+        [--ess-sweeps 200] [--ess-burn 0] [--mixing-only]
 
 For each data set and likelihood the chain is first run for ``--warm`` sweeps from a PCA start
 (so that the slice samplers see a state near the posterior), then every step of the sweep is
@@ -408,6 +408,11 @@ def print_mixing(spec, data, state, n_sweeps: int, n_burn: int) -> None:
 
 def profile(name, kind, Y, n_trials, args):
     spec, data, state = setup(kind, Y, n_trials, args.n_freq)
+    if args.mixing_only:
+        N, D = data.observed.shape
+        print(f"\n{name} {kind}: N={N} D={D} M={2 * spec.n_freq}, from the PCA start")
+        print_mixing(spec, data, state, args.ess_sweeps, args.ess_burn)
+        return None
     one_sweep = lambda k, s, d: sw.sweep(k, s, spec, d, jnp.zeros(1))
     vsweep = chained(one_sweep, True)
     psweep = chained(one_sweep, False)
@@ -471,6 +476,8 @@ def main() -> None:
                    help="sweeps for the acceptance and ESS of the kernel (0: skip)")
     p.add_argument("--ess-burn", type=int, default=0,
                    help="sweeps run and discarded before those (in the same scan)")
+    p.add_argument("--mixing-only", action="store_true",
+                   help="skip the step timings: only the acceptance and ESS, from the start")
     p.add_argument("--vmap", action="store_true",
                    help="time the steps under vmap (the driver's form before issue 14)")
     args = p.parse_args()

@@ -1,29 +1,46 @@
-"""Seconds per RFLVM Gibbs sweep after compilation, for each likelihood at the paper's sizes.
+"""Seconds per RFLVM Gibbs sweep after compilation, for each likelihood at the paper's sizes,
+and the wall time per sweep of 1, 2 and 4 chains on one core and on every core.
 
-Run: ``.venv/bin/python benchmarks/rflvm_speed.py [--sweeps 20] [--likelihoods ...]``.
+Run: ``.venv/bin/python benchmarks/rflvm_speed.py [--sweeps 20] [--likelihoods ...]``;
+``--chains-only`` runs the second table alone, ``--no-chains`` the first.
 
 * S-curve (seed 000 §4): N = 500, J = 100, M = 100, Q = 2, every likelihood;
 * congress109 (Table 1): 529 × 1000 counts, M = 100, Q = 2, Poisson and negative binomial
   (read from ``../shared/data``; skipped with a message when absent).
 
-One chain, a whole sweep jitted (the estimator's compiled unit), timed over ``--sweeps`` sweeps
-after a burn-in of ``--warm`` sweeps (the first sweeps from a PCA start are slower: the slice
-samplers shrink further while the chain moves towards the posterior).  The issue's reference
-figures (the authors' NumPy/autograd implementation, measured on this machine when the issue was
-written; not re-run here, its Pólya-gamma dependency no longer builds) are printed beside ours.
+First table: one chain, a whole sweep jitted, timed over ``--sweeps`` sweeps after a burn-in of
+``--warm`` sweeps (the first sweeps from a PCA start are slower: the slice samplers shrink further
+while the chain moves towards the posterior).  The issue's reference figures (the authors'
+NumPy/autograd implementation, measured on this machine when the issue was written; not re-run
+here, its Pólya-gamma dependency no longer builds) are printed beside ours.
+
+Second table (issue 14, "chains on cores"): ``RFLVM.fit`` itself with ``n_chains`` = 1, 2, 4, in
+a fresh process with one CPU device (``GPLVM_CPU_DEVICES=1``: the chains one after the other)
+and with the default one device per core (the chains one per device, ``d`` at a time, see
+``gplvm.inference.mcmc._devices``).  Wall and process-CPU seconds per sweep of all chains are
+taken from the driver's per-call timings after ``--warm`` sweeps; with C chains on d free cores
+the wall time should approach (one chain's) × ceil(C / d).  The thread settings are printed:
+XLA runs each device's part of a program on its own thread of the CPU client's pool, and inside
+one device's program uses its intra-op (Eigen) pool unless ``--xla_cpu_multi_thread_eigen=false``.
+On a loaded machine the kernel's autogroup scheduling gives a process a fixed share of the CPUs
+whatever its thread count, so the parallel speed-up only shows when cores are free: the load
+average is printed with each row.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
+import sys
 import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-import gplvm  # noqa: F401
+import gplvm
 from gplvm.data import make_s_curve
 from gplvm.kernels import RBF
 from gplvm.models._rflvm import sweep as sw
@@ -65,18 +82,93 @@ def time_sweeps(kind, Y, n_sweeps, n_warm, n_trials=None):
             (time.process_time() - cpu) / n_sweeps)
 
 
+def chains_worker(kind: str, n_chains: int, n_sweeps: int, n_warm: int) -> dict:
+    """One ``RFLVM.fit`` with ``n_chains`` chains; the driver's timings after ``n_warm`` sweeps."""
+    import gplvm.models.rflvm as rflvm_module
+    timings = {}
+    real = rflvm_module.run_chains
+    rflvm_module.run_chains = lambda *a, **kw: real(*a, **{**kw, "timings": timings})
+    Y = _chains_data(kind)
+    start = time.perf_counter()
+    gplvm.RFLVM(likelihood=kind, n_chains=n_chains, n_iter=n_warm + n_sweeps, burn_in=n_warm,
+                map_sweeps=0, block_size=n_warm + n_sweeps, progress=False,
+                random_state=0).fit(Y)
+    done, counted, wall, cpu = 0, 0, 0.0, 0.0
+    for n, w, c in timings["calls"]:   # the calls that start after the warm-up sweeps
+        if done >= n_warm:
+            counted, wall, cpu = counted + n, wall + w, cpu + c
+        done += n
+    from gplvm.inference.mcmc._devices import placement
+    return dict(chains=n_chains, devices=len(jax.devices()), wall=wall / counted,
+                cpu=cpu / counted, compile=timings["compile_s"],
+                fit=time.perf_counter() - start, layout=placement(n_chains).describe(),
+                load=os.getloadavg()[0])
+
+
+def _chains_data(kind: str):
+    try:
+        from gplvm.data import load_congress109
+        return load_congress109().Y
+    except (FileNotFoundError, OSError):
+        return make_s_curve(kind, n_samples=500, n_outputs=100, random_state=0).Y
+
+
+def chains_table(kind: str, n_sweeps: int, n_warm: int, chain_counts) -> None:
+    """Per sweep of all chains: one CPU device against one per core, fresh processes."""
+    print(f"\nchains on cores ({kind}, congress109 if present else S-curve; "
+          f"{n_sweeps} sweeps after {n_warm}):")
+    print(f"{'chains':>6} {'devices':>7} {'wall s/sweep':>12} {'CPU s/sweep':>11} "
+          f"{'x 1 chain':>9} {'compile s':>9} {'load':>5}  layout")
+    one_chain = {}
+    for c in chain_counts:
+        for devices in ("1", ""):       # one CPU device; one per core (the default)
+            env = {**os.environ, "GPLVM_CPU_DEVICES": devices}
+            out = subprocess.run([sys.executable, __file__, "--chains-worker", kind, str(c),
+                                  str(n_sweeps), str(n_warm)], env=env, capture_output=True,
+                                 text=True, check=True).stdout.strip().splitlines()[-1]
+            r = json.loads(out)
+            one_chain.setdefault(devices, r["wall"])
+            ratio = r["wall"] / one_chain[devices]
+            print(f"{c:>6} {r['devices']:>7} {r['wall']:>12.3f} {r['cpu']:>11.3f} "
+                  f"{ratio:>9.2f} {r['compile']:>9.1f} {r['load']:>5.1f}  {r['layout']}",
+                  flush=True)
+
+
+def settings() -> str:
+    flags = os.environ.get("XLA_FLAGS", "")
+    eigen = "off" if "xla_cpu_multi_thread_eigen=false" in flags else "on"
+    return (f"XLA_FLAGS={flags or '(unset)'} (intra-op Eigen threads {eigen}) "
+            f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', '(unset)')} "
+            f"cores={len(os.sched_getaffinity(0))} jax={jax.__version__} "
+            f"devices={len(jax.devices())} x {jax.devices()[0].platform} "
+            f"load={os.getloadavg()}")
+
+
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--chains-worker":
+        kind, c, n, w = sys.argv[2], *map(int, sys.argv[3:6])
+        print(json.dumps(chains_worker(kind, c, n, w)))
+        return
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sweeps", type=int, default=20)
     p.add_argument("--warm", type=int, default=20)
     p.add_argument("--likelihoods", default="gaussian,poisson,negative_binomial,bernoulli,"
                                             "binomial,multinomial")
     p.add_argument("--no-congress", action="store_true")
+    p.add_argument("--chains", default="1,2,4", help="chain counts of the second table")
+    p.add_argument("--chains-likelihood", default="poisson")
+    p.add_argument("--chains-only", action="store_true")
+    p.add_argument("--no-chains", action="store_true")
     args = p.parse_args()
-    print(f"XLA_FLAGS={os.environ.get('XLA_FLAGS', '(unset)')} "
-          f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '(unset)')} "
-          f"cores={len(os.sched_getaffinity(0))} jax={jax.__version__} "
-          f"devices={jax.devices()} load={os.getloadavg()}")
+    print(settings())
+    if not args.chains_only:
+        sweep_table(args)
+    if not args.no_chains:
+        chains_table(args.chains_likelihood, args.sweeps, args.warm,
+                     [int(c) for c in args.chains.split(",")])
+
+
+def sweep_table(args) -> None:
     print(f"{'data':>12} {'likelihood':>18} {'compile s':>10} {'s/sweep':>9} {'CPU s/sweep':>12} "
           f"{'reference':>15}")
     cases = []

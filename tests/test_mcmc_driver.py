@@ -83,13 +83,22 @@ def test_default_heavy_thinning_in_a_run():
 
 
 def test_same_key_same_chains_whatever_the_block_size_and_devices(monkeypatch):
-    """Keys are derived per sweep index and every device runs one chain, so block sizes 1, 7
-    and 23 (one block), on all devices (C = 3 chains on 2 CPU devices: two rounds, the second
-    padded) or on one, give identical draws, traces and final states; different keys and
-    different chains differ."""
+    """Keys are derived per sweep index and chain index, and every device runs one chain, so
+    block sizes 1, 7 and 23 (one block), on all devices (C = 3 chains on 2 CPU devices: two
+    rounds, the second padded) or on one, give identical draws, traces and final states, and a
+    fourth chain leaves the first three as they were; different keys and different chains
+    differ."""
     timings = {}
     runs = [_run(block_size=7, timings=timings)]
     assert timings["devices"] == min(C, len(jax.devices()))
+    # a fourth chain changes neither the first three nor (with as many devices) the program
+    more = run_chains(jax.random.PRNGKey(1), {"x": jnp.zeros((C + 1, 2)),
+                                              "n": jnp.zeros((C + 1,), jnp.int32)},
+                      counting_sweep, n_iter=23, burn_in=5, thin=3, block_size=7,
+                      record=_record, record_heavy=_heavy, trace=_trace, progress=False,
+                      timings=timings)
+    np.testing.assert_array_equal(more.heavy["x"][:C], runs[0].heavy["x"])
+    assert timings["compile_s"] == 0 or len(jax.devices()) > C   # else: one more device
     monkeypatch.setattr(_devices, "chain_devices", lambda: jax.devices()[:1])
     runs += [_run(block_size=b, timings=timings) for b in (1, 23)]
     assert timings["devices"] == 1 and timings["rounds"] == C
@@ -103,16 +112,16 @@ def test_same_key_same_chains_whatever_the_block_size_and_devices(monkeypatch):
 
 
 @pytest.mark.parametrize("n,seconds,done,expected", [
-    (1, 0.3, 1, 3),        # 0.3 s a sweep: 3 sweeps fill the 1 s target
+    (1, 0.3, 1, 6),        # 0.3 s a sweep: 6 sweeps fill the 2 s target
     (1, 5.0, 1, 1),        # slower than the target: one sweep per block
     (1, 1e-5, 1, 49),      # fast: up to the next multiple of block_size (50)
     (10, 0.1, 45, 5),      # never across the end of a block
     (20, 0.0, 50, 50)])    # unmeasurably fast: a whole block
 def test_block_lengths_keep_the_bar_moving(n, seconds, done, expected):
     """After a call of n sweeps that took ``seconds`` (``done`` sweeps into the run), the next
-    runs about BLOCK_SECONDS (1 s) of sweeps, at least one, and stops at the end of the block
+    runs about CALL_SECONDS (2 s) of sweeps, at least one, and stops at the end of the block
     (the next multiple of block_size)."""
-    assert driver.BLOCK_SECONDS == 1.0
+    assert driver.CALL_SECONDS == 2.0
     assert driver._next_length(n, seconds, done, block_size=50) == expected
 
 

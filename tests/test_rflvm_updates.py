@@ -21,7 +21,8 @@ from gplvm.models._rflvm import weights as wts
 from gplvm.models._rflvm.features import design
 from gplvm.models._rflvm.frequencies import (update_frequencies_collapsed,
                                              update_frequencies_given_beta)
-from gplvm.models._rflvm.latents import update_x_static
+from gplvm.inference.mcmc import ess_init, ess_step
+from gplvm.models._rflvm.latents import _row_ll_on, update_x_static
 from gplvm.models._rflvm.spec import RFLVMData
 from gplvm.kernels import RBF
 from gplvm.samplers import polya_gamma
@@ -34,8 +35,8 @@ def _grid_check(draws, grid, log_post, what):
     draws = np.asarray(draws)
     assert np.all(np.isfinite(draws)), what
     w = np.exp(log_post - log_post.max())
-    cdf = np.cumsum(w)
-    cdf /= cdf[-1]
+    cdf = np.concatenate([[0.0], np.cumsum(0.5 * (w[1:] + w[:-1]))])   # trapezoid rule: the
+    cdf /= cdf[-1]                                                       # CDF at the grid points
     mean = np.sum(grid * w) / np.sum(w)
     sd = np.sqrt(np.sum((grid - mean) ** 2 * w) / np.sum(w))
     p = stats.kstest(draws, lambda x: np.interp(x, grid, cdf)).pvalue
@@ -348,6 +349,65 @@ def test_latent_row_slice_matches_grid_posterior():
         jnp.asarray(grid)))
     log_post = (y[0] * f - np.exp(f)).sum(1) - 0.5 * grid**2
     _grid_check(draws, grid, log_post, "latent row")
+
+
+def _single_loop_and_compacted(key, f, fn, on, nu, mean=0.0):
+    """One slice of every block by the single loop over all blocks and by the compacted one."""
+    start = ess_init(f, fn)
+    return [ess_step(key, start, fn, nu, mean, log_lik_on=o) for o in (None, on)]
+
+
+def _assert_same_transition(a, b):
+    (state_a, info_a), (state_b, info_b) = a, b
+    np.testing.assert_array_equal(info_a.n_proposals, info_b.n_proposals)
+    np.testing.assert_array_equal(info_a.accepted, info_b.accepted)
+    np.testing.assert_array_equal(info_a.theta, info_b.theta)
+    # the same angle gives the same point (up to rounding: vmap may fuse the sum differently)
+    np.testing.assert_allclose(state_a.position, state_b.position, rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(state_a.log_lik, state_b.log_lik, rtol=1e-12)
+
+
+def _assert_reaches_the_smallest_buffer(n_proposals, size):
+    """Some block still shrinks once at most ``size`` blocks do: the last buffer runs rounds."""
+    most = np.sort(np.asarray(n_proposals))[::-1]
+    assert most[size] < most[0], most[:size + 1]
+
+
+def test_compacted_slices_take_the_single_loops_path():
+    # Evaluating only the blocks still shrinking (issue 14) is bookkeeping: every block must
+    # take exactly the path the single loop over all blocks gives it, with the same random
+    # numbers (a block's angles depend on its index and the round only), through every buffer
+    # (buffers of 130, 65, 33 rows; of 70, 35 columns).
+    rng = np.random.default_rng(30)
+    N, D, P = 130, 20, 5
+    W = jnp.asarray(rng.normal(size=(2, 1)))
+    beta = jnp.asarray(rng.normal(size=(P, D)))
+    Y = jnp.asarray(rng.poisson(3.0, (N, D)).astype(float))
+    data = _data(Y, offset=0.3 * rng.normal(size=(N, 1)))
+    on = _row_ll_on("poisson", data, Y, W, beta, jnp.ones(D), jnp.ones(D), True)
+    X, nu = (jnp.asarray(rng.normal(size=(N, 1))) for _ in range(2))
+    single, compacted = jax.jit(lambda k: _single_loop_and_compacted(k, X, on(None), on, nu))(
+        jax.random.PRNGKey(0))
+    _assert_reaches_the_smallest_buffer(single[1].n_proposals, 33)
+    _assert_same_transition(single, compacted)
+    # β of Poisson columns: blocks (β_j − μ_j, Φ(β_j − μ_j)), D = 70 columns (about a
+    # nonzero mean here, which the kernel supports though the β step centres its blocks)
+    D = 70
+    per_column = (rng.poisson(2.0, (D, N)).astype(float), rng.uniform(0.5, 2.0, (D, N)),
+                  rng.uniform(1, 3, D), rng.normal(size=(D, P)))
+    on = wts._poisson_column_ll_on(tuple(map(jnp.asarray, per_column)), P)
+    mean = jnp.asarray(0.1 * rng.normal(size=(D, P + N)))
+    f, nu = (mean + 0.1 * jnp.asarray(rng.normal(size=mean.shape)) for _ in range(2))
+    both_ways = jax.jit(lambda k: _single_loop_and_compacted(k, f, on(None), on, nu, mean))
+    keys = jax.random.split(jax.random.PRNGKey(5), 2)
+    single = [both_ways(k)[0] for k in keys]
+    _assert_reaches_the_smallest_buffer(single[0][1].n_proposals, 35)
+    _assert_same_transition(single[0], both_ways(keys[0])[1])
+    # under vmap over chains (the driver's vectorize=True), chain by chain
+    chains = jax.jit(jax.vmap(lambda k: ess_step(k, ess_init(f, on(None)), on(None), nu, mean,
+                                                 log_lik_on=on)))(keys)
+    for c in range(2):
+        _assert_same_transition(single[c], jax.tree_util.tree_map(lambda a: a[c], chains))
 
 
 # --- the samplers' Info, as kept by a whole sweep ------------------------------------------------

@@ -13,8 +13,10 @@ chain's slowest element is done; measured on the RFLVM (issue 14, ``benchmarks/r
 that doubled the cost of a sweep even for one chain.  One after the other, each chain pays for its
 own work only; ``vmap`` pays off only for sweeps so small that per-operation overhead dominates.
 
-Global sweep ``i`` (0-based) uses key ``split(fold_in(key, i), C)[c]`` for chain c, so the
-chains never depend on how the sweeps are cut into blocks nor on which device runs them.
+Global sweep ``i`` (0-based) uses key ``fold_in(fold_in(key, i), c)`` for chain c (under JAX's
+default partitionable Threefry this is ``split(fold_in(key, i), C)[c]``, the earlier scheme), so
+the chains never depend on how the sweeps are cut into blocks, on which device runs them, nor on
+how many chains run: the program depends on the number of devices, not of chains.
 
 The program is compiled ahead of time (``jit(...).lower(...).compile()``) so that the driver can
 time compilation as its own phase; the compiled programs are kept per sweep and argument shapes.
@@ -81,7 +83,7 @@ def _keep(fn, buf, state, j, keep, rows):
 
 
 def _local_block(sweep_ref, record, record_heavy, trace, block_size, rows, rows_heavy,
-                 n_chains, vectorize):
+                 vectorize):
     """The block on one device: ``n_valid`` sweeps of its chains from global sweep ``first``.
 
     ``sweep_ref()`` returns the sweep; the block holds it weakly so that caching the compiled
@@ -93,7 +95,8 @@ def _local_block(sweep_ref, record, record_heavy, trace, block_size, rows, rows_
 
         def body(carry):
             t, state, buf, buf_heavy, traced, j, j_heavy = carry
-            keys = jax.random.split(jax.random.fold_in(key, first + t), n_chains)[chain]
+            sweep_key = jax.random.fold_in(key, first + t)
+            keys = jax.vmap(jax.random.fold_in, (None, 0))(sweep_key, chain)
             new = vsweep(keys, state)
             check_sweep_output(new, state)
             state = jax.tree_util.tree_map(lambda n, o: n.astype(o.dtype), new, state)
@@ -116,15 +119,15 @@ def _local_block(sweep_ref, record, record_heavy, trace, block_size, rows, rows_
     return block
 
 
-def _make_block(sweep_ref, placement: Placement, record, record_heavy, trace, block_size, rows,
-                rows_heavy, vectorize=False):
-    """The jitted block over the devices of ``placement``: each device runs its chains."""
+def _make_block(sweep_ref, mesh, record, record_heavy, trace, block_size, rows, rows_heavy,
+                vectorize=False):
+    """The jitted block over the devices of ``mesh``: each device runs its chains."""
     local = _local_block(sweep_ref, record, record_heavy, trace, block_size, rows, rows_heavy,
-                         placement.n_chains, vectorize)
+                         vectorize)
     c, rep = PartitionSpec(AXIS), PartitionSpec()
     # unchecked: each device's chains are independent (no collective), and checking would ask
     # every zero-initialised buffer of the loop to be marked as varying over devices
-    return jax.jit(shard_map(local, mesh=placement.mesh, in_specs=(rep, c, c, rep, rep, rep,
+    return jax.jit(shard_map(local, mesh=mesh, in_specs=(rep, c, c, rep, rep, rep,
                                                                    rep, rep),
                              out_specs=c, **_UNCHECKED))
 
@@ -157,7 +160,8 @@ def compiled_block(sweep, placement: Placement, record, record_heavy, trace, blo
     """The block for ``sweep``: the last one built for this sweep is reused when the other
     arguments are the same objects, so repeated runs of one sampler compile once; one block
     per live sweep is kept (a fresh ``record`` lambda per run replaces it, nothing piles up)."""
-    cache_key = (placement, record, record_heavy, trace, block_size, rows, rows_heavy, vectorize)
+    cache_key = (placement.mesh, record, record_heavy, trace, block_size, rows, rows_heavy,
+                 vectorize)
     try:
         cached = _BLOCKS.get(sweep)
         sweep_ref = weakref.ref(sweep)

@@ -8,11 +8,12 @@ composition of kernels).  The driver
   them under ``vmap`` with ``vectorize=True``, see :mod:`._block` for why that is not the
   default), over a *block* of sweeps compiled once, ahead of time, as its own phase of the
   progress bar (timed, logged, printed with the bar): every block, whatever its length up to
-  ``block_size``, calls the same compiled program (a ``while_loop`` over the block's sweeps);
-  the first block is one sweep and later ones about :data:`BLOCK_SECONDS` of work, so the bar
-  moves every second or so however slow the sweep;
+  ``block_size``, is run in calls of the same compiled program (a ``while_loop`` over the
+  call's sweeps): the first call is one sweep, later ones about :data:`CALL_SECONDS` of work,
+  so the bar moves every two seconds or so however slow the sweep;
 * derives the key of sweep ``i`` (0-based, counted from the start of the chain) as
-  ``split(fold_in(key, i), C)[c]`` for chain c, so the draws depend on the key only — not on
+  ``fold_in(fold_in(key, i), c)`` for chain c (``split(fold_in(key, i), C)[c]`` under JAX's
+  default partitionable Threefry), so the draws depend on the key only — not on
   ``block_size``, not on interruptions and resumptions (``start``), not on the number of
   devices (every device runs the same one-chain program);
 * keeps ``record(state)`` every ``thin`` sweeps after ``burn_in``, ``record_heavy(state)``
@@ -47,7 +48,10 @@ from gplvm.inference.mcmc._devices import (chain_index, gather, placement, repli
 from gplvm.inference.mcmc._kept import ChainResult, Counts, Kept, n_kept
 
 MAX_HEAVY_DRAWS = 200
-BLOCK_SECONDS = 1.0
+# Each call of a compiled program pays for its allocations (the RFLVM's congress109 sweep has
+# 92 MB of temporaries, ~80 ms of page faults on a loaded machine): 2 s calls keep that within
+# a few per cent while the bar moves.
+CALL_SECONDS = 2.0
 BAR_FORMAT = ("{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total_fmt} "
               "[{elapsed}<{remaining}{postfix}]")  # n is fractional between rounds
 logger = logging.getLogger("gplvm")
@@ -104,11 +108,11 @@ def _postfix(traced, n: int) -> dict:
 
 def _next_length(n: int, seconds: float, done: int, block_size: int) -> int:
     """Sweeps in the next call of the compiled block, ``done`` sweeps into the run: about
-    :data:`BLOCK_SECONDS` of work at the pace of the last call (``n`` sweeps in ``seconds``), at
+    :data:`CALL_SECONDS` of work at the pace of the last call (``n`` sweeps in ``seconds``), at
     most ``block_size``, never across a multiple of ``block_size`` (so that the blocks of
     ``block_size`` sweeps, after which callbacks run, end as they would without splitting)."""
     pace = seconds / max(n, 1)
-    want = int(BLOCK_SECONDS / pace) if pace > 0 else block_size
+    want = int(CALL_SECONDS / pace) if pace > 0 else block_size
     return max(1, min(want, block_size - done % block_size))
 
 
@@ -141,8 +145,8 @@ def run_chains(key, init_state, sweep: Callable, *, n_iter: int, burn_in: int = 
         block_size: sweeps per block (``callback`` and ``on_block`` run after each);
             defaults to ``ceil(n_iter / 50)`` capped at 100.  A block is run in one or more
             calls of one compiled program (one host copy each): the first call is one sweep,
-            later ones about :data:`BLOCK_SECONDS` of work, so the bar moves every second or
-            so however slow the sweep.
+            later ones about :data:`CALL_SECONDS` of work, so the bar moves every two seconds
+            or so however slow the sweep.
         progress: show a tqdm bar on stderr (compilation as its own phase, then sweeps) and
             print the compile time and the devices used.
         desc: the bar's label.
@@ -161,7 +165,8 @@ def run_chains(key, init_state, sweep: Callable, *, n_iter: int, burn_in: int = 
             rounding.
         timings: a dict to receive ``compile_s`` (tracing, lowering and compiling the block;
             0 when reused), ``sweep_s`` (wall seconds per sweep of all chains, compilation
-            excluded), ``devices`` and ``rounds`` (see :mod:`._devices`).
+            excluded), ``calls`` (sweeps, wall and process CPU seconds of each call of the block),
+            ``devices`` and ``rounds`` (see :mod:`._devices`).
 
     Returns:
         :class:`ChainResult`.  On Ctrl-C, every finished block is kept, with a warning.
@@ -186,7 +191,7 @@ def run_chains(key, init_state, sweep: Callable, *, n_iter: int, burn_in: int = 
             run.compile(block, bar, desc, progress)
         n = 1
         while run.done < n_iter:
-            seconds, n = run.call(min(n, n_iter - run.done), kept, bar)
+            seconds, n = run.call(min(n, n_iter - run.done), kept, bar)   # all rounds
             if trace is not None:
                 bar.set_postfix(_postfix(kept.traced, run.done - start), refresh=False)
             if (run.done - start) % block_size == 0 or run.done == n_iter:  # a block ends
@@ -194,7 +199,7 @@ def run_chains(key, init_state, sweep: Callable, *, n_iter: int, burn_in: int = 
                     callback(run.done, run.state())
                 if on_block is not None:
                     on_block(kept.result(run.state(), run.done, run.done < n_iter))
-            n = _next_length(n, seconds, run.done - start, block_size)
+            n = _next_length(n, seconds / place.rounds, run.done - start, block_size)
     except KeyboardInterrupt:
         warnings.warn(f"{desc}: interrupted after {run.done} of {n_iter} sweeps; keeping the "
                       f"draws made so far", RuntimeWarning, stacklevel=2)
@@ -214,7 +219,7 @@ class _Run:
         self.states, self.chains = split_rounds(place, init_state), chain_index(place)
         self.key = replicated(place, key)
         self.consts = [self.scalar(v) for v in (counts.burn_in, counts.thin, counts.thin_heavy)]
-        self.program, self.compile_s, self.run_s = None, 0.0, 0.0
+        self.program, self.compile_s, self.calls = None, 0.0, []
 
     def scalar(self, v):
         return replicated(self.place, np.int32(v))
@@ -235,7 +240,7 @@ class _Run:
 
     def call(self, n: int, kept, bar):
         """``n`` sweeps of every chain (every round); the seconds they took and ``n``."""
-        tick = time.perf_counter()
+        tick, cpu = time.perf_counter(), time.process_time()
         first, length = self.scalar(self.done), self.scalar(n)
         outs = [self.program(self.key, state, chains, first, length, *self.consts)
                 for state, chains in zip(self.states, self.chains)]
@@ -245,15 +250,17 @@ class _Run:
         # the state moves only once every round is done: Ctrl-C between rounds keeps none
         self.states, self.done = [out[0] for out in outs], self.done + n
         seconds = time.perf_counter() - tick
-        self.run_s += seconds
+        self.calls.append((n, seconds, time.process_time() - cpu))
         return seconds, n
 
     def state(self):
         return gather(self.place, self.states)
 
     def timings(self) -> dict:
-        return dict(compile_s=self.compile_s, sweep_s=self.run_s / max(self.done - self.start, 1),
-                    devices=self.place.mesh.size, rounds=self.place.rounds)
+        run_s = sum(call[1] for call in self.calls)
+        return dict(compile_s=self.compile_s, sweep_s=run_s / max(self.done - self.start, 1),
+                    calls=list(self.calls), devices=self.place.mesh.size,
+                    rounds=self.place.rounds)
 
 
 def concat_results(first: ChainResult, second: ChainResult) -> ChainResult:

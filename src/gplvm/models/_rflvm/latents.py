@@ -3,7 +3,9 @@ r"""Updates of the latent points X (seed 000, §3.1).
 **Static prior** x_n ~ N(0, I).  Given W and β the rows of X are conditionally independent
 (the likelihood factorises over rows), so every row gets its own elliptical slice (Murray,
 Adams & MacKay 2010) in one batched call: N slices of dimension Q instead of one of
-dimension NQ, which would have to shrink to the width of the narrowest row posterior.
+dimension NQ, which would have to shrink to the width of the narrowest row posterior.  Each
+proposal for row n evaluates row n's likelihood only (O(M·D)): once few rows are still
+shrinking, the kernel gathers them and evaluates just those (issue 14).
 
 **Dynamic prior** (the dynamic RFLVM, §3.1): each latent dimension x_q is a GP over the time
 stamps t, approximated with inducing times u (Snelson & Ghahramani 2005):
@@ -35,11 +37,25 @@ TIME_PRIOR_MEAN = jnp.array([-2.3, 0.0])  # log(length-scale / time span) ~ N(lo
 TIME_PRIOR_SD = jnp.array([1.0, 1.0])
 
 
+def _row_ll_on(kind, data, Y, W, beta, noise_var, dispersion, intercept):
+    """``rows -> (X_rows -> log p(y_n | x_n, W, β) for those rows)``; ``rows`` None for all.
+
+    A row's log-likelihood needs its own data only (O(M·D) per row), so the slice sampler can
+    evaluate just the rows still shrinking (:func:`gplvm.inference.mcmc.elliptical_slice`).
+    """
+    def on(rows):
+        take = (lambda a: a) if rows is None else (lambda a: a[rows])
+        Y_r, obs_r, offset_r, trials_r = map(take, (Y, data.observed, data.offset, data.trials))
+
+        def fn(X):
+            psi = design(X, W, intercept) @ beta + offset_r
+            return row_log_lik(kind, Y_r, psi, obs_r, trials_r, noise_var, dispersion)
+        return fn
+    return on
+
+
 def _row_ll_fn(kind, data, Y, W, beta, noise_var, dispersion, intercept):
-    def fn(X):
-        psi = design(X, W, intercept) @ beta + data.offset
-        return row_log_lik(kind, Y, psi, data.observed, data.trials, noise_var, dispersion)
-    return fn
+    return _row_ll_on(kind, data, Y, W, beta, noise_var, dispersion, intercept)(None)
 
 
 def update_x_static(key: Array, X: Array, kind, data, Y, W, beta, noise_var, dispersion,
@@ -49,14 +65,15 @@ def update_x_static(key: Array, X: Array, kind, data, Y, W, beta, noise_var, dis
     Returns:
         (X, mean number of points evaluated on the ellipse per row and step).
     """
-    fn = _row_ll_fn(kind, data, Y, W, beta, noise_var, dispersion, intercept)
+    on = _row_ll_on(kind, data, Y, W, beta, noise_var, dispersion, intercept)
+    fn = on(None)
 
     def step(X, key):
         key_nu, key_ess = jax.random.split(key)
         # 1. ν ~ N(0, I) per row, the ellipse of Murray et al. (2010, Fig. 2); the kernel
-        #    does steps 2-7
+        #    does steps 2-7, evaluating only the rows still shrinking (``log_lik_on``)
         nu = jax.random.normal(key_nu, X.shape, X.dtype)
-        state, info = ess_step(key_ess, ess_init(X, fn), fn, nu)
+        state, info = ess_step(key_ess, ess_init(X, fn), fn, nu, log_lik_on=on)
         return state.position, jnp.mean(info.n_proposals.astype(X.dtype))
 
     X, n_proposals = lax.scan(step, X, jax.random.split(key, n_steps))

@@ -38,7 +38,6 @@ from jax import lax
 from jax.scipy.linalg import solve_triangular
 
 from gplvm.inference.mcmc import ess_init, ess_step
-from gplvm.models._rflvm.loglik import psi_log_lik
 
 Array = jax.Array
 
@@ -197,11 +196,11 @@ def sample_beta_ess(key: Array, Phi: Array, beta: Array, Y: Array, observed: Arr
     Murray & Adams 2014, §2), so the update stays exact whatever the quality of the
     approximation, which only affects the speed of mixing.
 
-    The slice moves β along μ + (β − μ)cos θ + (ν − μ)sin θ, so Φβ moves along the same
-    ellipse with Φμ, Φν; carrying ψ = Φβ beside β in the slice state makes every shrinkage
-    step O(N + M) per column, and the Gaussian ratio is cheap in it:
-    log N(β; β0, B0) − log N(β; μ, Λ⁻¹) = ½λ‖Φ(β − μ)‖² + ½‖β − μ‖²_{B0⁻¹} − ½‖β − β0‖²_{B0⁻¹}
-    + const.
+    The slice runs in the coordinates g = β − μ about the working mean, where the ellipse is
+    g cos θ + (ν − μ) sin θ, and Φg moves along the same ellipse with Φ(ν − μ): carrying Φg
+    beside g in each block makes every shrinkage step O(N + M) per column
+    (:func:`_poisson_column_ll_on`).  Columns are independent given X and W, so once few columns
+    are still shrinking the kernel evaluates just those (``log_lik_on``; issue 14).
 
     Returns:
         (β (P, D), mean number of points evaluated on the ellipse per column).
@@ -210,22 +209,42 @@ def sample_beta_ess(key: Array, Phi: Array, beta: Array, Y: Array, observed: Arr
     key_nu, key_ess = jax.random.split(key)
     mu, lam, scale, s = _working_gaussian(Phi, Y, observed, offset, prior_mean, prior_prec)
     eps = jax.random.normal(key_nu, beta.shape, beta.dtype)
-    nu = mu + scale @ (eps / jnp.sqrt(lam[None, :] * s[:, None] + 1.0))
-    Phi_mu = Phi @ mu
+    nu_c = scale @ (eps / jnp.sqrt(lam[None, :] * s[:, None] + 1.0))      # ν − μ ~ N(0, Λ⁻¹)
+    # Φ(β − μ), Φ(ν − μ) and Φμ as one product
+    Phi_g, Phi_nu, Phi_mu = jnp.split(Phi @ jnp.concatenate([beta - mu, nu_c, mu], axis=1), 3,
+                                      axis=1)
+    per_column = ((Y * observed).T, (observed * jnp.exp(Phi_mu + offset)).T, lam,
+                  (prior_prec[:, None] * (mu - prior_mean)).T)
+    on = _poisson_column_ll_on(per_column, P)
+    stack = lambda g, Phi_g: jnp.concatenate([g.T, Phi_g.T], axis=1)      # (D, P + N)
+    state, info = ess_step(key_ess, ess_init(stack(beta - mu, Phi_g), on(None)), on(None),
+                           stack(nu_c, Phi_nu), log_lik_on=on)
+    return mu + state.position[:, :P].T, jnp.mean(info.n_proposals.astype(beta.dtype))
 
-    def stack(b):
-        return jnp.concatenate([b.T, (Phi @ b).T], axis=1)       # (D, P + N)
 
-    def log_lik_fn(f):
-        b, psi0 = f[:, :P].T, f[:, P:].T                          # (P, D), (N, D)
-        psi = psi0 + offset
-        vals = psi_log_lik("poisson", Y, psi, None, None, None)
-        ll = jnp.sum(vals * observed, axis=0)
-        ratio = (0.5 * lam * jnp.sum((psi0 - Phi_mu) ** 2, axis=0)
-                 + 0.5 * jnp.sum(prior_prec[:, None] * ((b - mu) ** 2 - (b - prior_mean) ** 2),
-                                 axis=0))
-        return ll + ratio
+def _poisson_column_ll_on(per_column, P: int):
+    r"""``cols -> (blocks -> log-targets)`` of :func:`sample_beta_ess`'s columns ``cols``
+    (all of them for None).
 
-    state, info = ess_step(key_ess, ess_init(stack(beta), log_lik_fn), log_lik_fn, stack(nu),
-                           mean=stack(mu))
-    return state.position[:, :P].T, jnp.mean(info.n_proposals.astype(beta.dtype))
+    Block j is (g_j, Φg_j) with g_j = β_j − μ_j.  With ψ = o + Φμ_j + Φg_j and Λ_j = λ_jΦᵀΦ +
+    B0⁻¹, the log-target log p(y_j | β) + log N(β; β0, B0) − log N(β; μ_j, Λ_j⁻¹) is, up to a
+    constant of the column (which the slice, comparing values of one column, never sees),
+
+    .. math:: \sum_n \big(y_n (\Phi g)_n - w_n e^{(\Phi g)_n}\big)
+              + \tfrac{\lambda_j}{2} \|\Phi g\|^2 - c_j^\top g,
+
+    with w = observed · exp(o + Φμ_j) and c_j = B0⁻¹(μ_j − β0) (the two quadratic forms in β
+    of the Gaussian ratio differ by ½ λ_j‖Φg‖² and a term linear in g).
+
+    ``per_column`` holds ((y·observed)ᵀ (D, N), wᵀ (D, N), λ (D,), cᵀ (D, P)).
+    """
+    def on(cols):
+        take = (lambda a: a) if cols is None else (lambda a: a[cols])
+        Y, w, lam, c = map(take, per_column)
+
+        def fn(blocks):
+            g, Phi_g = blocks[:, :P], blocks[:, P:]
+            vals = Phi_g * (Y + 0.5 * lam[:, None] * Phi_g) - w * jnp.exp(Phi_g)
+            return jnp.sum(vals, axis=1) - jnp.sum(c * g, axis=1)
+        return fn
+    return on
