@@ -7,7 +7,7 @@ fit after validation, via ``gplvm._random.as_key``) is replaced by a tripwire, s
 slips past validation fails at once instead of compiling.
 
 A new estimator joins by one entry in ``ESTIMATORS``; a new constructor argument must get bad
-values in ``BAD_PARAMS`` (``test_every_parameter_has_bad_values``).  A case that does not apply
+values in ``BAD_PARAMS`` (``test_every_estimator_and_parameter_is_in_the_matrix``).  A case that does not apply
 to an estimator says why in its ``not_for`` table; it is not run (and not skipped).
 """
 
@@ -328,6 +328,15 @@ def tripwire(monkeypatch):
         raise ComputationStarted("validation let this input through: a fit started")
     monkeypatch.setattr(jax.random, "PRNGKey", trip)
     monkeypatch.setattr(jax.random, "key", trip)
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("spec", ESTIMATORS, ids=lambda s: s.name)
+def test_good_input_passes_validation_and_reaches_the_tripwire(spec, tripwire):
+    """The settings and data the cases start from are valid: each bad case fails for its own
+    reason, and the tripwire does catch a fit that starts computing."""
+    with pytest.raises(ComputationStarted):
+        spec.fit()
 
 
 def _raised_by_gplvm(excinfo) -> bool:
