@@ -14,7 +14,13 @@ The objective is compiled once per shape (ahead of time, shown as its own "compi
 of the progress bar and returned as ``compile_s``); the Python loop around it moves the bar,
 checks convergence and keeps the last finite iterate, so that
 
-* a non-finite objective stops the run and returns the last finite parameters (with a warning),
+* a non-finite objective or gradient mid-run (a failed Cholesky gives NaN in JAX, an overflow
+  gives inf) rejects the step that led there: the run rolls back to the last iterate at which
+  the objective was evaluated finite, stops, and says at which iteration with a
+  ``RuntimeWarning``; non-finite parameters never reach ``callback`` (a checkpoint) nor the
+  result.  A caller with a remedy (a larger jitter) restarts from the returned parameters;
+* an objective or gradient that is already non-finite at the starting parameters raises
+  :class:`NonFiniteObjectiveError`: there is no finite point to keep;
 * Ctrl-C (``KeyboardInterrupt``) stops the run and returns the work done so far, flagged
   ``interrupted=True``, instead of losing it.
 """
@@ -38,6 +44,19 @@ from tqdm.auto import tqdm
 METHODS = ("lbfgs", "lbfgsb", "adam")
 
 
+class NonFiniteObjectiveError(ValueError, FloatingPointError):
+    """The objective (or its gradient) is NaN or infinite at the starting parameters.
+
+    A ``ValueError`` (it almost always comes from the data or the initial values: an entry of
+    1e300, a zero variance) and a ``FloatingPointError``.  ``params`` holds the starting
+    parameters, ``what`` says whether the objective or its gradient was non-finite.
+    """
+
+    def __init__(self, message: str, params: Any = None, what: str = "objective"):
+        super().__init__(message)
+        self.params, self.what = params, what
+
+
 class OptimResult(NamedTuple):
     params: Any
     history: np.ndarray   # objective per iteration (the minimised value)
@@ -58,9 +77,28 @@ def _make_lbfgs_step(fun, optimizer):
         value, grad = optax.value_and_grad_from_state(value_fn)(params, state=state)
         updates, state = optimizer.update(grad, state, params, value=value, grad=grad,
                                           value_fn=value_fn)
-        return optax.apply_updates(params, updates), state, value
+        new_params = optax.apply_updates(params, updates)
+        step_ok = _all_finite(new_params) & ~_line_search_found_nothing(state)
+        return new_params, state, value, _all_finite(grad), step_ok
 
     return step
+
+
+def _line_search_found_nothing(state) -> jax.Array:
+    """Whether optax's zoom line search met only non-finite values (or slopes) along the
+    direction.
+
+    It rejects non-finite trial points itself, and when no finite one is left it falls back on
+    a step of size 0 with the sufficient-decrease error of a NaN, +inf (optax
+    ``linesearch.py``): the run would then repeat the same point until it looked converged.
+    False for an optimiser without a zoom line search.
+    """
+    is_ls = lambda x: isinstance(x, optax.ScaleByZoomLinesearchState)  # noqa: E731
+    found = [ls for ls in jax.tree_util.tree_leaves(state, is_leaf=is_ls) if is_ls(ls)]
+    if not found:
+        return jnp.asarray(False)
+    return jnp.any(jnp.stack([(ls.learning_rate == 0) & jnp.isinf(ls.info.decrease_error)
+                              for ls in found]))
 
 
 def _make_stochastic_step(fun, optimizer):
@@ -68,9 +106,18 @@ def _make_stochastic_step(fun, optimizer):
     def step(params, state, key, args):
         value, grad = jax.value_and_grad(fun)(params, key, *args)
         updates, state = optimizer.update(grad, state, params)
-        return optax.apply_updates(params, updates), state, value
+        new_params = optax.apply_updates(params, updates)
+        return new_params, state, value, _all_finite(grad), _all_finite(new_params)
 
     return step
+
+
+def _all_finite(tree) -> jax.Array:
+    """Whether every entry of every leaf of ``tree`` is finite (one boolean, computed in XLA
+    beside the step so that checking costs no extra pass over the parameters)."""
+    leaves = jax.tree_util.tree_leaves(tree)
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in leaves])) if leaves \
+        else jnp.asarray(True)
 
 
 _STEPS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -169,13 +216,18 @@ def _optax_loop(fun, params, method, n_iter, learning_rate, tol, patience, key, 
     stochastic, quiet = method == "adam", 0
     for i in range(len(out["history"]), n_iter):
         key, sub = jax.random.split(key)
-        new_params, state, value = step(params, state, sub, args)
+        new_params, new_state, value, grad_ok, step_ok = step(params, state, sub, args)
         value = float(value)  # the objective at `params` (before this update)
-        if not np.isfinite(value):
-            out["non_finite"] = i
+        if not np.isfinite(value):      # reject: keep the iterate before `params`
+            _fault(out, i, f"the objective is {value}", params)
             return
         out["history"].append(value)
-        out["last_good"], params = params, new_params
+        out["last_good"] = params       # evaluated finite: the iterate a fault rolls back to
+        if not (bool(grad_ok) and bool(step_ok)):   # reject the step; `params` is kept
+            _fault(out, i, "the gradient is non-finite" if not bool(grad_ok) else
+                   "no trial step of the line search is finite", params)
+            return
+        params, state = new_params, new_state
         out["params"] = params
         if callback is not None:
             callback(i, params, value)
@@ -187,8 +239,16 @@ def _optax_loop(fun, params, method, n_iter, learning_rate, tol, patience, key, 
                 return
 
 
+def _fault(out, i, what, params):
+    """Record a non-finite objective, gradient or step at iteration ``i``: the run stops and
+    returns ``out["last_good"]``; at the starting parameters (``i == 0``) it raises instead."""
+    out["non_finite"] = (i, what)
+    if i == 0:
+        out["at_start"] = params
+
+
 class _NonFinite(Exception):
-    pass
+    """A non-finite value or gradient of the flattened objective; ``what`` says which."""
 
 
 class _FlatObjective:
@@ -211,8 +271,10 @@ class _FlatObjective:
         value, grad = self.value_and_grad(self.tree(x), self.args)
         value = float(value)
         grad = np.concatenate([np.ravel(g) for g in jax.tree_util.tree_leaves(grad)])
-        if not (np.isfinite(value) and np.all(np.isfinite(grad))):
-            raise _NonFinite
+        if not np.isfinite(value):
+            raise _NonFinite(f"the objective is {value}")
+        if not np.all(np.isfinite(grad)):
+            raise _NonFinite("the gradient is non-finite")
         return value, grad.astype(float)
 
 
@@ -250,6 +312,10 @@ def _lbfgsb_loop(fun, params, n_iter, tol, patience, args, callback, bar, out):
     x = flat.x0
     try:
         values.append(flat(x)[0])
+    except _NonFinite as err:
+        _fault(out, 0, str(err), params)
+        return
+    try:
         for attempt in range(n_iter):   # attempt > 0: after a failed line search
             start = len(out["history"])
             result = scipy.optimize.minimize(
@@ -263,8 +329,8 @@ def _lbfgsb_loop(fun, params, n_iter, tol, patience, args, callback, bar, out):
             if attempt > 0 and len(out["history"]) == start:
                 out["stalled"] = True
                 return
-    except _NonFinite:
-        out["non_finite"] = len(out["history"])
+    except _NonFinite as err:       # at a trial point of the line search: not accepted
+        out["non_finite"] = (len(out["history"]), str(err))
 
 
 def minimise(fun: Callable, params, *, method: str = "lbfgs", n_iter: int = 1000,
@@ -299,6 +365,13 @@ def minimise(fun: Callable, params, *, method: str = "lbfgs", n_iter: int = 1000
     Returns:
         :class:`OptimResult` with the final (or last finite) parameters, the history (the
         objective at the start of each iteration) and the seconds spent compiling.
+
+    Raises:
+        NonFiniteObjectiveError: the objective or its gradient is non-finite at ``params``.
+
+    Warns:
+        RuntimeWarning: the objective or its gradient became non-finite at an iteration (named
+            in the message); the result holds the last iterate at which it was finite.
     """
     if method not in METHODS:
         raise ValueError(f"method={method!r}; use 'lbfgs' or 'lbfgsb' (deterministic "
@@ -308,7 +381,7 @@ def minimise(fun: Callable, params, *, method: str = "lbfgs", n_iter: int = 1000
                          "'adam' with it, not 'lbfgsb'")
     params = _strong(params)
     out = {"params": params, "last_good": params, "history": [], "converged": False,
-           "non_finite": None, "stalled": False}
+           "non_finite": None, "stalled": False, "at_start": None}
     interrupted = False
     bar = _Bar(n_iter, desc, progress)
     try:
@@ -324,10 +397,18 @@ def minimise(fun: Callable, params, *, method: str = "lbfgs", n_iter: int = 1000
                       f"the parameters reached so far", RuntimeWarning, stacklevel=2)
     finally:
         bar.tqdm.close()
+    if out["at_start"] is not None:
+        what = out["non_finite"][1]
+        raise NonFiniteObjectiveError(
+            f"{desc}: {what} at the starting parameters, so there is no finite point to "
+            f"start from or keep; look for non-finite or extreme values (e.g. 1e300) in the "
+            f"data and for invalid initial values", out["at_start"],
+            "gradient" if "gradient" in what else "objective")
     if out["non_finite"] is not None:
-        warnings.warn(f"{desc}: the objective became non-finite at iteration "
-                      f"{out['non_finite']}; returning the last finite parameters",
-                      RuntimeWarning, stacklevel=2)
+        i, what = out["non_finite"]
+        warnings.warn(f"{desc}: non-finite objective or gradient at iteration {i} ({what}); "
+                      f"the step was rejected and the run stopped at the last parameters "
+                      f"where the objective was finite", RuntimeWarning, stacklevel=2)
     kept = out["last_good"] if interrupted or out["non_finite"] is not None else out["params"]
     params = jax.tree_util.tree_map(jnp.asarray, kept)
     return OptimResult(params, np.asarray(out["history"]), len(out["history"]),
