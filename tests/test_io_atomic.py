@@ -16,14 +16,12 @@ import signal
 import time
 import warnings
 
-import jax
 import numpy as np
 import pytest
 
 import gplvm
 from gplvm import io as gio
-from gplvm.features import RandomFourierFeatures
-from gplvm.kernels import RBF
+from test_io import blr  # noqa: F401  (the fixture)
 
 REPETITIONS = 20
 BIG = 4_000_000                 # float64 entries of the new model's extra array: 32 MB
@@ -31,13 +29,9 @@ MID_WRITE_BYTES = 1 << 20       # the child is killed once its temporary file ho
 
 
 @pytest.fixture(scope="module")
-def old_model():
-    rng = np.random.default_rng(2)
-    X = rng.normal(size=(30, 2))
-    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=30)
-    features = RandomFourierFeatures.create(RBF(lengthscale=1.0), 10, 2, jax.random.PRNGKey(3))
-    model = gplvm.BayesianLinearRegression(features=features, n_restarts=0, max_iter=200)
-    return model.fit(X, y), X
+def old_model(blr):
+    """A small fitted model (test_io's linear regression) and inputs to predict at."""
+    return blr[0], blr[1]
 
 
 def _temporaries(folder, base):
