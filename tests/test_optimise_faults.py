@@ -122,6 +122,9 @@ def test_injected_faults_lose_no_fit(method):
                 assert isinstance(result, NonFiniteObjectiveError), where
                 assert isinstance(result, ValueError) and "starting parameters" in str(result)
                 assert result.what == ("gradient" if fault == "gradient" else "objective")
+                start = {k_: float(v) for k_, v in result.result.params.items()}
+                assert result.result.n_iter == 0 and start == {k_: float(v) for k_, v in
+                                                               START.items()}
                 outcomes["named error at the start"] += 1
                 continue
             assert not isinstance(result, Exception), f"{where}: {result}"

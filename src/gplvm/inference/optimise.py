@@ -44,19 +44,6 @@ from tqdm.auto import tqdm
 METHODS = ("lbfgs", "lbfgsb", "adam")
 
 
-class NonFiniteObjectiveError(ValueError, FloatingPointError):
-    """The objective (or its gradient) is NaN or infinite at the starting parameters.
-
-    A ``ValueError`` (it almost always comes from the data or the initial values: an entry of
-    1e300, a zero variance) and a ``FloatingPointError``.  ``params`` holds the starting
-    parameters, ``what`` says whether the objective or its gradient was non-finite.
-    """
-
-    def __init__(self, message: str, params: Any = None, what: str = "objective"):
-        super().__init__(message)
-        self.params, self.what = params, what
-
-
 class OptimResult(NamedTuple):
     params: Any
     history: np.ndarray   # objective per iteration (the minimised value)
@@ -64,6 +51,23 @@ class OptimResult(NamedTuple):
     converged: bool
     interrupted: bool
     compile_s: float = 0.0   # seconds spent compiling in this call (0 when cached)
+
+
+class NonFiniteObjectiveError(ValueError, FloatingPointError):
+    """The objective (or its gradient) is NaN or infinite at the starting parameters.
+
+    A ``ValueError`` (it almost always comes from the data or the initial values: an entry of
+    1e300, a zero variance) and a ``FloatingPointError``.  ``params`` holds the starting
+    parameters, ``what`` says whether the objective or its gradient was non-finite, and
+    ``result`` is the run's :class:`OptimResult` (no iterations, the starting parameters), for a
+    caller with a remedy (a larger jitter) that restarts instead of giving up.
+    """
+
+    def __init__(self, message: str, params: Any = None, what: str = "objective",
+                 compile_s: float = 0.0):
+        super().__init__(message)
+        self.params, self.what = params, what
+        self.result = OptimResult(params, np.empty(0), 0, False, False, compile_s)
 
 
 def _make_lbfgs_step(fun, optimizer):
@@ -402,8 +406,8 @@ def minimise(fun: Callable, params, *, method: str = "lbfgs", n_iter: int = 1000
         raise NonFiniteObjectiveError(
             f"{desc}: {what} at the starting parameters, so there is no finite point to "
             f"start from or keep; look for non-finite or extreme values (e.g. 1e300) in the "
-            f"data and for invalid initial values", out["at_start"],
-            "gradient" if "gradient" in what else "objective")
+            f"data and for invalid initial values", jax.tree_util.tree_map(jnp.asarray, out[
+                "at_start"]), "gradient" if "gradient" in what else "objective", bar.compile_s)
     if out["non_finite"] is not None:
         i, what = out["non_finite"]
         warnings.warn(f"{desc}: non-finite objective or gradient at iteration {i} ({what}); "
