@@ -5,7 +5,7 @@ Run (single-threaded; the script sets both variables itself when they are unset 
     OPENBLAS_NUM_THREADS=1 XLA_FLAGS=--xla_cpu_multi_thread_eigen=false \\
         .venv/bin/python benchmarks/rflvm_profile.py [--datasets congress109,bridges,scurve]
         [--likelihoods poisson,negative_binomial,...] [--repeats 7] [--warm 10] [--cpu 1]
-        [--ess-sweeps 200] [--ess-burn 0] [--mixing-only]
+        [--ess-sweeps 200] [--ess-burn 0] [--mixing-only] [--nb-beta slice|polya_gamma]
 
 For each data set and likelihood the chain is first run for ``--warm`` sweeps from a PCA start
 (so that the slice samplers see a state near the posterior), then every step of the sweep is
@@ -80,8 +80,9 @@ from gplvm.models._rflvm.frequencies import (update_frequencies_collapsed,  # no
                                              update_frequencies_given_beta)
 from gplvm.models._rflvm.init import init_state, nb_prior_mean, prepare_data  # noqa: E402
 from gplvm.models._rflvm.spec import RFLVMSpec  # noqa: E402
-from gplvm.models._rflvm.weights import (collapsed_terms, sample_beta_ess,  # noqa: E402
+from gplvm.models._rflvm.weights import (collapsed_terms,  # noqa: E402
                                          sample_beta_gaussian, sample_beta_pg, sample_noise_var)
+from gplvm.models._rflvm.weights_ess import sample_beta_ess  # noqa: E402
 from gplvm.samplers import polya_gamma  # noqa: E402
 from gplvm.samplers.dp_mixture import default_niw_prior, dp_update, n_clusters  # noqa: E402
 from gplvm.inference.mcmc import summary_rhat_ess, to_inference_data  # noqa: E402
@@ -112,7 +113,7 @@ def _pca(Z, Q=2):
     return X0 / X0.std(0)
 
 
-def setup(kind: str, Y: np.ndarray, n_trials, n_freq: int):
+def setup(kind: str, Y: np.ndarray, n_trials, n_freq: int, nb_beta: str = "slice"):
     """Spec, data and a one-chain start (PCA latents), as the estimator builds them."""
     N, J = Y.shape
     if kind == "gaussian":
@@ -120,7 +121,7 @@ def setup(kind: str, Y: np.ndarray, n_trials, n_freq: int):
     D = J - 1 if kind == "multinomial" else J
     # map_sweeps > 0 as in a default fit (half the burn-in); the profiled state is past it.
     spec = RFLVMSpec(likelihood=kind, n_components=2, n_freq=n_freq, n_outputs=D,
-                     intercept=kind != "gaussian", map_sweeps=1)
+                     intercept=kind != "gaussian", map_sweeps=1, nb_beta=nb_beta)
     data = prepare_data(spec, Y, None, n_trials, RBF(lengthscale=1.0), None)
     X0 = jnp.asarray(_pca(Y if kind == "gaussian" else np.log1p(Y)))
     return spec, data, init_state(jax.random.PRNGKey(0), spec, data, X0, 0.1, 20)
@@ -213,8 +214,10 @@ def make_steps(spec: RFLVMSpec):
         else:
             def beta_step(key, state, data):
                 Phi = design(state.X, state.W, spec.intercept)
+                nb = kind == "negative_binomial"
                 return sample_beta_ess(key, Phi, state.beta, data.Y, data.observed, data.offset,
-                                       data.beta_prior_mean, data.beta_prior_prec)
+                                       nb_prior_mean(spec, data, state.dispersion),
+                                       data.beta_prior_prec, state.dispersion if nb else None)
             steps["beta"] = beta_step
         if kind == "negative_binomial":
             def disp_step(key, state, data):
@@ -407,7 +410,7 @@ def print_mixing(spec, data, state, n_sweeps: int, n_burn: int) -> None:
 # --- one case ---------------------------------------------------------------------------------
 
 def profile(name, kind, Y, n_trials, args):
-    spec, data, state = setup(kind, Y, n_trials, args.n_freq)
+    spec, data, state = setup(kind, Y, n_trials, args.n_freq, args.nb_beta)
     if args.mixing_only:
         N, D = data.observed.shape
         print(f"\n{name} {kind}: N={N} D={D} M={2 * spec.n_freq}, from the PCA start")
@@ -476,6 +479,8 @@ def main() -> None:
                    help="sweeps for the acceptance and ESS of the kernel (0: skip)")
     p.add_argument("--ess-burn", type=int, default=0,
                    help="sweeps run and discarded before those (in the same scan)")
+    p.add_argument("--nb-beta", default="slice", choices=("slice", "polya_gamma"),
+                   help="the negative binomial's beta step (RFLVMSpec.nb_beta)")
     p.add_argument("--mixing-only", action="store_true",
                    help="skip the step timings: only the acceptance and ESS, from the start")
     p.add_argument("--vmap", action="store_true",

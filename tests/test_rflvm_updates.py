@@ -18,6 +18,7 @@ from scipy import stats
 from scipy.special import expit, log_expit
 
 from gplvm.models._rflvm import weights as wts
+from gplvm.models._rflvm import weights_ess as wess
 from gplvm.models._rflvm.features import design
 from gplvm.models._rflvm.frequencies import (update_frequencies_collapsed,
                                              update_frequencies_given_beta)
@@ -201,33 +202,43 @@ def test_multinomial_column_update_matches_grid_posterior():
 
 # --- Poisson weights, frequencies, latents ------------------------------------------------------
 
-def test_poisson_weight_slice_matches_grid_posterior():
+@pytest.mark.parametrize("r", [None, 3.0], ids=["poisson", "negative_binomial"])
+def test_count_weight_slice_matches_grid_posterior(r):
+    # β of one column (slope, intercept) by the elliptical slice about the working Gaussian:
+    # the draws of many chains against the exact posterior on a grid, Poisson and NB(r).
     rng = np.random.default_rng(6)
     N = 20
     Phi = np.concatenate([rng.normal(size=(N, 1)), np.ones((N, 1))], 1)
     offset = 0.2 * rng.normal(size=(N, 1))
-    y = rng.poisson(np.exp(Phi @ [0.5, 1.0] + offset[:, 0])).astype(float)[:, None]
+    mean = np.exp(Phi @ [0.5, 1.0] + offset[:, 0])
+    y = (rng.poisson(mean) if r is None else rng.negative_binomial(r, r / (r + mean)))
+    y = y.astype(float)[:, None]
     mean0 = jnp.asarray([[0.0], [1.2]])
     prec0 = jnp.asarray([1.0, 4.0])
+    disp = None if r is None else jnp.asarray([r])
 
     def chain(key):
         def step(beta, key):
-            return wts.sample_beta_ess(key, jnp.asarray(Phi), beta, jnp.asarray(y),
-                                       jnp.ones_like(jnp.asarray(y)), jnp.asarray(offset),
-                                       mean0, prec0)[0], None
+            return wess.sample_beta_ess(key, jnp.asarray(Phi), beta, jnp.asarray(y),
+                                        jnp.ones_like(jnp.asarray(y)), jnp.asarray(offset),
+                                        mean0, prec0, disp)[0], None
         beta, _ = jax.lax.scan(step, mean0, jax.random.split(key, 60))
         return beta[:, 0]
 
     draws = np.asarray(jax.jit(jax.vmap(chain))(jax.random.split(jax.random.PRNGKey(7),
                                                                    N_CHAINS)))
     g0 = np.linspace(-2.5, 3.5, 601)
-    g1 = np.linspace(-0.5, 2.5, 601)
+    g1 = np.linspace(-0.5, 2.5, 601) - (0 if r is None else np.log(r))
     B0, B1 = np.meshgrid(g0, g1, indexing="ij")
     f = B0[..., None] * Phi[:, 0] + B1[..., None] + offset[:, 0]
-    lp = (y[:, 0] * f - np.exp(f)).sum(-1) - 0.5 * B0**2 - 0.5 * 4.0 * (B1 - 1.2) ** 2
+    if r is None:
+        ll = (y[:, 0] * f - np.exp(f)).sum(-1)
+    else:   # NB(r, p = σ(ψ)): y log σ(ψ) + r log(1 − σ(ψ)), ψ = log(mean / r)
+        ll = (y[:, 0] * log_expit(f) + r * log_expit(-f)).sum(-1)
+    lp = ll - 0.5 * B0**2 - 0.5 * 4.0 * (B1 - 1.2) ** 2
     post = np.exp(lp - lp.max())
-    _grid_check(draws[:, 0], g0, np.log(post.sum(1) + 1e-300), "Poisson slope")
-    _grid_check(draws[:, 1], g1, np.log(post.sum(0) + 1e-300), "Poisson intercept")
+    _grid_check(draws[:, 0], g0, np.log(post.sum(1) + 1e-300), "slope")
+    _grid_check(draws[:, 1], g1, np.log(post.sum(0) + 1e-300), "intercept")
 
 
 def _frequency_chains(update, seed: int, n_steps: int = 80):
@@ -395,7 +406,7 @@ def test_compacted_slices_take_the_single_loops_path():
     D = 70
     per_column = (rng.poisson(2.0, (D, N)).astype(float), rng.uniform(0.5, 2.0, (D, N)),
                   rng.uniform(1, 3, D), rng.normal(size=(D, P)))
-    on = wts._poisson_column_ll_on(tuple(map(jnp.asarray, per_column)), P)
+    on = wess._column_ll_on(tuple(map(jnp.asarray, per_column)), P)
     mean = jnp.asarray(0.1 * rng.normal(size=(D, P + N)))
     f, nu = (mean + 0.1 * jnp.asarray(rng.normal(size=mean.shape)) for _ in range(2))
     both_ways = jax.jit(lambda k: _single_loop_and_compacted(k, f, on(None), on, nu, mean))

@@ -49,6 +49,11 @@ class RFLVMSpec:
             on its conditional posterior instead of sampled (the reference code's MAP update
             of X), to reach the posterior's bulk quickly from the PCA start.
         map_steps: line-searched gradient steps on X per MAP sweep.
+        nb_beta: how the negative binomial's weights are drawn: ``'slice'`` (default), an
+            elliptical slice per column with no augmentation, as for the Poisson
+            (:mod:`gplvm.models._rflvm.weights_ess`, issue 14), or ``'polya_gamma'``, the
+            paper's Gibbs step given Pólya-gamma variables (eqs. 26–28).  Both leave the same
+            posterior invariant.
     """
 
     likelihood: str
@@ -67,6 +72,7 @@ class RFLVMSpec:
     n_x_steps: int = 1
     map_sweeps: int = 0
     map_steps: int = 5
+    nb_beta: str = "slice"
 
     @property
     def n_weights(self) -> int:
@@ -75,6 +81,9 @@ class RFLVMSpec:
 
     @property
     def polya_gamma(self) -> bool:
+        """Whether β is drawn given Pólya-gamma variables ω (eq. 28)."""
+        if self.likelihood == "negative_binomial":
+            return self.nb_beta == "polya_gamma"
         return self.likelihood in POLYA_GAMMA
 
 

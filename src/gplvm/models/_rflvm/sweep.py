@@ -8,14 +8,15 @@ before any step that conditions on it):
 * Gaussian: W | X, σ², Y (β out, eq. 22) → σ² | X, W, Y (β out) → β | X, W, σ², Y →
   X | β, W, σ², Y_obs (missing entries out) → missing y | β, X, W, σ².
 * Pólya-gamma family: ω | β (PG(b, ψ), eq. 28) → β | ω (eq. 28 / eqs. 35–36 column by column
-  for the multinomial) → NB: r_j by CRT (eqs. 30–31, corrected) and its prior rate h, then
-  mean-preserving Metropolis moves of (r_j, intercept_j) (:mod:`.dispersion`) →
-  W | β, X (eq. 22) → X | β, W.
-* Poisson: β | X, W (elliptical slice) → W | β, X → X | β, W.
+  for the multinomial) → W | β, X (eq. 22) → X | β, W.
+* Poisson and negative binomial: β | X, W, r (elliptical slice, :mod:`.weights_ess`; the
+  paper's ω | β → β | ω for the NB with ``spec.nb_beta = 'polya_gamma'``) → NB: r_j by CRT
+  (eqs. 30–31, corrected) and its prior rate h, then mean-preserving Metropolis moves of
+  (r_j, intercept_j) (:mod:`.dispersion`) → W | β, X (eq. 22) → X | β, W.
 
 then, under kernel learning, the DP mixture on W (eqs. 23–25).
 
-X, β (Poisson) and W are moved by the kernels of :mod:`gplvm.inference.mcmc` (elliptical
+X, β (Poisson, NB) and W are moved by the kernels of :mod:`gplvm.inference.mcmc` (elliptical
 slice, Metropolis–Hastings); the state after the sweep carries their ``Info`` summarised:
 ``accept_W``, ``n_proposals_X``, ``n_proposals_beta`` (:class:`.spec.RFLVMState`).
 """
@@ -36,9 +37,10 @@ from gplvm.models._rflvm.latents import (map_x_dynamic, map_x_static, update_tim
                                           update_x_dynamic, update_x_static)
 from gplvm.models._rflvm.loglik import full_log_lik
 from gplvm.models._rflvm.spec import RFLVMData, RFLVMSpec, RFLVMState
-from gplvm.models._rflvm.weights import (collapsed_terms, sample_beta_ess, sample_beta_pg,
+from gplvm.models._rflvm.weights import (collapsed_terms, sample_beta_pg,
                                          sample_beta_pg_column, sample_noise_var,
                                          sample_beta_gaussian)
+from gplvm.models._rflvm.weights_ess import sample_beta_ess
 from gplvm.samplers import polya_gamma
 from gplvm.samplers.dp_mixture import dp_update, default_niw_prior
 
@@ -134,9 +136,12 @@ def _sweep_counts(key, spec, data, state, inducing_times):
         beta = _update_weights_pg(k_beta, spec, data, state, Phi)
         n_proposals = jnp.full((), jnp.nan, Phi.dtype)       # exact conditional draw
     else:
+        nb = spec.likelihood == "negative_binomial"
         beta, n_proposals = sample_beta_ess(k_beta, Phi, state.beta, data.Y, data.observed,
-                                            data.offset, data.beta_prior_mean,
-                                            data.beta_prior_prec)
+                                            data.offset, nb_prior_mean(spec, data,
+                                                                       state.dispersion),
+                                            data.beta_prior_prec,
+                                            state.dispersion if nb else None)
     state = state._replace(beta=beta, n_proposals_beta=n_proposals)
     F = Phi @ beta                                   # ψ without the offset, shared below
     if spec.likelihood == "negative_binomial":

@@ -24,7 +24,8 @@ and ω ~ PG(b, ψ), the weights of column j are Gaussian:
 κ = a − b/2 (the offset o — row offsets, or the multinomial's ξ of eq. 36 — enters through
 −Ω o).  Unobserved entries have ω = κ = 0 and drop out.
 
-**Poisson.**  No augmentation: β_j by elliptical slice sampling (:func:`sample_beta_ess`).
+**Poisson and negative binomial.**  No augmentation: β_j by elliptical slice sampling
+(:mod:`gplvm.models._rflvm.weights_ess`).
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ import numpy as np
 from jax import lax
 from jax.scipy.linalg import solve_triangular
 
-from gplvm.inference.mcmc import ess_init, ess_step
 
 Array = jax.Array
 
@@ -150,101 +150,3 @@ def sample_beta_pg_column(key: Array, Phi: Array, omega: Array, kappa: Array, of
     L = jnp.linalg.cholesky(prec)
     eps = jax.random.normal(key, rhs.shape, dtype=rhs.dtype)
     return solve_triangular(L.T, solve_triangular(L, rhs, lower=True) + eps, lower=False)
-
-
-# --- Poisson: elliptical slice around a Gaussian approximation ------------------------------
-
-def _working_gaussian(Phi: Array, Y: Array, observed: Array, offset: Array, prior_mean: Array,
-                      prior_prec: Array):
-    r"""A Gaussian N(μ_j, Λ_j⁻¹) near each column's conditional posterior of β_j, free of β.
-
-    The Poisson Fisher information at rate λ is λ ΦᵀΦ; with the column's mean observed rate
-    λ_j in place of every row's, Λ_j = λ_j ΦᵀΦ + B0⁻¹.  In the whitened basis
-    K = B0^{1/2} ΦᵀΦ B0^{1/2} = V diag(s) Vᵀ (one eigendecomposition for all columns),
-    Λ_j⁻¹ = B0^{1/2} V diag(1/(λ_j s + 1)) Vᵀ B0^{1/2}.  The centre μ_j is the Λ_j-weighted
-    ridge fit of the working response z = log((y + ½)/e^o).  Both depend on X, W and Y only,
-    never on the current β, which is what keeps the slice sampler below exact.
-
-    Returns:
-        (mu (P, D), lam (D,), scale (P, P) = B0^{1/2} V, s (P,)).
-    """
-    n_obs = jnp.maximum(jnp.sum(observed, axis=0), 1.0)
-    lam = jnp.sum(Y * observed, axis=0) / jnp.sum(jnp.exp(offset) * observed, axis=0)
-    lam = jnp.maximum(lam, 0.5 / n_obs)
-    z = (jnp.log(Y + 0.5) - offset) * observed
-    root = 1.0 / jnp.sqrt(prior_prec)                                   # B0^{1/2} (diagonal)
-    K = (Phi * root).T @ (Phi * root)
-    s, V = jnp.linalg.eigh(K)
-    s = jnp.maximum(s, 0.0)
-    scale = root[:, None] * V
-    rhs = lam * (Phi.T @ z) + prior_prec[:, None] * prior_mean          # (P, D)
-    # μ_j = Λ_j⁻¹ rhs_j = scale diag(1/(λ_j s + 1)) scaleᵀ rhs_j
-    mu = scale @ ((scale.T @ rhs) / (lam[None, :] * s[:, None] + 1.0))
-    return mu, lam, scale, s
-
-
-def sample_beta_ess(key: Array, Phi: Array, beta: Array, Y: Array, observed: Array,
-                    offset: Array, prior_mean: Array, prior_prec: Array
-                    ) -> tuple[Array, Array]:
-    r"""β_j by elliptical slice sampling, one slice per column (Poisson).
-
-    Plain elliptical slice sampling under the prior N(β0, B0) mixes slowly here: the
-    conditional posterior of the M + 1 weights of a column is far narrower than the prior, so
-    every slice shrinks to a tiny angle.  Instead the slice runs under a Gaussian
-    N(μ_j, Λ_j⁻¹) close to the posterior (:func:`_working_gaussian`) with the likelihood
-    replaced by p(y_j | β) N(β; β0, B0) / N(β; μ_j, Λ_j⁻¹) — the same target (Nishihara,
-    Murray & Adams 2014, §2), so the update stays exact whatever the quality of the
-    approximation, which only affects the speed of mixing.
-
-    The slice runs in the coordinates g = β − μ about the working mean, where the ellipse is
-    g cos θ + (ν − μ) sin θ, and Φg moves along the same ellipse with Φ(ν − μ): carrying Φg
-    beside g in each block makes every shrinkage step O(N + M) per column
-    (:func:`_poisson_column_ll_on`).  Columns are independent given X and W, so once few columns
-    are still shrinking the kernel evaluates just those (``log_lik_on``; issue 14).
-
-    Returns:
-        (β (P, D), mean number of points evaluated on the ellipse per column).
-    """
-    P, D = beta.shape
-    key_nu, key_ess = jax.random.split(key)
-    mu, lam, scale, s = _working_gaussian(Phi, Y, observed, offset, prior_mean, prior_prec)
-    eps = jax.random.normal(key_nu, beta.shape, beta.dtype)
-    nu_c = scale @ (eps / jnp.sqrt(lam[None, :] * s[:, None] + 1.0))      # ν − μ ~ N(0, Λ⁻¹)
-    # Φ(β − μ), Φ(ν − μ) and Φμ as one product
-    Phi_g, Phi_nu, Phi_mu = jnp.split(Phi @ jnp.concatenate([beta - mu, nu_c, mu], axis=1), 3,
-                                      axis=1)
-    per_column = ((Y * observed).T, (observed * jnp.exp(Phi_mu + offset)).T, lam,
-                  (prior_prec[:, None] * (mu - prior_mean)).T)
-    on = _poisson_column_ll_on(per_column, P)
-    stack = lambda g, Phi_g: jnp.concatenate([g.T, Phi_g.T], axis=1)      # (D, P + N)
-    state, info = ess_step(key_ess, ess_init(stack(beta - mu, Phi_g), on(None)), on(None),
-                           stack(nu_c, Phi_nu), log_lik_on=on)
-    return mu + state.position[:, :P].T, jnp.mean(info.n_proposals.astype(beta.dtype))
-
-
-def _poisson_column_ll_on(per_column, P: int):
-    r"""``cols -> (blocks -> log-targets)`` of :func:`sample_beta_ess`'s columns ``cols``
-    (all of them for None).
-
-    Block j is (g_j, Φg_j) with g_j = β_j − μ_j.  With ψ = o + Φμ_j + Φg_j and Λ_j = λ_jΦᵀΦ +
-    B0⁻¹, the log-target log p(y_j | β) + log N(β; β0, B0) − log N(β; μ_j, Λ_j⁻¹) is, up to a
-    constant of the column (which the slice, comparing values of one column, never sees),
-
-    .. math:: \sum_n \big(y_n (\Phi g)_n - w_n e^{(\Phi g)_n}\big)
-              + \tfrac{\lambda_j}{2} \|\Phi g\|^2 - c_j^\top g,
-
-    with w = observed · exp(o + Φμ_j) and c_j = B0⁻¹(μ_j − β0) (the two quadratic forms in β
-    of the Gaussian ratio differ by ½ λ_j‖Φg‖² and a term linear in g).
-
-    ``per_column`` holds ((y·observed)ᵀ (D, N), wᵀ (D, N), λ (D,), cᵀ (D, P)).
-    """
-    def on(cols):
-        take = (lambda a: a) if cols is None else (lambda a: a[cols])
-        Y, w, lam, c = map(take, per_column)
-
-        def fn(blocks):
-            g, Phi_g = blocks[:, :P], blocks[:, P:]
-            vals = Phi_g * (Y + 0.5 * lam[:, None] * Phi_g) - w * jnp.exp(Phi_g)
-            return jnp.sum(vals, axis=1) - jnp.sum(c * g, axis=1)
-        return fn
-    return on
