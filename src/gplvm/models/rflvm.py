@@ -33,6 +33,7 @@ from gplvm.io import SaveMixin
 from gplvm.kernels import RBF
 from gplvm.likelihoods import get_likelihood
 from gplvm.models._common import check_is_fitted
+from gplvm.models._rows import map_rows
 from gplvm.models._rflvm import predict as pred
 from gplvm.models._rflvm.checks import check_fit_inputs, check_latent_points
 from gplvm.models._rflvm.fitted import (SAMPLER_INFO, aligned_draws, record_heavy,
@@ -398,11 +399,16 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         X = check_latent_points(X, int(self.n_components))
         W, beta, nv, disp = self._map_draws()
         S = W.shape[0]
-        Xs = jnp.broadcast_to(jnp.asarray(X), (S,) + X.shape)
-        means = _per_draw_means(self, Xs, W, beta, nv, disp, jnp.zeros((X.shape[0], 1)))
-        mean = np.asarray(means.mean(0)) * self.scale_ + self.mean_
+
+        def moments(rows):      # blocks of a fixed number of rows: a row's value never
+            Xs = jnp.broadcast_to(rows, (S,) + rows.shape)   # depends on the call's size
+            means = _per_draw_means(self, Xs, W, beta, nv, disp, jnp.zeros((rows.shape[0], 1)))
+            return means.mean(0), means.var(0)
+
+        mean, var = map_rows(moments, np.asarray(X))
+        mean = mean * self.scale_ + self.mean_
         if return_var:
-            return mean, np.asarray(means.var(0)) * self.scale_**2
+            return mean, var * self.scale_**2
         return mean
 
     inverse_transform = predict

@@ -36,6 +36,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from gplvm.inference import minimise
+from gplvm.inference.optimise import NonFiniteObjectiveError
 from gplvm.linalg import CholeskyError, escalate_jitter
 from gplvm.models.gplvm_family import atoms, dp
 from gplvm.models.gplvm_family.bound import Problem
@@ -95,9 +96,12 @@ class _Run:
         u = self.u if u is None else u
         state = self.state if state is None else state
         while True:
-            result = minimise(atoms.negative_gp_part, u, n_iter=n_steps, progress=False,
-                              desc="DPGPLVM",
-                              args=(self.problem, state.phi, self.priors.atom))
+            try:
+                result = minimise(atoms.negative_gp_part, u, n_iter=n_steps, progress=False,
+                                  desc="DPGPLVM",
+                                  args=(self.problem, state.phi, self.priors.atom))
+            except NonFiniteObjectiveError as err:   # non-finite at u: a larger jitter next
+                result = err.result
             stopped_early = (result.n_iter < n_steps and not result.converged
                              and not result.interrupted)
             if not stopped_early or not self._raise_jitter(result.params):
