@@ -215,3 +215,45 @@ def test_glm_fit_with_a_fault_keeps_the_last_finite_state(monkeypatch):
 def test_error_is_exported_with_the_optimiser():
     assert optimise_module.NonFiniteObjectiveError is NonFiniteObjectiveError
     assert issubclass(NonFiniteObjectiveError, FloatingPointError)
+
+
+def _bound_with_flag(u, flag, problem):
+    """The Bayesian GPLVM's negative bound plus ``flag`` (module level: compiled once)."""
+    from gplvm.models.gplvm_family.bound import negative_bound
+    return negative_bound(u, problem) + flag
+
+
+def test_bgplvm_fit_with_a_persistent_fault_keeps_the_last_finite_state(monkeypatch):
+    """A BayesianGPLVM fit whose bound turns NaN at L-BFGS iteration 5 and stays NaN (every
+    restart at a larger jitter meets it at its start) ends with finite parameters, the first 6
+    values of the clean fit's history (iterate 5 included) and warnings: the restarts catch the optimiser's
+    NonFiniteObjectiveError and climb the jitter rungs until the policy gives up."""
+    from gplvm.models import bgplvm as bgplvm_module
+    Y = np.random.default_rng(1).normal(size=(20, 4))
+    kw = dict(n_components=2, n_inducing=5, max_iter=8, random_state=0, progress=False)
+    real, k, flag = bgplvm_module.minimise, 5, np.zeros(())
+
+    def with_fault(fun, params, *, args, **options):
+        def callback(i, p, value):
+            if i == k - 1:
+                flag[...] = np.nan
+
+        return real(_bound_with_flag, params, args=(flag, *args), callback=callback, **options)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clean = gplvm.BayesianGPLVM(**kw).fit(Y)
+    monkeypatch.setattr(bgplvm_module, "minimise", with_fault)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        faulty = gplvm.BayesianGPLVM(**kw).fit(Y)
+    messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert any(f"at iteration {k} " in m for m in messages), messages
+    assert any("stayed non-finite" in m for m in messages), messages
+    # optax's line search evaluated iterate k before the fault (module docstring): kept
+    assert faulty.n_iter_ == k + 1 and faulty.jitter_ > clean.jitter_
+    np.testing.assert_array_equal(faulty.history_, clean.history_[:k + 1])
+    for leaf in jax.tree_util.tree_leaves(faulty.params_):
+        assert np.all(np.isfinite(np.asarray(leaf)))
+    assert np.all(np.isfinite(faulty.X_mean_)) and np.isfinite(faulty.elbo_)
+    assert np.all(np.isfinite(faulty.predict(faulty.X_mean_[:3])))

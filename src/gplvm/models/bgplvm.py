@@ -18,6 +18,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from gplvm._random import as_key
 from gplvm.inference import minimise
+from gplvm.inference.optimise import NonFiniteObjectiveError
 from gplvm.kernels import AbstractKernel
 from gplvm.linalg import CholeskyError, escalate_jitter
 from gplvm.models._common import check_is_fitted
@@ -122,9 +123,14 @@ class BayesianGPLVM(AbstractGPLVM):
         fun = negative_bound_keyed if self.optimizer == "adam" else negative_bound
         histories, n_done = [], 0
         while True:
-            result = minimise(fun, u, method=self.optimizer, n_iter=self.max_iter - n_done,
-                              learning_rate=self.learning_rate, progress=self.progress,
-                              desc="BayesianGPLVM", args=(problem,))
+            try:
+                result = minimise(fun, u, method=self.optimizer, n_iter=self.max_iter - n_done,
+                                  learning_rate=self.learning_rate, progress=self.progress,
+                                  desc="BayesianGPLVM", args=(problem,))
+            except NonFiniteObjectiveError as err:
+                if not histories:       # at the very start: no finite point, no remedy
+                    raise
+                result = err.result     # after a restart: the next jitter rung, as before
             u = result.params
             histories.append(result.history)
             n_done += result.n_iter

@@ -18,6 +18,7 @@ from gplvm._params import check_params
 from gplvm._random import as_key
 from gplvm.features import AbstractFeatureMap
 from gplvm.inference import minimise
+from gplvm.inference.optimise import NonFiniteObjectiveError
 from gplvm.io import SaveMixin
 from gplvm.registry import register
 from gplvm.models._common import (
@@ -157,18 +158,28 @@ class BayesianLinearRegression(SaveMixin, RegressorMixin, BaseEstimator):
 
     def _optimise(self, u0, fmap, Xj, ys, key):
         """L-BFGS on −eq. 14 from u0 and ``n_restarts`` perturbed starts; the best one wins."""
-        best, interrupted = None, False
+        best, interrupted, failed = None, False, None
         for r in range(int(self.n_restarts) + 1):
             start = u0 if r == 0 else _perturb(u0, jax.random.fold_in(key, r))
-            res = minimise(_neg_lml, start, method="lbfgs", n_iter=int(self.max_iter),
-                           tol=float(self.tol), progress=self.progress, desc=f"BLR fit {r + 1}",
-                           args=(fmap, Xj, ys))
+            try:
+                res = minimise(_neg_lml, start, method="lbfgs", n_iter=int(self.max_iter),
+                               tol=float(self.tol), progress=self.progress,
+                               desc=f"BLR fit {r + 1}", args=(fmap, Xj, ys))
+            except NonFiniteObjectiveError as err:  # no finite marginal likelihood there:
+                failed = err                            # skip this start
+                continue
             value = float(_neg_lml_jit(res.params, fmap, Xj, ys))
             if np.isfinite(value) and (best is None or value < best[0]):
                 best = (value, res)
             if res.interrupted:      # Ctrl-C: keep the best run so far, start no more
                 interrupted = True
                 break
+        if best is None and failed is not None:
+            raise NonFiniteObjectiveError(
+                f"BayesianLinearRegression: the log marginal likelihood (eq. 14) or its gradient "
+                f"is non-finite at every one of the {int(self.n_restarts) + 1} L-BFGS starts "
+                f"({failed.what}); rescale X and y or pass noise_var/prior_var",
+                failed.params, failed.what) from failed
         if best is None:
             raise RuntimeError("every L-BFGS run ended at a non-finite marginal likelihood; "
                                "check the scale of X and y or pass initial noise_var/prior_var")
