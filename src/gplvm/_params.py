@@ -269,7 +269,8 @@ _GPLVM_FAMILY = {
 #: estimator name → {constructor argument: rule}
 RULES: dict[str, dict[str, Rule]] = {
     "BayesianGPLVM": {**_GPLVM_FAMILY, "optimizer": _choice("lbfgs", "lbfgsb", "adam"),
-                      "learning_rate": POSITIVE},
+                      "learning_rate": POSITIVE, "checkpoint": CHECKPOINT,
+                      "checkpoint_interval": NON_NEGATIVE},
     "DPGPLVM": {**_GPLVM_FAMILY, "truncation": _int(2),
                 "alpha_prior": pair("(shape s1, rate s2)", both_positive=True),
                 "kernel_prior_scale": POSITIVE,
@@ -305,7 +306,8 @@ RULES: dict[str, dict[str, Rule]] = {
         "n_features": POSITIVE_INT, "ard": FLAG, "n_samples": POSITIVE_INT,
         "batch_size": _optional(POSITIVE_INT, "256"), "n_iter": POSITIVE_INT,
         "learning_rate": POSITIVE, "prior_var": POSITIVE, "n_predict_samples": POSITIVE_INT,
-        "standardize": FLAG, "random_state": RANDOM_STATE, "progress": FLAG},
+        "standardize": FLAG, "random_state": RANDOM_STATE, "progress": FLAG,
+        "checkpoint": CHECKPOINT, "checkpoint_interval": NON_NEGATIVE},
 }
 
 

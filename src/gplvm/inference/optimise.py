@@ -41,7 +41,27 @@ import optax
 import scipy.optimize
 from tqdm.auto import tqdm
 
+from gplvm.registry import register
+
 METHODS = ("lbfgs", "lbfgsb", "adam")
+
+
+@register("gplvm.state.OptimState")
+class OptimState(NamedTuple):
+    """Where a run stands after an iteration: all that resuming it bit for bit needs.
+
+    ``params`` are the parameters the next iteration starts from, ``opt_leaves`` the leaves of
+    the optax state (``jax.tree_util.tree_leaves``; the tree is rebuilt from ``init(params)``,
+    so the file holds arrays only; empty for ``"lbfgsb"``, whose SciPy state cannot be kept),
+    ``key`` the PRNG key the next iteration splits, ``history`` the objective at each iteration
+    so far and ``quiet`` how many consecutive iterations have met the stopping test.
+    """
+
+    params: Any
+    opt_leaves: tuple
+    key: Any
+    history: np.ndarray
+    quiet: int
 
 
 class OptimResult(NamedTuple):
@@ -51,6 +71,7 @@ class OptimResult(NamedTuple):
     converged: bool
     interrupted: bool
     compile_s: float = 0.0   # seconds spent compiling in this call (0 when cached)
+    state: Optional[OptimState] = None   # to resume from (None when no iteration was done)
 
 
 class NonFiniteObjectiveError(ValueError, FloatingPointError):
@@ -209,15 +230,22 @@ def _converging(history, tol):
 
 
 def _optax_loop(fun, params, method, n_iter, learning_rate, tol, patience, key, optimizer,
-                args, callback, bar, out):
+                args, callback, bar, out, opt_leaves=(), quiet=0):
     """Run the compiled optax step from ``params`` until ``n_iter`` iterations in all (those in
-    ``out["history"]`` included); fills ``out`` (params, history, converged) as it goes."""
+    ``out["history"]`` included); fills ``out`` (params, history, converged, the state to
+    resume from) as it goes.  ``opt_leaves`` (non-empty) restore a checkpointed optax state
+    in place of ``init(params)``, and ``quiet`` the count of the stopping test."""
     step, init = _jitted(fun, method, learning_rate, optimizer)
     with bar.compiling():
         init = _compile(init, params)
         state = init(params)
+        if opt_leaves:
+            state = _restored(state, opt_leaves)
         step = _compile(step, params, state, key, args)
-    stochastic, quiet = method == "adam", 0
+    stochastic = method == "adam"
+    if not stochastic and quiet >= patience:    # resumed just as the stopping test was met
+        out["converged"] = True
+        return
     for i in range(len(out["history"]), n_iter):
         key, sub = jax.random.split(key)
         new_params, new_state, value, grad_ok, step_ok = step(params, state, sub, args)
@@ -233,14 +261,55 @@ def _optax_loop(fun, params, method, n_iter, learning_rate, tol, patience, key, 
             return
         params, state = new_params, new_state
         out["params"] = params
+        if not stochastic:
+            quiet = quiet + 1 if _converging(out["history"], tol) else 0
+        out["resume"] = (params, state, key, i + 1, quiet)   # one assignment: consistent
+        out["saver"].after_iteration(out)
         if callback is not None:
             callback(i, params, value)
         bar.iteration(i, value, i == n_iter - 1)
-        if not stochastic:
-            quiet = quiet + 1 if _converging(out["history"], tol) else 0
-            if quiet >= patience:
-                out["converged"] = True
-                return
+        if not stochastic and quiet >= patience:
+            out["converged"] = True
+            return
+
+
+def _restored(template, opt_leaves):
+    """The optax state of ``template``'s tree with the checkpointed leaves, each of its
+    template's dtype (a file keeps dtypes; this guards against a weakly typed leaf, which would
+    not match the compiled step)."""
+    leaves, treedef = jax.tree_util.tree_flatten(template)
+    if len(leaves) != len(opt_leaves):
+        raise ValueError(f"the checkpoint holds {len(opt_leaves)} optimiser-state arrays but "
+                         f"this optimiser has {len(leaves)}; resume with the method and "
+                         f"optimizer the checkpoint was written with")
+    return treedef.unflatten([jnp.asarray(saved, dtype=jnp.asarray(leaf).dtype)
+                              for leaf, saved in zip(leaves, opt_leaves)])
+
+
+def _snapshot(out) -> Optional[OptimState]:
+    """The :class:`OptimState` of the last completed iteration (None before the first)."""
+    if out["resume"] is None:
+        return None
+    params, state, key, n, quiet = out["resume"]
+    leaves = tuple(np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(state))
+    return OptimState(jax.tree_util.tree_map(jnp.asarray, params), leaves,
+                      None if key is None else jnp.asarray(key),
+                      np.asarray(out["history"][:n], dtype=float), int(quiet))
+
+
+class _Saver:
+    """Calls ``checkpoint(state)`` after an iteration at most every ``interval`` seconds
+    (every iteration when 0); ``None`` makes it do nothing."""
+
+    def __init__(self, checkpoint, interval):
+        self.checkpoint, self.interval = checkpoint, float(interval)
+        self.last = time.monotonic()
+
+    def after_iteration(self, out):
+        if self.checkpoint is None or time.monotonic() - self.last < self.interval:
+            return
+        self.checkpoint(_snapshot(out))
+        self.last = time.monotonic()
 
 
 def _fault(out, i, what, params):
@@ -305,10 +374,12 @@ def _lbfgsb_loop(fun, params, n_iter, tol, patience, args, callback, bar, out):
         out["history"].append(values[-1])   # the objective at the start of this iteration
         values.append(float(intermediate_result.fun))
         out["params"] = out["last_good"] = flat.tree(np.array(intermediate_result.x))
+        quiet[0] = quiet[0] + 1 if _converging(values, tol) else 0
+        out["resume"] = (out["params"], (), None, i + 1, quiet[0])
+        out["saver"].after_iteration(out)
         if callback is not None:
             callback(i, out["params"], values[-2])
         bar.iteration(i, values[-2], i == n_iter - 1)
-        quiet[0] = quiet[0] + 1 if _converging(values, tol) else 0
         if quiet[0] >= patience:
             out["converged"] = True
             raise StopIteration
@@ -342,7 +413,10 @@ def minimise(fun: Callable, params, *, method: str = "lbfgs", n_iter: int = 1000
              key: Optional[jax.Array] = None, progress: bool = True, desc: str = "fit",
              optimizer: Optional[optax.GradientTransformation] = None,
              args: tuple = (),
-             callback: Optional[Callable[[int, Any, float], None]] = None) -> OptimResult:
+             callback: Optional[Callable[[int, Any, float], None]] = None,
+             start: Optional[OptimState] = None,
+             checkpoint: Optional[Callable[[OptimState], None]] = None,
+             checkpoint_interval: float = 60.0) -> OptimResult:
     """Minimise ``fun`` over a pytree of parameters.
 
     Args:
@@ -364,11 +438,25 @@ def minimise(fun: Callable, params, *, method: str = "lbfgs", n_iter: int = 1000
         optimizer: an explicit optax transformation overriding the default of ``"lbfgs"`` or
             ``"adam"``.
         callback: called as ``callback(i, params, value)`` after each iteration, with the
-            updated parameters and the objective before the update (checkpointing).
+            updated parameters and the objective before the update.
+        start: an :class:`OptimState` (a result's ``state``, or one given to ``checkpoint``) to
+            continue from instead of ``params``: its history counts towards ``n_iter``.  With
+            ``"lbfgs"`` or ``"adam"`` (and the same ``fun``, ``args``, ``optimizer`` and
+            ``n_iter``) the continued run is bit for bit the uninterrupted one: the optax state,
+            the PRNG key and the stopping test's count are restored.  SciPy's L-BFGS-B keeps
+            its curvature memory and line-search state inside a Fortran routine that cannot be
+            saved, so ``"lbfgsb"`` restarts from the state's parameters with an empty memory:
+            the same optimum in general, not the same iterates.
+        checkpoint: called as ``checkpoint(state)`` with the :class:`OptimState` after an
+            iteration, at most every ``checkpoint_interval`` seconds (every iteration when 0),
+            so that a killed process loses at most that much work.
+        checkpoint_interval: seconds between calls of ``checkpoint``.
 
     Returns:
         :class:`OptimResult` with the final (or last finite) parameters, the history (the
-        objective at the start of each iteration) and the seconds spent compiling.
+        objective at the start of each iteration), the seconds spent compiling and ``state``,
+        the :class:`OptimState` after the last completed iteration (after Ctrl-C: resuming
+        from it continues exactly where the run stopped).
 
     Raises:
         NonFiniteObjectiveError: the objective or its gradient is non-finite at ``params``.
@@ -383,18 +471,26 @@ def minimise(fun: Callable, params, *, method: str = "lbfgs", n_iter: int = 1000
     if optimizer is not None and method == "lbfgsb":
         raise ValueError("optimizer= sets an optax transformation; use method='lbfgs' or "
                          "'adam' with it, not 'lbfgsb'")
-    params = _strong(params)
-    out = {"params": params, "last_good": params, "history": [], "converged": False,
-           "non_finite": None, "stalled": False, "at_start": None}
+    params = _strong(params if start is None else start.params)
+    history = [] if start is None else [float(v) for v in start.history]
+    out = {"params": params, "last_good": params, "history": history, "converged": False,
+           "non_finite": None, "stalled": False, "at_start": None,
+           "saver": _Saver(checkpoint, checkpoint_interval),
+           "resume": None if start is None else (params, tuple(start.opt_leaves), start.key,
+                                                  len(history), start.quiet)}
     interrupted = False
     bar = _Bar(n_iter, desc, progress)
     try:
         if method == "lbfgsb":
             _lbfgsb_loop(fun, params, n_iter, tol, patience, args, callback, bar, out)
         if method != "lbfgsb" or out["stalled"]:
+            resumed = start is not None and not out["stalled"]
+            if resumed and start.key is not None:
+                key = start.key
             key = jax.random.PRNGKey(0) if key is None else key
             _optax_loop(fun, out["params"], "lbfgs" if out["stalled"] else method, n_iter,
-                        learning_rate, tol, patience, key, optimizer, args, callback, bar, out)
+                        learning_rate, tol, patience, key, optimizer, args, callback, bar, out,
+                        start.opt_leaves if resumed else (), start.quiet if resumed else 0)
     except KeyboardInterrupt:
         interrupted = True
         warnings.warn(f"{desc}: interrupted after {len(out['history'])} iterations; keeping "
@@ -416,4 +512,4 @@ def minimise(fun: Callable, params, *, method: str = "lbfgs", n_iter: int = 1000
     kept = out["last_good"] if interrupted or out["non_finite"] is not None else out["params"]
     params = jax.tree_util.tree_map(jnp.asarray, kept)
     return OptimResult(params, np.asarray(out["history"]), len(out["history"]),
-                       bool(out["converged"]), interrupted, bar.compile_s)
+                       bool(out["converged"]), interrupted, bar.compile_s, _snapshot(out))

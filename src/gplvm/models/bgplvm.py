@@ -59,6 +59,17 @@ class BayesianGPLVM(AbstractGPLVM):
         transform_max_iter: L-BFGS steps per row when inferring latents of new rows.
         random_state: seed (initialisation of Z, Monte Carlo psi-statistics, sampling).
         progress: show a progress bar with the bound.
+        checkpoint: a file path: the model is saved there (:meth:`save`) after an iteration at
+            most every ``checkpoint_interval`` seconds and when the run ends or is interrupted
+            (Ctrl-C), so a killed process loses at most that much work;
+            ``gplvm.load(path).resume()`` finishes the run.  With ``optimizer='lbfgs'`` or
+            ``'adam'`` the file holds the optax state (and Adam's PRNG key), and the resumed
+            run gives exactly the parameters, history and predictions of an uninterrupted one.
+            SciPy's L-BFGS-B (``'lbfgsb'``) keeps its curvature memory inside Fortran, where it
+            cannot be saved: resuming restarts it from the checkpointed parameters (the same
+            optimum in general, not the same iterates).  A file written mid-run has
+            ``interrupted_`` set.
+        checkpoint_interval: seconds between checkpoint writes (0: after every iteration).
 
     Attributes:
         X_mean_, X_var_ (N, Q); Z_ (M, Q); kernel_; noise_var_ (original units, per column);
@@ -73,7 +84,8 @@ class BayesianGPLVM(AbstractGPLVM):
                  max_iter: int = 2000, optimizer: str = "lbfgs", learning_rate: float = 0.01,
                  init_X_var: Optional[float] = None, init_noise_fraction: float = 0.01,
                  time_kernel: AbstractKernel | None = None, transform_max_iter: int = 300,
-                 random_state=0, progress: bool = True):
+                 random_state=0, progress: bool = True, checkpoint=None,
+                 checkpoint_interval: float = 60.0):
         self.n_components = n_components
         self.n_inducing = n_inducing
         self.kernel = kernel
@@ -88,6 +100,8 @@ class BayesianGPLVM(AbstractGPLVM):
         self.transform_max_iter = transform_max_iter
         self.random_state = random_state
         self.progress = progress
+        self.checkpoint = checkpoint
+        self.checkpoint_interval = checkpoint_interval
 
     # ------------------------------------------------------------------ fit
     def fit(self, Y, y=None, *, times=None, groups=None):
@@ -104,34 +118,69 @@ class BayesianGPLVM(AbstractGPLVM):
         Y_mean, Y_std = self._standardisation(Y)
         Ys = (Y - Y_mean) / Y_std
         u, problem = self._initial(Ys, times, groups, as_key(self.random_state))
-        u, history, n_iter, converged, interrupted, problem = self._optimise(u, problem)
-        self._set_fitted(u, problem, Y_mean, Y_std)
-        self.history_ = -history
-        self.n_iter_, self.converged_, self.interrupted_ = n_iter, converged, interrupted
         self.times_, self.groups_ = times, groups
         self._train_Y = Y
         self.n_features_in_ = Y.shape[1]
+        # what resume() needs to go on: the start, the histories of the runs before the last
+        # jitter restart and, once stopped, the optimiser's state
+        self._resume_ = {"u": u, "problem": problem, "Y_mean": Y_mean, "Y_std": Y_std,
+                         "earlier": (), "state": None}
+        return self._run()
+
+    def resume(self):
+        """Finish an interrupted (or checkpointed) fit from its stored optimiser state; with
+        ``optimizer='lbfgs'`` or ``'adam'`` the result equals an uninterrupted fit's bit for
+        bit (``'lbfgsb'``: see ``checkpoint``).
+
+        Typical use: ``gplvm.load(path).resume()`` after a run with ``checkpoint=path`` was
+        killed, or ``model.resume()`` after Ctrl-C.  A finished fit is returned unchanged.
+        """
+        check_is_fitted(self, "fitted_")
+        return self if getattr(self, "_resume_", None) is None else self._run()
+
+    def _run(self):
+        """Optimise from ``_resume_``, set the fitted attributes and save the checkpoint."""
+        run = self._resume_
+        u, history, n_iter, converged, interrupted, problem = self._optimise(run)
+        self._finish(u, problem, (run["Y_mean"], run["Y_std"]), history, n_iter, converged,
+                     interrupted)
+        if self.checkpoint is not None:
+            self.save(self.checkpoint)
         return self
 
-    def _optimise(self, u, problem):
+    def _finish(self, u, problem, Y_scale, history, n_iter, converged, interrupted):
+        self._set_fitted(u, problem, *Y_scale)
+        self.history_ = -history
+        self.n_iter_, self.converged_, self.interrupted_ = n_iter, converged, interrupted
+
+    def _optimise(self, run):
         """L-BFGS (or Adam) on the negative bound within ``max_iter`` iterations in all.
 
         When the bound turns non-finite the run restarts from the last finite iterate with the
         next jitter rung of :func:`gplvm.linalg.escalate_jitter` on Kuu (the library's one
-        jitter policy); the history and iteration count span every restart.
+        jitter policy); the history and iteration count span every restart.  ``run`` is
+        ``_resume_``: the start (``u``, ``problem``), the histories of earlier restarts and
+        the optimiser state to continue from; on Ctrl-C it is updated for :meth:`resume`.
         """
         fun = negative_bound_keyed if self.optimizer == "adam" else negative_bound
-        histories, n_done = [], 0
+        u, problem, state = run["u"], run["problem"], run["state"]
+        histories = list(run["earlier"])
+        n_done = sum(len(h) for h in histories)
         while True:
             try:
                 result = minimise(fun, u, method=self.optimizer, n_iter=self.max_iter - n_done,
                                   learning_rate=self.learning_rate, progress=self.progress,
-                                  desc="BayesianGPLVM", args=(problem,))
+                                  desc="BayesianGPLVM", args=(problem,), start=state,
+                                  checkpoint=self._checkpoint_writer(problem, histories),
+                                  checkpoint_interval=float(self.checkpoint_interval))
             except NonFiniteObjectiveError as err:
                 if not histories:       # at the very start: no finite point, no remedy
                     raise
                 result = err.result     # after a restart: the next jitter rung, as before
-            u = result.params
+            u, state = result.params, None
+            if result.interrupted:      # Ctrl-C: keep where this run stands for resume()
+                self._resume_ = {**run, "u": u, "problem": problem,
+                                 "earlier": tuple(histories), "state": result.state}
             histories.append(result.history)
             n_done += result.n_iter
             if n_done >= self.max_iter or result.converged or result.interrupted:
@@ -142,18 +191,38 @@ class BayesianGPLVM(AbstractGPLVM):
                 jitter = escalate_jitter(problem.jitter, scale, name="Kuu")
             except CholeskyError as err:
                 warnings.warn(f"BayesianGPLVM: the bound stayed non-finite ({err}); keeping "
-                              f"the last finite parameters", RuntimeWarning, stacklevel=3)
+                              f"the last finite parameters", RuntimeWarning, stacklevel=4)
                 break
             problem = problem._replace(jitter=jitter)
             warnings.warn(f"BayesianGPLVM: raising the Kuu jitter to {jitter:.1e} and "
-                          f"continuing", RuntimeWarning, stacklevel=3)
+                          f"continuing", RuntimeWarning, stacklevel=4)
+        if not result.interrupted:
+            self._resume_ = None        # finished: nothing to resume, no data kept for it
         if (self.optimizer != "adam" and n_done >= self.max_iter and not result.converged
                 and not result.interrupted):
             warnings.warn(f"BayesianGPLVM: L-BFGS stopped at max_iter={self.max_iter} before "
                           f"the bound converged; raise max_iter", ConvergenceWarning,
-                          stacklevel=3)
+                          stacklevel=4)
         return (u, np.concatenate(histories), n_done, bool(result.converged),
                 bool(result.interrupted), problem)
+
+    def _checkpoint_writer(self, problem, histories):
+        """``minimise``'s checkpoint: save a model of the current iterate, flagged
+        interrupted, that resume() continues from the optimiser's state."""
+        if self.checkpoint is None:
+            return None
+        earlier = tuple(histories)
+
+        def write(state):
+            self._resume_ = {**self._resume_, "problem": problem, "earlier": earlier,
+                             "state": state}
+            history = np.concatenate([*earlier, state.history])
+            self._finish(state.params, problem, (self._resume_["Y_mean"],
+                                                 self._resume_["Y_std"]), history,
+                         len(history), False, True)
+            self.save(self.checkpoint)
+
+        return write
 
     def _set_fitted(self, u, problem, Y_mean, Y_std):
         summary = fam.fitted_from(u, problem, Y_mean, Y_std)
@@ -166,8 +235,11 @@ class BayesianGPLVM(AbstractGPLVM):
 
     @classmethod
     def _upgrade_fitted(cls, fitted: dict, format_version: int) -> dict:
-        """Attributes of a file written before issue 11 (format 1), as today's."""
-        return upgrade_format1(fitted) if format_version < 2 else fitted
+        """Attributes of a file written before issue 11 (format 1), as today's; files before
+        checkpoints (issue 16) hold finished fits: nothing to resume."""
+        fitted = upgrade_format1(fitted) if format_version < 2 else dict(fitted)
+        fitted.setdefault("_resume_", None)
+        return fitted
 
     # ------------------------------------------------------------------ fitted values
     @property

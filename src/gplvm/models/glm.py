@@ -114,6 +114,14 @@ class BayesianGLM(SaveMixin, BaseEstimator):
         random_state: seed (int or ``jax.random`` key) for the features, the initialisation,
             the minibatches and the prediction draws.
         progress: show a progress bar with the (negative) bound.
+        checkpoint: a file path: the model is saved there (:meth:`save`) after an Adam step at
+            most every ``checkpoint_interval`` seconds and when the run ends or is interrupted
+            (Ctrl-C), so a killed process loses at most that much work;
+            ``gplvm.load(path).resume()`` finishes the run with exactly the iterates, history
+            and predictions of an uninterrupted one (the Adam state and the PRNG key are in
+            the file).  A file written mid-run holds the training data and has
+            ``interrupted_`` set; a finished fit's keeps neither.
+        checkpoint_interval: seconds between checkpoint writes (0: after every step).
 
     The defaults (ARD, 1000 Adam steps from 0.04 with a cosine decay, q(w) started at a
     diagonal Laplace approximation, 400 features) were chosen on a validation split of the
@@ -132,7 +140,7 @@ class BayesianGLM(SaveMixin, BaseEstimator):
                  n_samples: int = 5, batch_size: int | None = None, n_iter: int = 1000,
                  learning_rate: float = 0.04, prior_var: float = 1.0,
                  n_predict_samples: int = 200, standardize: bool = True, random_state=0,
-                 progress: bool = True):
+                 progress: bool = True, checkpoint=None, checkpoint_interval: float = 60.0):
         self.likelihood = likelihood
         self.features = features
         self.n_mixture = n_mixture
@@ -147,6 +155,8 @@ class BayesianGLM(SaveMixin, BaseEstimator):
         self.standardize = standardize
         self.random_state = random_state
         self.progress = progress
+        self.checkpoint = checkpoint
+        self.checkpoint_interval = checkpoint_interval
 
     def __sklearn_tags__(self):
         tags = no_missing_values(super().__sklearn_tags__())
@@ -222,40 +232,81 @@ class BayesianGLM(SaveMixin, BaseEstimator):
         lik_fit = lik
         if lik.name == "gaussian" and not isinstance(self.likelihood, str):
             lik_fit = replace(lik, noise_var=lik.noise_var / y_std**2)   # y's units → fit's
-        u = self._optimise(X, (y - y_mean) / y_std, lik_fit)
-        fm, lk, _ = core.unpack(u, self.features_, lik_fit)
-        self.features_ = fm
-        self.likelihood_ = replace(lk, noise_var=lk.noise_var * y_std**2) \
-            if lk.name == "gaussian" else lk
-        self.prior_var_ = np.asarray(softplus(u["prior_var"])) * y_std**2
-        self.weights_mean_ = np.asarray(u["m"]) * y_std
-        self.weights_var_ = np.asarray(softplus(u["psi"])) * y_std**2
         self.y_mean_, self.y_std_ = y_mean, y_std
-        if not (self.converged_ or self.interrupted_):
-            warn_not_converged("BayesianGLM", f"the bound was still rising after n_iter="
-                               f"{self.n_iter} Adam steps", "increase n_iter (or learning_rate)")
-        return self
-
-    def _optimise(self, X, y, lik):
-        """Adam on −eq. 27; sets ``features_`` (the start), history and flags; returns u."""
         key = as_key(self.random_state)
         k_feat, k_init, k_fit, self._predict_key = jax.random.split(key, 4)
-        self.features_ = self.features if self.features is not None else default_features(
+        features = self.features if self.features is not None else default_features(
             X, self.n_features, k_feat, ard=self.ard)
-        N = X.shape[0]
-        B = min(N, 256) if self.batch_size is None else int(min(self.batch_size, N))
-        Xj, yj = jnp.asarray(X), jnp.asarray(y)
-        u0 = core.initial_params(k_init, self.features_, lik, Xj, yj, float(self.prior_var),
+        Xj, yj = jnp.asarray(X), jnp.asarray((y - y_mean) / y_std)
+        u0 = core.initial_params(k_init, features, lik_fit, Xj, yj, float(self.prior_var),
                                  int(self.n_mixture))
-        res = minimise(core.neg_elbo(B, int(self.n_samples)), u0, method="adam",
+        # what resume() needs to go on: the run's start, data and, once stopped, its state
+        self._resume_ = {"u0": u0, "key": k_fit, "features": features, "likelihood": lik_fit,
+                         "X": Xj, "y": yj, "state": None}
+        if self._run()._unsettled():
+            warn_not_converged(*self._unsettled())
+        return self
+
+    def resume(self):
+        """Finish an interrupted (or checkpointed) fit from its stored Adam state: the result
+        equals an uninterrupted fit's bit for bit.
+
+        Typical use: ``gplvm.load(path).resume()`` after a run with ``checkpoint=path`` was
+        killed, or ``model.resume()`` after Ctrl-C.  A finished fit is returned unchanged.
+        """
+        check_is_fitted(self, "weights_mean_")
+        if getattr(self, "_resume_", None) is not None and self._run()._unsettled():
+            warn_not_converged(*self._unsettled())
+        return self
+
+    def _run(self):
+        """Adam on −eq. 27 from the start (or the stored state) in ``_resume_``; sets the
+        fitted attributes, saves the checkpoint and warns when the bound has not settled."""
+        run = self._resume_
+        X, lik = run["X"], run["likelihood"]
+        B = min(X.shape[0], 256) if self.batch_size is None else int(min(self.batch_size,
+                                                                         X.shape[0]))
+        res = minimise(core.neg_elbo(B, int(self.n_samples)), run["u0"], method="adam",
                        n_iter=int(self.n_iter),
                        optimizer=core.optimizer(float(self.learning_rate), int(self.n_iter)),
-                       key=k_fit, progress=self.progress, desc=f"BayesianGLM ({lik.name})",
-                       args=(self.features_, lik, Xj, yj))
-        self.history_, self.n_iter_, self.interrupted_ = res.history, res.n_iter, \
-            res.interrupted
-        self.converged_ = core.bound_settled(res.history, N)
-        return res.params
+                       key=run["key"], progress=self.progress, desc=f"BayesianGLM ({lik.name})",
+                       args=(run["features"], lik, X, run["y"]), start=run["state"],
+                       checkpoint=None if self.checkpoint is None else self._write_checkpoint,
+                       checkpoint_interval=float(self.checkpoint_interval))
+        self._set_fitted(res.params, res.history, res.interrupted)
+        self._resume_ = {**run, "state": res.state} if res.interrupted else None
+        if self.checkpoint is not None:
+            self.save(self.checkpoint)
+        return self
+
+    def _unsettled(self):
+        """Whether to warn that the bound has not settled, and with what (the warning itself
+        is raised in fit or resume, so that it points at the caller's line)."""
+        if self.converged_ or self.interrupted_:
+            return None
+        return ("BayesianGLM", f"the bound was still rising after n_iter={self.n_iter} Adam "
+                               f"steps", "increase n_iter (or learning_rate)")
+
+    def _write_checkpoint(self, state):
+        """Save the run as it stands after an Adam step: a model of the current iterate,
+        flagged interrupted, that resume() continues from ``state``."""
+        self._set_fitted(state.params, state.history, True)
+        self._resume_ = {**self._resume_, "state": state}
+        self.save(self.checkpoint)
+
+    def _set_fitted(self, u, history, interrupted):
+        """The fitted attributes of unconstrained parameters ``u`` (y's units)."""
+        run = self._resume_
+        fm, lk, _ = core.unpack(u, run["features"], run["likelihood"])
+        self.features_ = fm
+        self.likelihood_ = replace(lk, noise_var=lk.noise_var * self.y_std_**2) \
+            if lk.name == "gaussian" else lk
+        self.prior_var_ = np.asarray(softplus(u["prior_var"])) * self.y_std_**2
+        self.weights_mean_ = np.asarray(u["m"]) * self.y_std_
+        self.weights_var_ = np.asarray(softplus(u["psi"])) * self.y_std_**2
+        self.history_, self.n_iter_ = np.asarray(history), len(history)
+        self.interrupted_ = bool(interrupted)
+        self.converged_ = core.bound_settled(self.history_, run["X"].shape[0])
 
     # ------------------------------------------------------------------ prediction
     def _fitted_classifier(self) -> bool:
@@ -356,6 +407,7 @@ class BayesianGLM(SaveMixin, BaseEstimator):
         """Format 1 (before issue 11): y was never standardised, and a Bernoulli model was fitted
         to 0/1 targets without ``classes_``."""
         fitted = dict(fitted)
+        fitted.setdefault("_resume_", None)     # before checkpoints: a finished fit
         if format_version < 2:
             fitted.setdefault("y_mean_", 0.0)
             fitted.setdefault("y_std_", 1.0)

@@ -1,0 +1,144 @@
+"""Checkpoint and resume of the optimisation-based estimators (issue 16 item 4): Ctrl-C or a kill
+loses at most ``checkpoint_interval`` seconds, and resuming gives bit for bit the result of an
+uninterrupted run with the same seed.
+
+Why bit for bit is the right test: a resumed run replays the same compiled step on the same
+parameters, optax state and PRNG key, so every floating-point operation is the one the
+uninterrupted run does; any difference (a lost Adam moment, a fresh L-BFGS memory, a re-split
+key, a reset stopping count) changes the iterates, which ``assert_array_equal`` catches.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import gplvm
+from gplvm.inference.optimise import minimise
+from gplvm.models import bgplvm as bgplvm_module
+from gplvm.models import glm as glm_module
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::sklearn.exceptions.ConvergenceWarning", "ignore:.*interrupted:RuntimeWarning")
+
+K = 6       # the iteration after which a run is stopped
+
+
+class Killed(BaseException):
+    """A process killed mid-fit: nothing catches it, nothing is saved on the way out."""
+
+
+def _bgplvm_case():
+    Y = np.random.default_rng(0).normal(size=(30, 5))
+    kw = dict(n_components=2, n_inducing=5, max_iter=15, optimizer="lbfgs", random_state=0,
+              progress=False)
+    return gplvm.BayesianGPLVM, kw, (Y,), bgplvm_module
+
+
+def _glm_case():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=40)
+    kw = dict(n_features=10, n_mixture=2, n_iter=15, batch_size=20, random_state=0,
+              progress=False)
+    return gplvm.BayesianGLM, kw, (X, y), glm_module
+
+
+CASES = {"BayesianGPLVM": _bgplvm_case, "BayesianGLM": _glm_case}
+
+
+def _stop_at(monkeypatch, module, exc):
+    """Make the estimator's optimiser raise ``exc`` from its callback after iteration K."""
+    real = module.minimise
+
+    def callback(i, params, value):
+        if i == K:
+            raise exc
+
+    monkeypatch.setattr(module, "minimise", lambda *a, **kw: real(*a, **{**kw,
+                                                                       "callback": callback}))
+    return lambda: monkeypatch.setattr(module, "minimise", real)
+
+
+def _outputs(model, data):
+    """Everything a fit determines: parameters, history and predictions."""
+    if isinstance(model, gplvm.BayesianGPLVM):
+        leaves = jax.tree_util.tree_leaves(model.params_)
+        return [*leaves, model.history_, model.X_mean_, model.X_var_,
+                model.predict(model.X_mean_[:4], return_var=True)[1],
+                model.predict(model.X_mean_[:4])]
+    return [model.weights_mean_, model.weights_var_, model.prior_var_, model.history_,
+            *model.predict(data[0][:4], return_std=True)]
+
+
+def _assert_same(a, b, data):
+    for x, y in zip(_outputs(a, data), _outputs(b, data), strict=True):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    assert a.n_iter_ == b.n_iter_ and a.converged_ == b.converged_
+    assert not a.interrupted_ and not b.interrupted_
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_ctrl_c_then_resume_equals_one_run(monkeypatch, tmp_path, name):
+    cls, kw, data, module = CASES[name]()
+    full = cls(**kw).fit(*data)
+    assert full.n_iter_ > K + 1        # the stop falls inside the run
+    restore = _stop_at(monkeypatch, module, KeyboardInterrupt)
+    part = cls(**kw).fit(*data)
+    restore()
+    assert part.interrupted_ and part.n_iter_ == K + 1
+    part.save(tmp_path / "part.npz")
+    _assert_same(gplvm.load(tmp_path / "part.npz").resume(), full, data)
+    _assert_same(part.resume(), full, data)
+    assert full.resume() is full       # finished: nothing to resume
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_killed_run_loses_at_most_the_interval(monkeypatch, tmp_path, name):
+    """checkpoint_interval=0 writes after every iteration: a run killed after iteration K
+    leaves a file holding K + 1 iterations, which resumes to the uninterrupted result; with an
+    interval longer than the run nothing is written before the end."""
+    cls, kw, data, module = CASES[name]()
+    full = cls(**kw).fit(*data)
+    path, never = tmp_path / "run.npz", tmp_path / "never.npz"
+    restore = _stop_at(monkeypatch, module, Killed())
+    with pytest.raises(Killed):
+        cls(**kw, checkpoint=path, checkpoint_interval=0).fit(*data)
+    with pytest.raises(Killed):
+        cls(**kw, checkpoint=never, checkpoint_interval=3600).fit(*data)
+    restore()
+    assert not never.exists()
+    saved = gplvm.load(path)
+    assert saved.interrupted_ and saved.n_iter_ == K + 1
+    np.testing.assert_array_equal(saved.history_, full.history_[:K + 1])
+    resumed = saved.resume()
+    _assert_same(resumed, full, data)
+    _assert_same(gplvm.load(path), full, data)      # the finished run's file
+
+
+def _rosenbrock(p):
+    return (1.0 - p["x"]) ** 2 + 100.0 * (p["y"] - p["x"] ** 2) ** 2
+
+
+def _noisy_rosenbrock(p, key):
+    return _rosenbrock(p) + 0.01 * jax.random.normal(key)
+
+
+@pytest.mark.parametrize("method", ["lbfgs", "adam"])
+def test_minimise_continues_bit_for_bit_from_any_checkpoint(method):
+    """Every state handed to ``checkpoint`` continues to the uninterrupted run exactly, the
+    one taken as the stopping test is met included (the run then stops at once)."""
+    start = {"x": jnp.asarray(-1.2), "y": jnp.asarray(1.0)}
+    fun = _noisy_rosenbrock if method == "adam" else _rosenbrock
+    opts = dict(method=method, n_iter=60, progress=False, learning_rate=0.05, patience=3)
+    states = []
+    full = minimise(fun, start, checkpoint=states.append, checkpoint_interval=0, **opts)
+    assert len(states) == full.n_iter
+    for state in states[::7] + states[-1:]:
+        again = minimise(fun, start, start=state, **opts)
+        np.testing.assert_array_equal(again.history, full.history)
+        assert again.converged == full.converged and again.n_iter == full.n_iter
+        for name in start:
+            assert float(again.params[name]) == float(full.params[name])
