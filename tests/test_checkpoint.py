@@ -86,11 +86,11 @@ def test_ctrl_c_then_resume_equals_one_run(monkeypatch, tmp_path, name):
     full = cls(**kw).fit(*data)
     assert full.n_iter_ > K + 1        # the stop falls inside the run
     restore = _stop_at(monkeypatch, module, KeyboardInterrupt)
-    part = cls(**kw).fit(*data)
+    path = tmp_path / "part.npz"        # written on Ctrl-C (the interval is never reached)
+    part = cls(**kw, checkpoint=path, checkpoint_interval=3600).fit(*data)
     restore()
     assert part.interrupted_ and part.n_iter_ == K + 1
-    part.save(tmp_path / "part.npz")
-    _assert_same(gplvm.load(tmp_path / "part.npz").resume(), full, data)
+    _assert_same(gplvm.load(path).resume(), full, data)
     _assert_same(part.resume(), full, data)
     assert full.resume() is full       # finished: nothing to resume
 
@@ -142,3 +142,19 @@ def test_minimise_continues_bit_for_bit_from_any_checkpoint(method):
         assert again.converged == full.converged and again.n_iter == full.n_iter
         for name in start:
             assert float(again.params[name]) == float(full.params[name])
+
+
+def test_lbfgsb_resumes_from_the_checkpointed_parameters(monkeypatch):
+    """SciPy's L-BFGS-B memory cannot be saved: resume() restarts it from the parameters of the
+    interrupted run, keeps the history so far and stays within max_iter."""
+    cls, kw, data, module = _bgplvm_case()
+    kw = {**kw, "optimizer": "lbfgsb"}
+    full = cls(**kw).fit(*data)
+    restore = _stop_at(monkeypatch, module, KeyboardInterrupt)
+    part = cls(**kw).fit(*data)
+    restore()
+    assert part.interrupted_ and part.n_iter_ == K + 1
+    resumed = part.resume()
+    assert not resumed.interrupted_ and K + 1 < resumed.n_iter_ <= kw["max_iter"]
+    np.testing.assert_array_equal(resumed.history_[:K + 1], full.history_[:K + 1])
+    assert np.all(np.isfinite(resumed.history_)) and np.all(np.isfinite(resumed.X_mean_))
