@@ -22,7 +22,11 @@ checks convergence and keeps the last finite iterate, so that
 * an objective or gradient that is already non-finite at the starting parameters raises
   :class:`NonFiniteObjectiveError`: there is no finite point to keep;
 * Ctrl-C (``KeyboardInterrupt``) stops the run and returns the work done so far, flagged
-  ``interrupted=True``, instead of losing it.
+  ``interrupted=True``, instead of losing it;
+* ``checkpoint`` receives an :class:`OptimState` (parameters, optax state, PRNG key, history)
+  at most every ``checkpoint_interval`` seconds, the result carries the last one, and
+  ``start=`` continues a run from it, bit for bit for the optax methods (estimators'
+  ``checkpoint=path`` and ``resume()``, issue 16).
 """
 
 from __future__ import annotations

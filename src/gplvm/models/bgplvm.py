@@ -196,8 +196,8 @@ class BayesianGPLVM(AbstractGPLVM):
             problem = problem._replace(jitter=jitter)
             warnings.warn(f"BayesianGPLVM: raising the Kuu jitter to {jitter:.1e} and "
                           f"continuing", RuntimeWarning, stacklevel=4)
-        if not result.interrupted:
-            self._resume_ = None        # finished: nothing to resume, no data kept for it
+        if not result.interrupted:      # finished: nothing to resume, no state kept for it
+            vars(self).pop("_resume_", None)
         if (self.optimizer != "adam" and n_done >= self.max_iter and not result.converged
                 and not result.interrupted):
             warnings.warn(f"BayesianGPLVM: L-BFGS stopped at max_iter={self.max_iter} before "
@@ -235,11 +235,8 @@ class BayesianGPLVM(AbstractGPLVM):
 
     @classmethod
     def _upgrade_fitted(cls, fitted: dict, format_version: int) -> dict:
-        """Attributes of a file written before issue 11 (format 1), as today's; files before
-        checkpoints (issue 16) hold finished fits: nothing to resume."""
-        fitted = upgrade_format1(fitted) if format_version < 2 else dict(fitted)
-        fitted.setdefault("_resume_", None)
-        return fitted
+        """Attributes of a file written before issue 11 (format 1), as today's."""
+        return upgrade_format1(fitted) if format_version < 2 else fitted
 
     # ------------------------------------------------------------------ fitted values
     @property

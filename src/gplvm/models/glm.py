@@ -274,7 +274,10 @@ class BayesianGLM(SaveMixin, BaseEstimator):
                        checkpoint=None if self.checkpoint is None else self._write_checkpoint,
                        checkpoint_interval=float(self.checkpoint_interval))
         self._set_fitted(res.params, res.history, res.interrupted)
-        self._resume_ = {**run, "state": res.state} if res.interrupted else None
+        if res.interrupted:
+            self._resume_ = {**run, "state": res.state}
+        else:                   # finished: nothing to resume, no training data kept for it
+            del self._resume_
         if self.checkpoint is not None:
             self.save(self.checkpoint)
         return self
@@ -407,7 +410,6 @@ class BayesianGLM(SaveMixin, BaseEstimator):
         """Format 1 (before issue 11): y was never standardised, and a Bernoulli model was fitted
         to 0/1 targets without ``classes_``."""
         fitted = dict(fitted)
-        fitted.setdefault("_resume_", None)     # before checkpoints: a finished fit
         if format_version < 2:
             fitted.setdefault("y_mean_", 0.0)
             fitted.setdefault("y_std_", 1.0)
