@@ -227,9 +227,11 @@ def make_steps(spec: RFLVMSpec):
                 r, h = update_dispersion_crt(k_r, data.Y, data.observed, psi, state.dispersion,
                                              state.dispersion_rate, spec.dispersion_prior,
                                              beta[-1], (data.beta_prior_mean[-1],
-                                                        data.beta_prior_prec[-1]))
+                                                        data.beta_prior_prec[-1]),
+                                             customers=data.customers)
                 return mean_preserving_moves(k_move, data.Y, data.observed, psi, r, beta[-1],
-                                             spec.dispersion_prior[0], h)
+                                             spec.dispersion_prior[0], h,
+                                             nonzero=data.nonzero)   # as the sweep calls it
             steps["dispersion"] = disp_step
 
         def w_step(key, state, data):

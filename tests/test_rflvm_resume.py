@@ -81,7 +81,11 @@ def test_a_format_1_file_gives_its_saved_outputs_and_runs_today(tmp_path):
     model = _upgraded_legacy_model()
     expected = np.load(f"{LEGACY}_expected.npz")
     np.testing.assert_array_equal(model.X_mean_, expected["X_mean"])
-    np.testing.assert_array_equal(model.predict(expected["X"]), expected["predict"])
+    # predict now runs in blocks of a fixed number of rows (a row's value may not depend on the
+    # call's size), so its sums may be blocked differently from the whole-batch product of the
+    # version that wrote the file: equal to rounding
+    np.testing.assert_allclose(model.predict(expected["X"]), expected["predict"], rtol=1e-13,
+                               atol=0)
     # The file predates the slice diagnostics: NaN, and the frequency acceptance it had.
     info = model.sampler_info_
     assert model._upgraded_from_format_ == 1
@@ -97,7 +101,7 @@ def test_a_format_1_file_gives_its_saved_outputs_and_runs_today(tmp_path):
     # Saved again by today's code and loaded: the same outputs.
     model.save(tmp_path / "again.gplvm")
     again = gplvm.load(tmp_path / "again.gplvm")
-    np.testing.assert_array_equal(again.predict(expected["X"]), expected["predict"])
+    np.testing.assert_array_equal(again.predict(expected["X"]), model.predict(expected["X"]))
     np.testing.assert_array_equal(again.sampler_info_["accept_W"], info["accept_W"])
 
 

@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from gplvm.models._rflvm.dispersion import crt_layout
 from gplvm.models._rflvm.spec import RFLVMData, RFLVMSpec, RFLVMState
 from gplvm.samplers.dp_mixture import default_niw_prior, dp_init
 
@@ -64,14 +65,16 @@ def prepare_data(spec: RFLVMSpec, Y: np.ndarray, offset, trials, kernel, times) 
         mean[-1] = intercept_centre(spec.likelihood, Y, offset, trials_arr)
         prec[-1] = 1.0 / spec.intercept_prior_var
     t = np.zeros(N) if times is None else np.asarray(times, float)
-    nonzero = None
+    nonzero = customers = None
     if spec.likelihood == "negative_binomial":
         rows, cols = np.nonzero(obs & (np.where(obs, Y, 0.0) > 0))
         nonzero = (jnp.asarray(Y[rows, cols]), jnp.asarray(cols.astype(np.int32)))
+        customers = crt_layout(Y[rows, cols], cols)
     return RFLVMData(Y=jnp.asarray(np.where(obs, Y, 0.0)), observed=jnp.asarray(observed),
                      offset=jnp.asarray(offset), trials=jnp.asarray(trials_arr),
                      beta_prior_mean=jnp.asarray(mean), beta_prior_prec=jnp.asarray(prec),
-                     kernel=kernel, time=jnp.asarray(t), nonzero=nonzero)
+                     kernel=kernel, time=jnp.asarray(t), nonzero=nonzero,
+                     customers=customers)
 
 
 def nb_prior_mean(spec: RFLVMSpec, data: RFLVMData, dispersion: Array) -> Array:

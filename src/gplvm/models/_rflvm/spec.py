@@ -105,6 +105,10 @@ class RFLVMData(NamedTuple):
         nonzero: negative binomial: (y (K,), column (K,)) of the K observed entries with
             y > 0, for the Γ(y + r)/Γ(r) terms of the dispersion moves, which vanish at
             y = 0 (91% of congress109); None otherwise (and in files saved before it existed).
+        customers: negative binomial: the layout of the CRT draws of the dispersion step,
+            fixed by the counts (:func:`gplvm.models._rflvm.dispersion.crt_layout`); None
+            otherwise (and in files saved before it existed: the step then lays them out in
+            every sweep).
     """
 
     Y: Array
@@ -116,6 +120,7 @@ class RFLVMData(NamedTuple):
     kernel: Any
     time: Array
     nonzero: Any = None
+    customers: Any = None
 
 
 @register("gplvm.state.RFLVMState")

@@ -150,7 +150,8 @@ def _sweep_counts(key, spec, data, state, inducing_times):
             r, h = update_dispersion_crt(k_r, data.Y, data.observed, psi, state.dispersion,
                                          state.dispersion_rate, spec.dispersion_prior,
                                          beta[-1], (data.beta_prior_mean[-1],
-                                                    data.beta_prior_prec[-1]))
+                                                    data.beta_prior_prec[-1]),
+                                         customers=data.customers)
             r, c, psi, _ = mean_preserving_moves(k_move, data.Y, data.observed, psi, r,
                                                  beta[-1], spec.dispersion_prior[0], h,
                                                  nonzero=data.nonzero)
