@@ -113,7 +113,7 @@ def _pca(Z, Q=2):
     return X0 / X0.std(0)
 
 
-def setup(kind: str, Y: np.ndarray, n_trials, n_freq: int, nb_beta: str = "slice"):
+def setup(kind: str, Y: np.ndarray, n_trials, n_freq: int, nb_beta: str = "polya_gamma"):
     """Spec, data and a one-chain start (PCA latents), as the estimator builds them."""
     N, J = Y.shape
     if kind == "gaussian":
@@ -481,7 +481,7 @@ def main() -> None:
                    help="sweeps for the acceptance and ESS of the kernel (0: skip)")
     p.add_argument("--ess-burn", type=int, default=0,
                    help="sweeps run and discarded before those (in the same scan)")
-    p.add_argument("--nb-beta", default="slice", choices=("slice", "polya_gamma"),
+    p.add_argument("--nb-beta", default="polya_gamma", choices=("slice", "polya_gamma"),
                    help="the negative binomial's beta step (RFLVMSpec.nb_beta)")
     p.add_argument("--mixing-only", action="store_true",
                    help="skip the step timings: only the acceptance and ESS, from the start")

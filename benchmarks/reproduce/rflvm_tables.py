@@ -1,7 +1,8 @@
 """Seed 000 Table 1 and Table 3 protocols, our RFLVM beside the baselines in the same run.
 
 Run: ``.venv/bin/python benchmarks/reproduce/rflvm_tables.py [--table 1|3|both] [--seeds 5]
-[--n-iter 500] [--datasets bridges,congress] [--models poisson,negative_binomial]``.
+[--n-iter 500] [--datasets bridges,congress] [--models poisson,negative_binomial]
+[--nb-beta polya_gamma|slice]``.
 
 **Table 1** (§4.1): 1-NN accuracy, 5-fold cross-validation, of the posterior mean latent
 (Q = 2, M = 100, one chain, ``--n-iter`` sweeps with half burn-in) on ../shared/data's
@@ -75,6 +76,7 @@ def table1(args):
                 else:
                     X = gplvm.RFLVM(likelihood=method, n_features=100, n_iter=args.n_iter,
                                     burn_in=args.n_iter // 2, n_chains=1, random_state=seed,
+                                    nb_beta=args.nb_beta,
                                     progress=False).fit(Y, offset=offset).X_mean_
                 wall.append(time.perf_counter() - start)
                 accs.append(knn_accuracy(X, labels, random_state=seed))
@@ -136,6 +138,8 @@ def main() -> None:
     p.add_argument("--n-iter", type=int, default=500)
     p.add_argument("--datasets", default="bridges,congress")
     p.add_argument("--models", default="poisson,negative_binomial")
+    p.add_argument("--nb-beta", default="polya_gamma", choices=("polya_gamma", "slice"),
+                   help="the negative binomial's weight step (RFLVM(nb_beta=...))")
     p.add_argument("--series", default="S-curve,Lorenz", help="Table 3 data sets")
     p.add_argument("--size-offset", default="congress",
                    help="Table 1 data sets whose count models get log row totals as offset")
