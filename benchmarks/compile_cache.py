@@ -127,8 +127,10 @@ def main() -> None:
             start = time.perf_counter()
             res = subprocess.run([sys.executable, __file__, "--worker", "--sweeps",
                                   str(args.sweeps), "--chains", str(args.chains), "--iters",
-                                  str(args.iters)], env=env, capture_output=True, text=True,
-                                 check=True)
+                                  str(args.iters)], env=env, capture_output=True, text=True)
+            if res.returncode != 0:
+                sys.exit(f"process {proc} failed (exit status {res.returncode}):\n"
+                         + res.stderr[-3000:])
             wall = time.perf_counter() - start
             r = json.loads(res.stdout.strip().splitlines()[-1])
             for model in ("rflvm", "bgplvm"):

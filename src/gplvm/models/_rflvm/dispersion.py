@@ -83,6 +83,11 @@ def crt_layout(y: np.ndarray, col: np.ndarray, exact_terms: int = EXACT_TERMS) -
 
     Returns:
         (column (C,) int32, rank t (C,), tail counts (K',), tail columns (K',)) as device arrays.
+        Each list ends with one entry that adds nothing (a customer of rank ∞, which never
+        opens a table, and a tail count of T0, whose Poisson mean is 0), so that no array is
+        empty: the driver places every leaf of the state on its devices by chain, and JAX gives
+        a zero-size array another sharding than the compiled program expects (a negative-
+        binomial fit with 2 chains on 2 devices failed on data with no count above T0).
     """
     y = np.asarray(y, float)
     col = np.asarray(col, np.int32)
@@ -90,8 +95,10 @@ def crt_layout(y: np.ndarray, col: np.ndarray, exact_terms: int = EXACT_TERMS) -
     first = np.repeat(np.cumsum(n) - n, n)
     rank = (np.arange(int(n.sum())) - first + 1).astype(float)
     tail = y > exact_terms
-    return (jnp.asarray(np.repeat(col, n)), jnp.asarray(rank), jnp.asarray(y[tail]),
-            jnp.asarray(col[tail]))
+    return (jnp.asarray(np.append(np.repeat(col, n), 0).astype(np.int32)),
+            jnp.asarray(np.append(rank, np.inf)),
+            jnp.asarray(np.append(y[tail], float(exact_terms))),
+            jnp.asarray(np.append(col[tail], 0).astype(np.int32)))
 
 
 def column_tables(key: Array, customers: tuple, r: Array) -> Array:
