@@ -217,7 +217,7 @@ def make_steps(spec: RFLVMSpec):
                 nb = kind == "negative_binomial"
                 return sample_beta_ess(key, Phi, state.beta, data.Y, data.observed, data.offset,
                                        nb_prior_mean(spec, data, state.dispersion),
-                                       data.beta_prior_prec, state.dispersion if nb else None)
+                                       data.beta_prior_prec, state.dispersion if nb else None)[:2]
             steps["beta"] = beta_step
         if kind == "negative_binomial":
             def disp_step(key, state, data):

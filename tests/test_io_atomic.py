@@ -87,7 +87,6 @@ def test_a_saver_killed_mid_write_leaves_the_previous_file(old_model, tmp_path):
             outcomes["old file"] += 1
     print(f"\nkill during save: {REPETITIONS} repetitions, {mid_write} killed mid-write; "
           f"outcomes {outcomes}")
-    assert sum(outcomes.values()) == REPETITIONS
     # the kill must really land mid-write (else this test shows nothing); a killed-mid-write
     # saver can only leave the old file
     assert mid_write >= REPETITIONS // 2 and outcomes["old file"] >= mid_write
@@ -117,6 +116,5 @@ def test_saved_file_has_the_permissions_open_gives(old_model, tmp_path):
     user's umask applies), not private like ``tempfile``'s 0600."""
     model, _ = old_model
     model.save(tmp_path / "model.gplvm")
-    with open(tmp_path / "plain", "wb"):
-        pass
+    (tmp_path / "plain").write_bytes(b"")       # open(path, "wb") under the same umask
     assert (tmp_path / "model.gplvm").stat().st_mode == (tmp_path / "plain").stat().st_mode

@@ -25,7 +25,7 @@ from sklearn.exceptions import ConvergenceWarning
 from gplvm._params import POSITIVE_INT, RANDOM_STATE, check_argument, check_params
 from gplvm._random import as_key
 from gplvm._validation import (
-    as_1d_float, as_2d_float, check_magnitude, check_observed_columns,
+    as_1d_float, as_2d_float, check_magnitude,
 )
 from gplvm.inference.mcmc import run_chains, split_rhat
 from gplvm.inference.mcmc.driver import concat_results
@@ -181,7 +181,6 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
             self.
         """
         check_params(self)
-        check_observed_columns(as_2d_float(Y, "Y", allow_nan=True))
         lik, Y, times, offset = check_fit_inputs(self, Y, times, offset, n_trials)
         kind = lik.name
         self._check_data(Y, kind)

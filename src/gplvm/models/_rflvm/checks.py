@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gplvm._validation import as_1d_float, as_2d_float, check_no_constant_columns
+from gplvm._validation import (as_1d_float, as_2d_float, check_no_constant_columns,
+                               check_observed_columns)
 from gplvm.likelihoods import AbstractLikelihood, Binomial, get_likelihood
 
 #: parameters the sampler draws itself (seed 000: σ² ~ IG, eq. 29's r ~ Ga), so an object's
@@ -40,24 +41,6 @@ def resolve_likelihood(likelihood, n_trials=None) -> AbstractLikelihood:
     return lik
 
 
-def _check_hyper(model) -> None:
-    M = model.n_features
-    if not isinstance(M, (int, np.integer)) or M < 2 or M % 2:
-        raise ValueError(f"n_features={M!r}: random Fourier features come in [sin, cos] pairs, "
-                         f"so n_features must be an even integer >= 2 (paper: 100)")
-    if not isinstance(model.n_components, (int, np.integer)) or model.n_components < 1:
-        raise ValueError(f"n_components={model.n_components!r} must be a positive integer")
-    if model.n_chains < 1:
-        raise ValueError(f"n_chains={model.n_chains} must be at least 1")
-    if not 0 <= model.burn_in < model.n_iter:
-        raise ValueError(f"burn_in={model.burn_in} must be in [0, n_iter={model.n_iter}); "
-                         f"keep some sweeps after burn-in (paper: n_iter=2000, burn_in=1000)")
-    if model.thin < 1 or model.max_stored < 1 or model.block_size < 1:
-        raise ValueError("thin, max_stored and block_size must be positive integers")
-    if model.init not in ("pca", "random"):
-        raise ValueError(f"init={model.init!r} must be 'pca' or 'random'")
-
-
 def check_fit_inputs(model, Y, times, offset, n_trials):
     """Validate ``fit``'s arguments.
 
@@ -66,21 +49,15 @@ def check_fit_inputs(model, Y, times, offset, n_trials):
     """
     lik = resolve_likelihood(model.likelihood, n_trials)
     kind = lik.name
-    _check_hyper(model)
     Y = as_2d_float(Y, "Y", allow_nan=True, min_rows=3)
+    check_observed_columns(Y)          # before the likelihood's own checks name anything else
     N, J = Y.shape
     if model.n_components >= N:
         raise ValueError(f"n_components={model.n_components} must be smaller than the number "
                          f"of rows ({N})")
-    lik.validate(Y)
-    if kind == "multinomial" and J < 2:
-        raise ValueError("the multinomial likelihood needs at least 2 categories (columns)")
+    lik.validate(Y)                    # (the multinomial's: at least 2 categories)
     if kind == "gaussian":
         check_no_constant_columns(Y)
-    empty = np.all(np.isnan(Y), axis=0)
-    if empty.any():
-        raise ValueError(f"Y has {int(empty.sum())} columns with no observed entry (columns "
-                         f"{np.flatnonzero(empty)[:5].tolist()}); drop them before fitting")
     if times is not None:
         times = as_1d_float(times, "times")
         if times.shape[0] != N:

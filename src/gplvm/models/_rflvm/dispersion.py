@@ -106,7 +106,7 @@ def column_tables(key: Array, customers: tuple, r: Array) -> Array:
 
     Customer t of column j opens a table when u (r_j + t − 1) < r_j, u ~ U[0, 1) (the
     Bernoulli of :func:`gplvm.samplers.crt.chinese_restaurant_table`); counts above T0 add
-    Poisson(r(ψ(r + y) − ψ(r + T0))).
+    Poisson(r(ψ(r + y) − ψ(r + T0))), T0 being the one the layout was built with.
     """
     k_head, k_tail = jax.random.split(key)
     col, rank, y_tail, col_tail = customers
@@ -116,7 +116,8 @@ def column_tables(key: Array, customers: tuple, r: Array) -> Array:
     tables = jax.ops.segment_sum((u * (rr + rank - 1.0) < rr).astype(r.dtype), col,
                                  num_segments=D)
     r_tail = r[col_tail]
-    mu = r_tail * (digamma(r_tail + y_tail) - digamma(r_tail + EXACT_TERMS))
+    t0 = y_tail[-1]          # the layout's last tail entry is T0 itself (mean 0): its T0
+    mu = r_tail * (digamma(r_tail + y_tail) - digamma(r_tail + t0))
     tail = jax.random.poisson(k_tail, mu).astype(r.dtype)
     return tables + jax.ops.segment_sum(tail, col_tail, num_segments=D)
 

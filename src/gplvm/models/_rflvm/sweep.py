@@ -135,15 +135,15 @@ def _sweep_counts(key, spec, data, state, inducing_times):
     if spec.polya_gamma:
         beta = _update_weights_pg(k_beta, spec, data, state, Phi)
         n_proposals = jnp.full((), jnp.nan, Phi.dtype)       # exact conditional draw
-    else:
+        F = Phi @ beta                               # ψ without the offset, shared below
+    else:   # the slice carries Φβ along with β: F comes with it
         nb = spec.likelihood == "negative_binomial"
-        beta, n_proposals = sample_beta_ess(k_beta, Phi, state.beta, data.Y, data.observed,
-                                            data.offset, nb_prior_mean(spec, data,
-                                                                       state.dispersion),
-                                            data.beta_prior_prec,
-                                            state.dispersion if nb else None)
+        beta, n_proposals, F = sample_beta_ess(k_beta, Phi, state.beta, data.Y, data.observed,
+                                               data.offset, nb_prior_mean(spec, data,
+                                                                          state.dispersion),
+                                               data.beta_prior_prec,
+                                               state.dispersion if nb else None)
     state = state._replace(beta=beta, n_proposals_beta=n_proposals)
-    F = Phi @ beta                                   # ψ without the offset, shared below
     if spec.likelihood == "negative_binomial":
         def update():
             psi = F + data.offset

@@ -75,7 +75,9 @@ def sample_beta_ess(key: Array, Phi: Array, beta: Array, Y: Array, observed: Arr
     are still shrinking the kernel evaluates just those (``log_lik_on``; issue 14).
 
     Returns:
-        (β (P, D), mean number of points evaluated on the ellipse per column).
+        (β (P, D), mean number of points evaluated on the ellipse per column, Φβ (N, D): the
+        Φμ + Φg the slice carried, equal to Φ @ β up to rounding, so the caller need not
+        recompute the product).
     """
     P, D = beta.shape
     key_nu, key_ess = jax.random.split(key)
@@ -93,10 +95,12 @@ def sample_beta_ess(key: Array, Phi: Array, beta: Array, Y: Array, observed: Arr
         per_column = ((Y * observed).T, ((Y + dispersion) * observed).T, (Phi_mu + offset).T,
                       lam, c)
     on = _column_ll_on(per_column, P)
+    log_lik_fn = on(None)
     stack = lambda g, Phi_g: jnp.concatenate([g.T, Phi_g.T], axis=1)      # (D, P + N)
-    state, info = ess_step(key_ess, ess_init(stack(beta - mu, Phi_g), on(None)), on(None),
+    state, info = ess_step(key_ess, ess_init(stack(beta - mu, Phi_g), log_lik_fn), log_lik_fn,
                            stack(nu_c, Phi_nu), log_lik_on=on)
-    return mu + state.position[:, :P].T, jnp.mean(info.n_proposals.astype(beta.dtype))
+    return (mu + state.position[:, :P].T, jnp.mean(info.n_proposals.astype(beta.dtype)),
+            Phi_mu + state.position[:, P:].T)
 
 
 def _column_ll_on(per_column, P: int):
