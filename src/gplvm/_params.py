@@ -269,6 +269,8 @@ _GPLVM_FAMILY = {
 #: estimator name → {constructor argument: rule}
 RULES: dict[str, dict[str, Rule]] = {
     "BayesianGPLVM": {**_GPLVM_FAMILY, "optimizer": _choice("lbfgs", "lbfgsb", "adam"),
+                      "inference": _choice("collapsed", "svi"),
+                      "batch_size": _optional(POSITIVE_INT, "256"),
                       "learning_rate": POSITIVE, "checkpoint": CHECKPOINT,
                       "checkpoint_interval": NON_NEGATIVE},
     "DPGPLVM": {**_GPLVM_FAMILY, "truncation": _int(2),
@@ -356,6 +358,14 @@ def check_params(estimator) -> None:
         found = relation(estimator)
         if found is not None:
             raise ValueError(f"{name}: {found[1]}")
+
+
+def check_batch_size(batch_size, n_rows: int, owner: str = "BayesianGPLVM") -> None:
+    """A minibatch is a subset of the rows: ``batch_size`` (when given) must be at most N."""
+    if batch_size is not None and batch_size > n_rows:
+        raise ValueError(f"{owner}: batch_size={batch_size} exceeds the {n_rows} rows of Y; a "
+                         f"minibatch is a subset of the rows: pass batch_size={n_rows} or fewer "
+                         f"(batch_size=None chooses min(256, N))")
 
 
 def check_argument(owner: str, name: str, value, rule: Rule, example: str = "1") -> None:

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from gplvm._params import check_params
 from gplvm._random import as_key
 from gplvm.inference import minimise
 from gplvm.inference.optimise import NonFiniteObjectiveError
@@ -25,9 +26,11 @@ from gplvm.models._common import check_is_fitted
 from gplvm.models.gplvm_family import fitted as fam
 from gplvm.models.gplvm_family.bound import negative_bound, negative_bound_keyed
 from gplvm.models.gplvm_family.estimator import AbstractGPLVM
+from gplvm.models.gplvm_family import svi_fit
 from gplvm.models.gplvm_family.format1 import upgrade_format1
 from gplvm.models.gplvm_family.latent import DynamicalLatent
 from gplvm.models.gplvm_family.new_rows import infer_latents
+from gplvm.models.gplvm_family.svi_bound import fitted_from_svi
 from gplvm.registry import register
 
 
@@ -70,6 +73,14 @@ class BayesianGPLVM(AbstractGPLVM):
             optimum in general, not the same iterates).  A file written mid-run has
             ``interrupted_`` set.
         checkpoint_interval: seconds between checkpoint writes (0: after every iteration).
+        inference: ``'collapsed'`` (the default: q(U) integrated out, every row at every
+            step) or ``'svi'``: stochastic variational inference (Hensman, Fusi & Lawrence
+            2013; q(U) = N(m_d, S) kept explicit, whitened, S shared by the columns) by Adam
+            over minibatches of ``batch_size`` rows, ``max_iter`` epochs at ``learning_rate``.
+            Y may then be a NumPy memmap (``np.load(path, mmap_mode='r')``), read a batch at
+            a time.  Iid latent prior only; no checkpoint yet.  See
+            :mod:`gplvm.models.gplvm_family.svi_fit`.
+        batch_size: rows per minibatch with ``inference='svi'`` (``None``: min(256, N)).
 
     Attributes:
         X_mean_, X_var_ (N, Q); Z_ (M, Q); kernel_; noise_var_ (original units, per column);
@@ -85,7 +96,8 @@ class BayesianGPLVM(AbstractGPLVM):
                  init_X_var: Optional[float] = None, init_noise_fraction: float = 0.01,
                  time_kernel: AbstractKernel | None = None, transform_max_iter: int = 300,
                  random_state=0, progress: bool = True, checkpoint=None,
-                 checkpoint_interval: float = 60.0):
+                 checkpoint_interval: float = 60.0, inference: str = "collapsed",
+                 batch_size: Optional[int] = None):
         self.n_components = n_components
         self.n_inducing = n_inducing
         self.kernel = kernel
@@ -102,6 +114,8 @@ class BayesianGPLVM(AbstractGPLVM):
         self.progress = progress
         self.checkpoint = checkpoint
         self.checkpoint_interval = checkpoint_interval
+        self.inference = inference
+        self.batch_size = batch_size
 
     # ------------------------------------------------------------------ fit
     def fit(self, Y, y=None, *, times=None, groups=None):
@@ -114,6 +128,8 @@ class BayesianGPLVM(AbstractGPLVM):
             groups: (N,) sequence labels: independent sequences (block-diagonal time prior).
         """
         del y
+        if self.inference == "svi":
+            return self._fit_svi(Y, times, groups)
         Y, times = self._validate_common(Y, times, groups)
         Y_mean, Y_std = self._standardisation(Y)
         Ys = (Y - Y_mean) / Y_std
@@ -224,6 +240,27 @@ class BayesianGPLVM(AbstractGPLVM):
 
         return write
 
+    def _fit_svi(self, Y, times, groups):
+        """``inference='svi'``: Adam over minibatches (:func:`svi_fit.fit_svi`)."""
+        check_params(self)
+        rows_of, train_Y, batch_size = svi_fit.svi_data(self, Y, times, groups)
+        N, D = rows_of.source.shape
+        result = svi_fit.fit_svi(self, rows_of, N, batch_size, int(self.max_iter),
+                                 as_key(self.random_state))
+        self.fitted_ = fitted_from_svi(result.g, result.setup, D, rows_of.Y_mean,
+                                       rows_of.Y_std)
+        self.params_, self._problem, self.jitter_ = result.g, None, result.setup.jitter
+        self.X_mean_, self.X_var_, self.elbo_ = result.X_mean, result.X_var, result.bound
+        self.history_, self.n_iter_ = result.history, result.n_epochs
+        self.converged_, self.interrupted_ = False, result.interrupted
+        self.times_ = self.groups_ = None
+        self._train_Y, self.n_features_in_ = train_Y, D
+        # a memmap is not kept: new rows start from the latents of a subsample of its rows
+        self._start_index = (None if train_Y is not None else
+                             np.linspace(0, N - 1, min(N, svi_fit.INIT_ROWS)).astype(int))
+        self._start_Y = None if train_Y is not None else rows_of.source.rows(self._start_index)
+        return self
+
     def _set_fitted(self, u, problem, Y_mean, Y_std):
         summary = fam.fitted_from(u, problem, Y_mean, Y_std)
         self.fitted_ = summary.fitted
@@ -253,11 +290,17 @@ class BayesianGPLVM(AbstractGPLVM):
     @property
     def time_kernel_(self):
         check_is_fitted(self, "fitted_")
-        latent = self._problem.latent
+        latent = getattr(self._problem, "latent", None)
         return latent.fitted_time_kernel(self.params_) if isinstance(
             latent, DynamicalLatent) else None
 
     # ------------------------------------------------------------------ hooks of AbstractGPLVM
+    def _start_reference(self):
+        """Training rows (original units) and their latents, to start new rows from."""
+        if getattr(self, "_start_Y", None) is not None:
+            return self._start_Y, self.X_mean_[self._start_index]
+        return super()._start_reference()
+
     def _infer_new(self, Ys):
         """q(x*) of each standardised row, each row optimised on its own with the model fixed
         (seed 003 eqs. 36–37)."""

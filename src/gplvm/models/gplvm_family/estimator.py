@@ -167,11 +167,16 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
                              f"{self.n_features_in_}; pass rows with the same columns")
         return Y, (Y - self.Y_mean_) / self.Y_std_
 
+    def _start_reference(self):
+        """Training rows (original units) and their latents, to start new rows from."""
+        return self._train_Y, self.X_mean_
+
     def _start_new(self, Ys):
         """Each new row starts at the latent of its nearest training row (observed columns),
         with the median fitted variance."""
-        train_Ys = (self._train_Y - self.Y_mean_) / self.Y_std_
-        return (nearest_training_latents(train_Ys, self.X_mean_, Ys),
+        train_Y, X_train = self._start_reference()
+        train_Ys = (train_Y - self.Y_mean_) / self.Y_std_
+        return (nearest_training_latents(train_Ys, X_train, Ys),
                 np.median(self.X_var_, axis=0))
 
     def transform(self, Y, return_var: bool = False):
@@ -217,7 +222,9 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         the model fixed (:meth:`transform`) for other rows."""
         Y, Ys = self._standardise_new(Y)
         Y = Y.copy()
-        if Y.shape == self._train_Y.shape and np.array_equal(Y, self._train_Y, equal_nan=True):
+        train_Y = self._train_Y     # None after an SVI fit on a memmap (never loaded whole)
+        if (train_Y is not None and Y.shape == train_Y.shape
+                and np.array_equal(Y, train_Y, equal_nan=True)):
             X_mean, X_var = self.X_mean_, self.X_var_
         else:
             X_mean, X_var, _ = self._infer_new(Ys)

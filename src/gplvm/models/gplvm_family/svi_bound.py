@@ -1,0 +1,104 @@
+r"""The stochastic variational bound of the GPLVM family as a function of parameter pytrees.
+
+The bound of :mod:`gplvm.objectives.svi` (Hensman, Fusi & Lawrence 2013, eqs. 4–7, with the
+uncertain inputs of Titsias & Lawrence 2010) is split into the global parameters ``g`` (Z, the
+kernel, the noise variance and the whitened q(U): ``a`` (M, D) and ``L`` raw (M, M)) and the
+local parameters of the rows in a minibatch ``xl`` (``X_mean``, ``X_var`` raw, leading axis B).
+For a minibatch b of B of the N rows
+
+.. math::
+    \hat{\mathcal L}_b = \frac{N}{B}\sum_{n \in b}\Big(E_{q(x_n)}[\log p(y_n | f_n)]
+        - \mathrm{KL}(q(x_n)\|p(x_n))\Big) - \mathrm{KL}(q(U)\|p(U)),
+
+whose expectation over uniformly random B-subsets is the bound (each row is in b with
+probability B/N).  The Ψ-statistics come from :func:`gplvm.expectations.psi_statistics` with
+any rule (analytic, unscented, Gauss–Hermite, Monte Carlo), exactly as in the collapsed bound.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gplvm.expectations import psi_statistics
+from gplvm.linalg import inv_from_cholesky
+from gplvm.models.gplvm_family.fitted import FittedGPLVM
+from gplvm.objectives import svi
+from gplvm.objectives.collapsed import kl_standard_normal
+from gplvm.objectives.new_rows import fitted_map
+from gplvm.transforms import softplus
+
+
+class SviSetup(NamedTuple):
+    """What the stochastic bound reads besides the parameters: the kernel's structure (its
+    values come from ``g["kernel"]``), the Ψ-statistic rule and the K_uu jitter."""
+
+    kernel: Any
+    rule: Any
+    jitter: float
+
+
+def batch_terms(g: dict, xl: dict, Y0, observed, setup: SviSetup):
+    """(Σ_{n∈b} E[log p(y_n|f_n)] − KL(q(x_n)‖p(x_n)), KL(q(U)‖p(U))) for the rows ``Y0``.
+
+    Args:
+        g: global parameters; xl: the rows' local parameters.
+        Y0: (B, D) standardised rows, missing entries 0.
+        observed: (B, D) 0/1 mask, or None when the data have no missing entry.
+        setup: :class:`SviSetup`.
+    """
+    kernel = setup.kernel.from_unconstrained(g["kernel"])
+    noise_var = softplus(g["noise_var"])
+    X_mean, X_var = xl["X_mean"], softplus(xl["X_var"])
+    cols = svi.column_weights(observed, Y0.shape[1], Y0.shape[0])
+    psi0, psi1, psi2 = psi_statistics(kernel, g["Z"], X_mean, X_var, rule=setup.rule,
+                                      weights=cols.weights)
+    L = svi.chol_from_raw(g["L"])
+    ell = svi.expected_log_lik(psi0, psi1, psi2, kernel(g["Z"]), Y0, cols, noise_var, g["a"],
+                               L, setup.jitter)
+    return ell - kl_standard_normal(X_mean, X_var), svi.kl_q_u(g["a"], L)
+
+
+def minibatch_bound(g: dict, xl: dict, Y0, observed, scale, setup: SviSetup):
+    """The unbiased estimate N/B · (rows' terms) − KL(q(U)‖p(U)) (module docstring)."""
+    rows, kl_u = batch_terms(g, xl, Y0, observed, setup)
+    return scale * rows - kl_u
+
+
+_batch_terms_jit = jax.jit(batch_terms)
+
+
+def full_bound(g: dict, X_mean, X_var_raw, rows_of, n_rows: int, setup: SviSetup,
+               chunk: int) -> float:
+    """The bound over all N rows, summed a chunk of rows at a time.
+
+    Args:
+        rows_of: function of a row index array giving (Y0, observed or None) for those rows.
+        X_mean, X_var_raw: (N, Q) host arrays of the local parameters.
+        chunk: rows per evaluation (the last chunk may be shorter).
+    """
+    total, kl_u = 0.0, 0.0
+    for start in range(0, n_rows, chunk):
+        index = np.arange(start, min(start + chunk, n_rows))
+        Y0, observed = rows_of(index)
+        xl = {"X_mean": jnp.asarray(X_mean[index]), "X_var": jnp.asarray(X_var_raw[index])}
+        rows, kl_u = _batch_terms_jit(g, xl, Y0, observed, setup)
+        total += float(rows)
+    return total - float(kl_u)
+
+
+def fitted_from_svi(g: dict, setup: SviSetup, n_cols: int, Y_mean, Y_std) -> FittedGPLVM:
+    """The fitted value every verb reads, from the learnt q(U) (one shared covariance, so one
+    column group): V = K_uu⁻¹ m_d = L_u⁻ᵀ a_d and H = K_uu⁻¹ S K_uu⁻¹ = L_u⁻ᵀ L Lᵀ L_u⁻¹."""
+    kernel = setup.kernel.from_unconstrained(g["kernel"])
+    Z = g["Z"]
+    M = Z.shape[0]
+    Lu = jnp.linalg.cholesky(kernel(Z) + setup.jitter * jnp.eye(M))
+    L = svi.chol_from_raw(g["L"])
+    LuL = Lu @ L
+    fmap = fitted_map(Lu @ g["a"], (LuL @ LuL.T)[None], inv_from_cholesky(Lu),
+                      jnp.zeros(n_cols, dtype=int), softplus(g["noise_var"]))
+    return FittedGPLVM(kernel, Z, fmap, setup.rule, np.asarray(Y_mean), np.asarray(Y_std))
