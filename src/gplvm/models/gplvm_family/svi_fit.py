@@ -177,28 +177,35 @@ def _all_finite(tree):
         tree)]))
 
 
-def _make_step(learning_rate: float):
+#: Adam's moment estimates (optax.adam is this followed by a step of −learning_rate)
+ADAM = optax.scale_by_adam()
+
+
+def _adam_step(params, grads, state, learning_rate):
+    direction, state = ADAM.update(grads, state)
+    return jax.tree_util.tree_map(lambda p, u: p - learning_rate * u, params, direction), state
+
+
+def _negative(g, xl, Y0, observed, scale, setup):
+    return -minibatch_bound(g, xl, Y0, observed, scale, setup)
+
+
+@jax.jit
+def _step(g, g_state, xl, xl_state, Y0, observed, scale, setup, learning_rate):
     """One compiled step: the minibatch bound's gradient, Adam on the global parameters and,
-    row by row with each row's own state, on the batch's local parameters.  A step whose
+    row by row with each row's own state, on the batch's local parameters.  The learning rate
+    is an argument, so every fit of the same shapes shares one compilation.  A step whose
     bound or gradient is not finite changes nothing (and is counted by the caller)."""
-    opt = optax.adam(learning_rate)
-
-    def negative(g, xl, Y0, observed, scale, setup):
-        return -minibatch_bound(g, xl, Y0, observed, scale, setup)
-
-    def step(g, g_state, xl, xl_state, Y0, observed, scale, setup):
-        value, (dg, dxl) = jax.value_and_grad(negative, argnums=(0, 1))(
-            g, xl, Y0, observed, scale, setup)
-        updates, g_state_new = opt.update(dg, g_state, g)
-        row_updates, xl_state_new = jax.vmap(opt.update)(dxl, xl_state)
-        new = (optax.apply_updates(g, updates), g_state_new,
-               optax.apply_updates(xl, row_updates), xl_state_new)
-        ok = jnp.isfinite(value) & _all_finite((dg, dxl))
-        kept = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), new,
-                                      (g, g_state, xl, xl_state))
-        return kept, -value, ok
-
-    return opt, jax.jit(step)
+    value, (dg, dxl) = jax.value_and_grad(_negative, argnums=(0, 1))(
+        g, xl, Y0, observed, scale, setup)
+    g_new, g_state_new = _adam_step(g, dg, g_state, learning_rate)
+    xl_new, xl_state_new = jax.vmap(_adam_step, in_axes=(0, 0, 0, None))(
+        xl, dxl, xl_state, learning_rate)
+    ok = jnp.isfinite(value) & _all_finite((dg, dxl))
+    kept = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b),
+                                  (g_new, g_state_new, xl_new, xl_state_new),
+                                  (g, g_state, xl, xl_state))
+    return kept, -value, ok
 
 
 def _host_tree(tree, n_rows: int):
@@ -237,11 +244,11 @@ def fit_svi(est, rows_of: Standardised, n_rows: int, batch_size: int, n_epochs: 
     """
     start = initial_state(est, rows_of, n_rows, key)
     g, setup = start.g, start.setup
-    opt, step = _make_step(float(est.learning_rate))
-    g_state = opt.init(g)
+    learning_rate = jnp.asarray(float(est.learning_rate))
+    g_state = ADAM.init(g)
     Q = start.X_mean.shape[1]
     local = {"X_mean": np.array(start.X_mean), "X_var": np.array(start.X_var_raw)}
-    local_state = _host_tree(opt.init({"X_mean": jnp.zeros(Q), "X_var": jnp.zeros(Q)}), n_rows)
+    local_state = _host_tree(ADAM.init({"X_mean": jnp.zeros(Q), "X_var": jnp.zeros(Q)}), n_rows)
     rng = np.random.default_rng(int(jax.random.randint(jax.random.fold_in(key, 4), (), 0,
                                                        2**31 - 1)))
     scale = n_rows / batch_size
@@ -253,9 +260,9 @@ def fit_svi(est, rows_of: Standardised, n_rows: int, batch_size: int, n_epochs: 
             values = []
             for index in epoch_batches(rng, n_rows, batch_size):
                 Y0, observed = rows_of(index)
-                (g, g_state, xl, xl_state), value, ok = step(
+                (g, g_state, xl, xl_state), value, ok = _step(
                     g, g_state, _gather(local, index), _gather(local_state, index), Y0,
-                    observed, scale, _step_setup(setup, n_step))
+                    observed, scale, _step_setup(setup, n_step), learning_rate)
                 _scatter(local, index, xl)
                 _scatter(local_state, index, xl_state)
                 values.append((value, ok))
