@@ -85,6 +85,25 @@ def _group_factors(Lu, psi2_g, beta):
     return LA, LA_inv, jnp.trace(B)
 
 
+class RowSums(NamedTuple):
+    """The bound's sums over rows: everything it reads from the N rows (seed 001 eqs. 26–29).
+
+    Each field is a sum over n, so rows may be split across devices or processes and the parts
+    added (:mod:`gplvm.inference.sharding`); the rest of the bound is M × M algebra.
+    """
+
+    psi0: jnp.ndarray        # (G,) ψ0 summed over each group's observed rows
+    psi1_Y: jnp.ndarray      # (M, D) Ψ1ᵀ Y0
+    psi2: jnp.ndarray        # (G, M, M) Ψ2 summed over each group's observed rows
+    y_sq: jnp.ndarray        # (D,) Σ_n y_nd² per column (missing entries 0)
+    y_sq_total: jnp.ndarray  # () Σ_nd y_nd², its own sum: the order the bound is added in
+
+
+def row_sums(psi0, psi1, psi2, Y0) -> RowSums:
+    """:class:`RowSums` of all rows from their Ψ-statistics and the data (missing = 0)."""
+    return RowSums(psi0, psi1.T @ Y0, psi2, jnp.sum(Y0**2, axis=0), jnp.sum(Y0**2))
+
+
 def data_term(psi0, psi1, psi2, Kuu, Y0, groups: MissingGroups, noise_var, jitter=0.0,
               column_weights=None):
     """Σ_d w_d F_d of the module docstring, and the factors reused for q(U).
@@ -92,11 +111,8 @@ def data_term(psi0, psi1, psi2, Kuu, Y0, groups: MissingGroups, noise_var, jitte
     With ``column_weights`` None every w_d is 1 (the Bayesian GPLVM); the DP-GP-LVM weights
     column d by its assignment probability to the atom whose kernel built the Ψ-statistics
     (seed 001 §A: the data term is Σ_t Σ_d φ_dt F_d(θ_t)).  Each F_d is returned in
-    ``parts.per_column`` either way.
-
-    Only unbatched LAPACK calls are made (one matrix per call; see :func:`_group_factors`):
-    the groups are factorised one at a time and each column's :math:`L_{A,g}^{-1} P_d` is a
-    matrix product with its group's :math:`L_{A,g}^{-1}`.
+    ``parts.per_column`` either way.  The sums over rows are :func:`row_sums`; the rest is
+    :func:`data_term_from_sums`.
 
     Args:
         psi0: (G,) ψ0 summed over each group's observed rows.
@@ -112,22 +128,42 @@ def data_term(psi0, psi1, psi2, Kuu, Y0, groups: MissingGroups, noise_var, jitte
     Returns:
         The weighted sum, and :class:`BoundParts`.
     """
+    return data_term_from_sums(row_sums(psi0, psi1, psi2, Y0), Kuu, groups, noise_var, jitter,
+                               column_weights)
+
+
+def data_term_from_sums(sums: RowSums, Kuu, groups: MissingGroups, noise_var, jitter=0.0,
+                        column_weights=None):
+    """:func:`data_term` given the sums over rows: M × M algebra only, no N-sized array.
+
+    Only unbatched LAPACK calls are made (one matrix per call; see :func:`_group_factors`):
+    the groups are factorised one at a time and each column's :math:`L_{A,g}^{-1} P_d` is a
+    matrix product with its group's :math:`L_{A,g}^{-1}`.
+
+    Args:
+        sums: :class:`RowSums` (from :func:`row_sums`, or added up over shards of rows).
+        Kuu, groups, noise_var, jitter, column_weights: as in :func:`data_term`.
+
+    Returns:
+        The weighted sum, and :class:`BoundParts`.
+    """
     beta = 1.0 / noise_var
     M = Kuu.shape[0]
     Lu = jnp.linalg.cholesky(Kuu + jitter * jnp.eye(M))
-    LA, LA_inv, tr = jax.lax.map(lambda S: _group_factors(Lu, S, beta), psi2)  # (G, M, M) ×2, (G,)
-    P = solve_triangular(Lu, psi1.T @ Y0)                              # (M, D)
+    LA, LA_inv, tr = jax.lax.map(lambda S: _group_factors(Lu, S, beta),
+                                 sums.psi2)                            # (G, M, M) ×2, (G,)
+    P = solve_triangular(Lu, sums.psi1_Y)                              # (M, D)
     g = groups.column_group
     c = jnp.einsum("dmk,kd->dm", LA_inv[g], P)                         # (D, M) L_A,g⁻¹ P_d
     n_col = groups.n_obs[g]
     logdet_LA = jnp.sum(jnp.log(jnp.diagonal(LA, axis1=1, axis2=2)), axis=1)   # (G,)
     per_column = (-0.5 * n_col * math.log(2 * math.pi) + 0.5 * n_col * jnp.log(beta)
-                  - logdet_LA[g] - 0.5 * beta * psi0[g] + 0.5 * beta * tr[g]
+                  - logdet_LA[g] - 0.5 * beta * sums.psi0[g] + 0.5 * beta * tr[g]
                   + 0.5 * beta**2 * jnp.sum(c**2, axis=1))
-    yy = 0.5 * beta * jnp.sum(Y0**2, axis=0)                          # (D,)
+    yy = 0.5 * beta * sums.y_sq                                        # (D,)
     if column_weights is None:
         # summed as one array and one scalar, the order the bound has always been added in
-        value = jnp.sum(per_column) - 0.5 * beta * jnp.sum(Y0**2)
+        value = jnp.sum(per_column) - 0.5 * beta * sums.y_sq_total
     else:
         value = jnp.sum(column_weights * (per_column - yy))
     return value, BoundParts(Lu, LA, P, per_column - yy)
