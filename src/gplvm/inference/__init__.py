@@ -1,7 +1,8 @@
-"""Inference drivers: optimisation of objectives (optax) and MCMC chains."""
+"""Inference drivers: optimisation of objectives (optax), MCMC chains, and the collapsed bound
+with its rows sharded over devices and processes (:mod:`.sharding`)."""
 
-from gplvm.inference import mcmc
+from gplvm.inference import mcmc, sharding
 from gplvm.inference.mcmc import ChainResult, run_chains
 from gplvm.inference.optimise import OptimResult, minimise
 
-__all__ = ["ChainResult", "OptimResult", "mcmc", "minimise", "run_chains"]
+__all__ = ["ChainResult", "OptimResult", "mcmc", "minimise", "run_chains", "sharding"]

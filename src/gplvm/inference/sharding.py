@@ -1,0 +1,282 @@
+r"""The collapsed bound with its rows split across devices and processes (issue 18).
+
+The collapsed Bayesian GPLVM bound (Titsias & Lawrence 2010; seed 001 eqs. 26–32) reads the N
+rows only through sums over n (:class:`gplvm.objectives.collapsed.RowSums`):
+
+.. math::
+    \psi_{0,g} = \sum_n w_{gn}\psi_0(x_n),\quad \Psi_1^\top Y = \sum_n \psi_1(x_n) y_n^\top,\quad
+    \Psi_{2,g} = \sum_n w_{gn}\Psi_2(x_n),\quad \sum_n y_{nd}^2,\quad
+    \mathrm{KL} = \sum_n \mathrm{KL}(q(x_n)\,\|\,N(0, I)).
+
+Each device of a one-axis :class:`jax.sharding.Mesh` computes them over its own block of rows
+(``jax.shard_map``), one ``psum`` adds the blocks, and every device then does the same M × M
+algebra as the unsharded bound (:func:`gplvm.objectives.collapsed.data_term_from_sums`).  Rows
+are padded to a multiple of the device count; a padded row has weight 0, y = 0 and
+q(x) = N(0, I) (whatever its stored X), so it adds exactly 0 to every sum and gets a zero
+gradient.  The result equals the unsharded bound up to the order of the additions (round-off).
+Under :mod:`jax.distributed` the mesh spans the devices of every process and the same code runs
+unchanged (:mod:`gplvm.distributed`).
+
+Deterministic Ψ-statistic rules (analytic, unscented, Gauss–Hermite) give the same sums however
+the rows are split; :class:`~gplvm.expectations.MonteCarlo` draws point n from
+``fold_in(key, n)`` with n counted within a device's block, so its draws depend on the split.
+
+Typical use::
+
+    mesh = make_mesh(4)                      # or make_mesh(), every device of every process
+    data = shard_data(Y, mesh)               # Y (N, D), NaN = missing
+    value, grads = bound_and_grad(params, data)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional, Sequence, Union
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from gplvm._pytree import pytree_dataclass, static_field
+from gplvm.expectations import psi_statistics
+from gplvm.expectations.rules import resolve_rule
+from gplvm.objectives import collapsed
+
+AXIS = "rows"
+
+DevicesLike = Union[None, int, Sequence[Any]]
+
+
+def make_mesh(devices: DevicesLike = None) -> Mesh:
+    """A one-axis mesh (axis ``"rows"``) over the chosen devices.
+
+    Args:
+        devices: None for every device (of every process under :mod:`jax.distributed`); an int
+            d for the first d of them; or a list of ``jax.Device``.
+
+    Raises:
+        ValueError: on a count outside 1..``len(jax.devices())``, an empty list, a repeated
+            device, or something that is not a device.
+    """
+    available = jax.devices()
+    if devices is None:
+        chosen = list(available)
+    elif isinstance(devices, (int, np.integer)) and not isinstance(devices, bool):
+        if not 1 <= devices <= len(available):
+            raise ValueError(f"devices={devices} but JAX has {len(available)} device(s); ask for "
+                             f"1 to {len(available)}, or start Python with more (GPLVM_CPU_DEVICES"
+                             f" or XLA_FLAGS=--xla_force_host_platform_device_count=n)")
+        chosen = list(available[:devices])
+    else:
+        chosen = list(devices)
+        if not chosen or not all(isinstance(d, jax.Device) for d in chosen):
+            raise ValueError("devices must be None, a count, or a non-empty list of jax.Device "
+                             "(e.g. jax.devices()[:2])")
+        if len(set(chosen)) != len(chosen):
+            raise ValueError("devices lists a device twice; give each device once")
+    return Mesh(np.array(chosen), (AXIS,))
+
+
+def padded_rows(n_rows: int, n_devices: int) -> int:
+    """The smallest multiple of ``n_devices`` that is at least ``n_rows`` (and at least 1)."""
+    return max(1, math.ceil(n_rows / n_devices)) * n_devices
+
+
+def shard_rows(A, mesh: Mesh, fill: float = 0.0) -> jax.Array:
+    """``A`` (N, ...) as a global array split by rows over ``mesh``, padded with ``fill``.
+
+    Each process builds only the blocks of its own devices, reading ``A[start:stop]``, so ``A``
+    may be a NumPy memmap (each process then reads only its rows from disk).
+
+    Returns:
+        A float array of shape (padded_rows(N, mesh.size), ...) sharded as ``P("rows")``.
+    """
+    n = A.shape[0]
+    shape = (padded_rows(n, mesh.size),) + tuple(A.shape[1:])
+    dtype = jnp.result_type(float)
+
+    def block(index):
+        start, stop, _ = index[0].indices(shape[0])
+        out = np.full((stop - start,) + shape[1:], fill, dtype=dtype)
+        real = np.asarray(A[start:min(stop, n)], dtype=dtype)
+        out[:len(real)] = real
+        return out
+
+    return jax.make_array_from_callback(shape, NamedSharding(mesh, PartitionSpec(AXIS)), block)
+
+
+@pytree_dataclass
+class ShardedData:
+    """The data of the collapsed bound, split by rows over a mesh (:func:`shard_data`).
+
+    Attributes:
+        Y0: (N_pad, D) data with missing entries (and padded rows) set to 0.
+        weights_T: (N_pad, G) 1.0 where row n is observed in column group g, 0 on padded rows.
+        mask: (N_pad,) 1.0 on real rows, 0 on padded rows.
+        column_group: (D,) the group of each column (replicated).
+        n_obs: (G,) observed rows per group (replicated).
+        mesh: the mesh the rows are split over.
+        n_rows: N, the real rows.
+    """
+
+    Y0: jax.Array
+    weights_T: jax.Array
+    mask: jax.Array
+    column_group: jax.Array
+    n_obs: jax.Array
+    mesh: Mesh = static_field()
+    n_rows: int = static_field()
+
+    @property
+    def groups(self) -> collapsed.MissingGroups:
+        """The column groups the M × M algebra reads (their (G, N) weights are sharded here)."""
+        return collapsed.MissingGroups(None, self.column_group, self.n_obs)
+
+
+def shard_data(Y, mesh: Optional[Mesh] = None) -> ShardedData:
+    """Split ``Y`` (N, D; NaN = missing; an array or a memmap) by rows over ``mesh``.
+
+    Column groups (missingness patterns, :func:`gplvm.objectives.collapsed.group_columns`) are
+    found from the whole of ``Y`` in every process; the row blocks are then built per device.
+
+    Raises:
+        ValueError: when ``Y`` is not 2-D or has no rows or columns.
+    """
+    if getattr(Y, "ndim", None) != 2 or Y.shape[0] == 0 or Y.shape[1] == 0:
+        raise ValueError(f"Y must be a 2-D (N, D) array with N, D ≥ 1; got shape "
+                         f"{getattr(Y, 'shape', None)} (use Y.reshape(-1, 1) for one column)")
+    mesh = make_mesh() if mesh is None else mesh
+    groups = collapsed.group_columns(Y)
+    replicated = NamedSharding(mesh, PartitionSpec())
+    Y0 = _RowsWithoutNaN(Y)
+    return ShardedData(Y0=shard_rows(Y0, mesh), weights_T=shard_rows(_RowWeights(Y, groups), mesh),
+                       mask=shard_rows(np.ones(Y.shape[0]), mesh),
+                       column_group=jax.device_put(np.asarray(groups.column_group), replicated),
+                       n_obs=jax.device_put(np.asarray(groups.n_obs), replicated),
+                       mesh=mesh, n_rows=int(Y.shape[0]))
+
+
+class _RowsWithoutNaN:
+    """Row slices of Y with NaN set to 0, read lazily (a memmap stays on disk)."""
+
+    def __init__(self, Y):
+        self.Y, self.shape = Y, Y.shape
+
+    def __getitem__(self, rows):
+        return np.nan_to_num(np.asarray(self.Y[rows], dtype=float), nan=0.0)
+
+
+class _RowWeights:
+    """Row slices of the (N, G) group weights: w_ng = 1 when row n is observed in group g."""
+
+    def __init__(self, Y, groups: collapsed.MissingGroups):
+        self.Y = Y
+        self.first = np.array([np.flatnonzero(np.asarray(groups.column_group) == g)[0]
+                               for g in range(len(groups.n_obs))])
+        self.shape = (Y.shape[0], len(self.first))
+
+    def __getitem__(self, rows):
+        return (~np.isnan(np.asarray(self.Y[rows], dtype=float)[:, self.first])).astype(float)
+
+
+def _pad(X, n_pad: int, fill: float):
+    """Rows of q(X) padded to the data's N_pad (left as they are when already N_pad)."""
+    return X if X.shape[0] == n_pad else jnp.pad(X, ((0, n_pad - X.shape[0]), (0, 0)),
+                                                 constant_values=fill)
+
+
+def _block_sums(kernel, Z, X_mean, X_var, Y0, weights_T, mask, rule):
+    """One device's block: its RowSums and KL, added over the mesh, and its rows of Ψ1."""
+    real = mask[:, None] > 0
+    # padded rows are q(x) = N(0, I): KL 0 and finite gradients whatever is stored there
+    X_mean = jnp.where(real, X_mean, 0.0)
+    X_var = jnp.where(real, X_var, 1.0)
+    psi0, psi1, psi2 = psi_statistics(kernel, Z, X_mean, X_var, rule=rule, weights=weights_T.T)
+    sums = collapsed.row_sums(psi0, psi1, psi2, Y0)
+    kl = collapsed.kl_standard_normal(X_mean, X_var)
+    return jax.lax.psum((sums, kl), AXIS), psi1
+
+
+def row_statistics(kernel, Z, X_mean, X_var, data: ShardedData, rule=None):
+    """The bound's sums over rows, computed block by block on the mesh and added (``psum``).
+
+    Args:
+        kernel: a :mod:`gplvm.kernels` kernel; Z: (M, Q) inducing inputs (both replicated).
+        X_mean, X_var: (N, Q) or (N_pad, Q) means and variances of q(X) = Π N(x_n | μ_n, S_n);
+            N rows are padded here, N_pad rows (e.g. from :func:`shard_rows`) are used as given.
+        data: from :func:`shard_data`.
+        rule: a Ψ-statistic rule object or None (:func:`gplvm.expectations.psi_statistics`).
+
+    Returns:
+        (:class:`~gplvm.objectives.collapsed.RowSums`, KL(q(X) ‖ N(0, I)), Ψ1 (N_pad, M) sharded
+        by rows).
+    """
+    n_pad = data.Y0.shape[0]
+    if X_mean.shape[0] not in (data.n_rows, n_pad) or X_var.shape != X_mean.shape:
+        raise ValueError(f"X_mean and X_var must both have shape ({data.n_rows}, Q) (or the "
+                         f"padded ({n_pad}, Q)); got {X_mean.shape} and {X_var.shape}")
+    rows, rep = PartitionSpec(AXIS), PartitionSpec()
+    block = jax.shard_map(_block_sums, mesh=data.mesh,
+                          in_specs=(rep, rep, rows, rows, rows, rows, rows, rep),
+                          out_specs=((rep, rep), rows))
+    (sums, kl), psi1 = block(kernel, Z, _pad(X_mean, n_pad, 0.0), _pad(X_var, n_pad, 1.0),
+                             data.Y0, data.weights_T, data.mask, rule)
+    return sums, kl, psi1
+
+
+def _bound(params: dict, data: ShardedData, rule=None, jitter=0.0):
+    """The collapsed bound (seed 001 eq. 32) from the sharded sums: steps (1) the sums over
+    rows on every device, added; (2) the M × M algebra of the unsharded bound; (3) minus KL."""
+    kernel, Z = params["kernel"], params["Z"]
+    sums, kl, _ = row_statistics(kernel, Z, params["X_mean"], params["X_var"], data, rule)  # (1)
+    value, _ = collapsed.data_term_from_sums(sums, kernel(Z), data.groups, params["noise_var"],
+                                             jitter)                                    # (2)
+    return value - kl                                                                   # (3)
+
+
+_bound_jit = jax.jit(_bound)
+_bound_and_grad_jit = jax.jit(jax.value_and_grad(_bound))
+
+
+def _prepare(params: dict, Y, mesh: Optional[Mesh], rule):
+    missing = {"kernel", "Z", "X_mean", "X_var", "noise_var"} - set(params)
+    if missing:
+        raise ValueError(f"params lacks {sorted(missing)}; give a dict with 'kernel' (a "
+                         f"gplvm.kernels object), 'Z', 'X_mean', 'X_var' and 'noise_var'")
+    data = Y if isinstance(Y, ShardedData) else shard_data(Y, mesh)
+    if mesh is not None and mesh != data.mesh:
+        raise ValueError("mesh differs from the mesh the data were sharded over; pass one of "
+                         "them")
+    return data, resolve_rule(rule)
+
+
+def collapsed_bound(params: dict, Y, mesh: Optional[Mesh] = None, rule=None,
+                    jitter: float = 0.0) -> jax.Array:
+    r"""The collapsed Bayesian GPLVM bound with q(X) = Π N(μ_n, S_n) under N(0, I), its sums
+    over rows split across the devices of ``mesh``.
+
+    .. math:: \mathcal L = \sum_d F_d - \mathrm{KL}(q(X)\,\|\,p(X))   \quad \text{(seed 001 eq. 32)}
+
+    Args:
+        params: ``{"kernel": kernel, "Z": (M, Q), "X_mean": (N, Q), "X_var": (N, Q),
+            "noise_var": σ²}`` (constrained values; a pytree, so ``jax.grad`` applies).
+        Y: (N, D) data (NaN = missing), or :class:`ShardedData` from :func:`shard_data`
+            (shard once, evaluate many times).
+        mesh: from :func:`make_mesh`; None: every device (or the data's own mesh).
+        rule: the Ψ-statistic rule (None: closed form where there is one).
+        jitter: added to K_uu's diagonal.
+
+    Returns:
+        The bound, a replicated scalar.
+    """
+    data, rule = _prepare(params, Y, mesh, rule)
+    return _bound_jit(params, data, rule, jitter)
+
+
+def bound_and_grad(params: dict, Y, mesh: Optional[Mesh] = None, rule=None,
+                   jitter: float = 0.0):
+    """:func:`collapsed_bound` and its gradient with respect to ``params`` (``jax.grad``
+    through the ``psum``: each device differentiates its own block)."""
+    data, rule = _prepare(params, Y, mesh, rule)
+    return _bound_and_grad_jit(params, data, rule, jitter)

@@ -1,0 +1,220 @@
+"""Rows split over devices and processes (issue 18): the sharded collapsed bound against the
+unsharded one, chains on 4 devices against chains on 1, and a two-process jax.distributed run.
+
+JAX fixes its device count when it starts, so everything needing several devices runs in
+two subprocesses started with ``XLA_FLAGS=--xla_force_host_platform_device_count=4`` (respected
+by ``gplvm._config``) that join with ``jax.distributed``: each first checks something on its own
+4 devices (process 0 the sharded bound, process 1 the chains), then both run the documented
+command's computation over all 8; they print JSON, which the tests read.  The
+reference is the unsharded bound (``collapsed.data_term`` over ``psi_statistics`` of all rows,
+minus the KL), which tests/test_bgplvm_bound.py checks against dense closed forms; rows and
+devices change only the order of the additions, hence 1e-10 relative.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+import jax
+import numpy as np
+import pytest
+
+from gplvm.inference import sharding
+
+N_ROWS = 10          # not a multiple of 4: two padded rows on 4 devices, two on 2 × 2
+RTOL = 1e-10
+
+SCRIPT = textwrap.dedent("""
+    import json, os
+    import jax
+    # join the processes before gplvm's import (JAX's rule: before its first computation)
+    jax.distributed.initialize(os.environ["JAX_COORDINATOR_ADDRESS"],
+                               int(os.environ["JAX_NUM_PROCESSES"]),
+                               int(os.environ["JAX_PROCESS_ID"]))
+    import jax.numpy as jnp, numpy as np
+    from gplvm.distributed import demo_problem, main
+    from gplvm.expectations import psi_statistics
+    from gplvm.inference import sharding
+    from gplvm.inference.mcmc import _devices, elliptical_slice_gaussian, run_chains
+    from gplvm.objectives import collapsed
+
+    params, Y = demo_problem({n})
+
+    def unsharded(p):
+        groups = collapsed.group_columns(Y)
+        psi = psi_statistics(p["kernel"], p["Z"], p["X_mean"], p["X_var"],
+                             weights=groups.weights)
+        value, _ = collapsed.data_term(*psi, p["kernel"](p["Z"]),
+                                       jnp.asarray(np.nan_to_num(Y)), groups, p["noise_var"])
+        return value - collapsed.kl_standard_normal(p["X_mean"], p["X_var"])
+
+    def listed(tree):
+        return jax.tree_util.tree_map(lambda x: np.asarray(x).tolist(),
+                                      jax.tree_util.tree_leaves(tree))
+
+    def local_bounds():
+        out = {{}}
+        value, grads = jax.jit(jax.value_and_grad(unsharded))(params)
+        out["reference"] = {{"bound": float(value), "grads": listed(grads)}}
+        # this process's 4 devices; q(X) given padded to N_pad rows, with values in the
+        # padded rows that would make any sum NaN or huge if they were read
+        data = sharding.shard_data(Y, sharding.make_mesh(jax.local_devices()))
+        pad = data.Y0.shape[0] - {n}
+        padded = dict(params, X_mean=jnp.pad(params["X_mean"], ((0, pad), (0, 0)),
+                                             constant_values=1e3),
+                      X_var=jnp.pad(params["X_var"], ((0, pad), (0, 0))))
+        value, grads = sharding.bound_and_grad(padded, data)
+        out["sharded"] = {{"bound": float(value), "rows": data.Y0.shape[0],
+                          "devices": data.mesh.size,
+                          "grads": listed(dict(grads, X_mean=grads["X_mean"][:{n}],
+                                               X_var=grads["X_var"][:{n}])),
+                          "grad_pad": np.asarray(jnp.concatenate(
+                              [grads["X_mean"][{n}:], grads["X_var"][{n}:]])).tolist()}}
+        return out
+
+    # 4 chains of elliptical slice sweeps (the RFLVM's update of the rows of X) on 4 devices,
+    # then on one
+    Y_obs = jnp.array([1.0, -0.5])
+
+    def log_lik(f):
+        return -0.5 * jnp.sum((f - Y_obs) ** 2, axis=-1)
+
+    def sweep(key, f):
+        return elliptical_slice_gaussian(key, f, log_lik(f), log_lik)[0]
+
+    def chains():
+        timings = {{}}
+        res = run_chains(jax.random.PRNGKey(3), jnp.zeros((4, 3, 2)), sweep, n_iter=6,
+                         burn_in=1, record=lambda f: f, progress=False, timings=timings)
+        return np.asarray(res.draws), timings["devices"]
+
+    def local_chains():
+        many, d_many = chains()
+        _devices.chain_devices = lambda: jax.local_devices()[:1]
+        one, d_one = chains()
+        moved = np.abs(np.diff(many, axis=1)).sum(axis=(2, 3)) > 0
+        return {{"chains": {{"devices": [d_many, d_one],
+                           "identical": bool(np.array_equal(many, one)),
+                           "moved": bool(np.all(moved)),
+                           "distinct": bool(not np.array_equal(many[0], many[1]))}}}}
+
+    # the two processes check different things on their own devices, then join in the
+    # documented command's computation over all 8 devices
+    local = local_bounds() if jax.process_index() == 0 else local_chains()
+    local["local_devices"] = len(jax.local_devices())
+    print("LOCAL" + json.dumps(local), flush=True)
+    raise SystemExit(main(["--rows", "{n}"]))
+""")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _json_line(stdout: str, prefix: str = "") -> dict:
+    lines = [ln for ln in stdout.splitlines() if ln.startswith(prefix + "{")]
+    assert len(lines) == 1, stdout
+    return json.loads(lines[0][len(prefix):])
+
+
+@pytest.fixture(scope="module")
+def two_processes():
+    """Two jax.distributed processes on localhost, 4 CPU devices each: process 0's local
+    checks, process 1's, and process 0's output of ``gplvm.distributed.main``."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES", "GPLVM_CPU_DEVICES")}
+    env.update(OPENBLAS_NUM_THREADS="1", JAX_NUM_PROCESSES="2",
+               JAX_COORDINATOR_ADDRESS=f"127.0.0.1:{_free_port()}",
+               XLA_FLAGS="--xla_cpu_multi_thread_eigen=false "
+                         "--xla_force_host_platform_device_count=4")
+    procs = [subprocess.Popen([sys.executable, "-c", SCRIPT.format(n=N_ROWS)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=dict(env, JAX_PROCESS_ID=str(i))) for i in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    for p, (_, err) in zip(procs, outs):
+        assert p.returncode == 0, err[-3000:]
+    # only process 0 prints the global result
+    assert not any(ln.startswith("{") for ln in outs[1][0].splitlines())
+    return (_json_line(outs[0][0], "LOCAL"), _json_line(outs[1][0], "LOCAL"),
+            _json_line(outs[0][0]))
+
+
+def _close(a, b, rtol=RTOL):
+    """Relative closeness of nested lists, scaled by the largest entry of ``b``."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return a.shape == b.shape and np.max(np.abs(a - b)) <= rtol * np.max(np.abs(b))
+
+
+def test_sharded_bound_and_gradient_equal_the_unsharded_on_four_devices(two_processes):
+    """N = 10 rows with two missing entries (three column groups) over one process's 4
+    devices, padded to 12 rows: the bound and every gradient (kernel, Z, X_mean, X_var, σ²) to
+    1e-10 relative; what the padded rows of q(X) hold is never read (zero gradient there)."""
+    local = two_processes[0]
+    assert local["local_devices"] == 4
+    ref, got = local["reference"], local["sharded"]
+    assert (got["devices"], got["rows"]) == (4, 12)
+    assert abs(got["bound"] - ref["bound"]) <= RTOL * abs(ref["bound"])
+    assert len(got["grads"]) == len(ref["grads"]) == 6
+    for g, r in zip(got["grads"], ref["grads"]):
+        assert _close(g, r), (g, r)
+    assert np.array_equal(got["grad_pad"], np.zeros((4, 2)))
+
+
+def test_four_chains_on_four_devices_are_the_chains_on_one(two_processes):
+    """Each device runs the one-chain program (gplvm.inference.mcmc._devices): 4 chains of
+    elliptical slice sweeps on 4 devices and on 1 (4 rounds) give identical draws, bit for
+    bit; the chains move at every sweep and differ from each other."""
+    c = two_processes[1]["chains"]
+    assert c["devices"] == [4, 1]
+    assert c["identical"] and c["moved"] and c["distinct"]
+
+
+def test_two_processes_reproduce_the_single_process_bound(two_processes):
+    """``gplvm.distributed.main`` in two processes of 4 CPU devices each (Gloo collectives):
+    the 10 rows over all 8 devices (padded to 16; six padded rows, a device holding only
+    padding) give the single-process bound, and the gradients of the parameters every process
+    holds whole (Z, σ², kernel), to 1e-10 relative."""
+    got, ref = two_processes[2], two_processes[0]["reference"]
+    assert (got["processes"], got["devices"], got["local_devices"]) == (2, 8, 4)
+    assert abs(got["bound"] - ref["bound"]) <= RTOL * abs(ref["bound"])
+    # leaves in pytree order (dict keys sorted): X_mean, X_var, Z, kernel (length-scales,
+    # variance), noise_var
+    ref_Z, ref_kernel, ref_noise = ref["grads"][2], ref["grads"][3:5], ref["grads"][5]
+    assert _close(got["grad_Z"], ref_Z) and _close(got["grad_noise_var"], ref_noise)
+    for g, r in zip(got["grad_kernel"], ref_kernel):
+        assert _close(g, r)
+
+
+def test_meshes_padding_and_row_blocks():
+    """make_mesh's choices and errors; rows padded to a multiple of the device count with the
+    fill value; the group weights and mask of shard_data (in this process's devices)."""
+    d = len(jax.devices())
+    assert sharding.make_mesh().size == d and sharding.make_mesh(1).size == 1
+    assert sharding.make_mesh(jax.devices()[:1]).devices.tolist() == jax.devices()[:1]
+    for bad in (0, d + 1, [], [jax.devices()[0]] * 2, ["cpu"]):
+        with pytest.raises(ValueError, match="devices"):
+            sharding.make_mesh(bad)
+    assert [sharding.padded_rows(n, 4) for n in (0, 1, 4, 5, 10)] == [4, 4, 4, 8, 12]
+    mesh = sharding.make_mesh(1)
+    A = np.arange(6.0).reshape(3, 2)
+    np.testing.assert_array_equal(sharding.shard_rows(A, mesh, fill=7.0), A)
+    Y = np.array([[1.0, np.nan, 2.0], [np.nan, 3.0, 4.0], [5.0, 6.0, 7.0]])
+    data = sharding.shard_data(Y, mesh)
+    np.testing.assert_array_equal(data.Y0, np.nan_to_num(Y))
+    groups = data.groups
+    # every column has its own pattern; weight 1 where the group's column is observed
+    for col in range(3):
+        np.testing.assert_array_equal(data.weights_T[:, int(groups.column_group[col])],
+                                      ~np.isnan(Y[:, col]))
+    np.testing.assert_array_equal(groups.n_obs[np.asarray(groups.column_group)], [2, 2, 3])
+    with pytest.raises(ValueError, match="2-D"):
+        sharding.shard_data(np.ones(3), mesh)
+    with pytest.raises(ValueError, match="params lacks"):
+        sharding.collapsed_bound({"Z": np.ones((2, 1))}, Y, mesh)
