@@ -10,7 +10,8 @@ uniformly random subsets of rows, so the scaled minibatch bound is unbiased).
 
 from __future__ import annotations
 
-from typing import Iterator, NamedTuple
+from collections.abc import Iterator
+from typing import NamedTuple
 
 import numpy as np
 

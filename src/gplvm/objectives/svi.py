@@ -135,3 +135,32 @@ def optimal_whitened_q_u(psi1, psi2, Kuu, Y0, noise_var, scale=1.0, jitter=0.0):
     a = beta * Sigma @ solve_triangular(Lu, psi1.T @ Y0)
     return a, L
 
+
+
+def natural_step(a, L, psi1, psi2, Kuu, Y0, noise_var, scale, step, jitter=0.0):
+    r"""One natural-gradient step of size ρ on the whitened q(U) (complete rows; Hensman, Fusi
+    & Lawrence 2013, eqs. 9–10).
+
+    With the Gaussian likelihood the bound is quadratic in u, so in the natural parameters
+    (Λ = Σ⁻¹, η_d = Λ a_d) the natural gradient points at the optimum for the rows given and
+    the step is a convex combination:
+    :math:`\Lambda \leftarrow (1-\rho)\Lambda + \rho(I + c\beta\tilde\Psi_2)`,
+    :math:`\eta_d \leftarrow (1-\rho)\eta_d + \rho\, c\beta L_u^{-1}\Psi_1^\top y_d`, with
+    c = N/B the minibatch scale (ρ = 1 and c = 1 on all rows give
+    :func:`optimal_whitened_q_u`).
+
+    Returns:
+        The new a (M, D) and L (M, M).
+    """
+    M = Kuu.shape[0]
+    beta = scale / noise_var
+    Lu = jnp.linalg.cholesky(Kuu + jitter * jnp.eye(M))
+    L_inv = solve_triangular(L, jnp.eye(M))
+    Lam = L_inv.T @ L_inv
+    target = jnp.eye(M) + beta * solve_triangular(Lu, solve_triangular(Lu, psi2).T)
+    Lam_new = (1.0 - step) * Lam + step * target
+    eta_new = (1.0 - step) * (Lam @ a) + step * beta * solve_triangular(Lu, psi1.T @ Y0)
+    LA = jnp.linalg.cholesky(0.5 * (Lam_new + Lam_new.T))
+    LA_inv = solve_triangular(LA, jnp.eye(M))
+    Sigma = LA_inv.T @ LA_inv
+    return Sigma @ eta_new, jnp.linalg.cholesky(0.5 * (Sigma + Sigma.T))

@@ -38,6 +38,9 @@ from gplvm.transforms import inverse_softplus, softplus
 INIT_ROWS = 5000
 #: B when ``batch_size=None``: this many rows, or all of them when there are fewer
 DEFAULT_BATCH = 256
+#: size of the natural-gradient step on q(U) per minibatch when no entry is missing (0: Adam
+#: moves q(U) with the other parameters); benchmarks/bgplvm_svi.py --natural-step measures it
+NATURAL_STEP = 0.1
 
 
 class Standardised:
@@ -190,18 +193,33 @@ def _negative(g, xl, Y0, observed, scale, setup):
     return -minibatch_bound(g, xl, Y0, observed, scale, setup)
 
 
+def _natural_q_u(g, xl, Y0, scale, setup, step):
+    """q(U) after :func:`gplvm.objectives.svi.natural_step` on the batch (complete rows)."""
+    kernel = setup.kernel.from_unconstrained(g["kernel"])
+    _, psi1, psi2 = psi_statistics(kernel, g["Z"], xl["X_mean"], softplus(xl["X_var"]),
+                                   rule=setup.rule)
+    a, L = svi.natural_step(g["a"], svi.chol_from_raw(g["L"]), psi1, psi2, kernel(g["Z"]), Y0,
+                            softplus(g["noise_var"]), scale, step, setup.jitter)
+    return {**g, "a": a, "L": svi.raw_from_chol(L)}
+
+
 @jax.jit
-def _step(g, g_state, xl, xl_state, Y0, observed, scale, setup, learning_rate):
+def _step(g, g_state, xl, xl_state, Y0, observed, scale, setup, learning_rate, natural):
     """One compiled step: the minibatch bound's gradient, Adam on the global parameters and,
-    row by row with each row's own state, on the batch's local parameters.  The learning rate
-    is an argument, so every fit of the same shapes shares one compilation.  A step whose
-    bound or gradient is not finite changes nothing (and is counted by the caller)."""
+    row by row with each row's own state, on the batch's local parameters.  With complete
+    rows and ``natural`` > 0, q(U) instead takes a natural-gradient step of that size (its
+    Adam update is discarded).  The learning rate and step are arguments, so every fit of the
+    same shapes shares one compilation.  A step whose bound or gradient is not finite changes
+    nothing (and is counted by the caller)."""
     value, (dg, dxl) = jax.value_and_grad(_negative, argnums=(0, 1))(
         g, xl, Y0, observed, scale, setup)
     g_new, g_state_new = _adam_step(g, dg, g_state, learning_rate)
+    if observed is None:
+        g_nat = _natural_q_u(g, xl, Y0, scale, setup, natural)
+        g_new = {**g_new, **{k: jnp.where(natural > 0, g_nat[k], g_new[k]) for k in "aL"}}
     xl_new, xl_state_new = jax.vmap(_adam_step, in_axes=(0, 0, 0, None))(
         xl, dxl, xl_state, learning_rate)
-    ok = jnp.isfinite(value) & _all_finite((dg, dxl))
+    ok = jnp.isfinite(value) & _all_finite((dg, dxl, g_new))
     kept = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b),
                                   (g_new, g_state_new, xl_new, xl_state_new),
                                   (g, g_state, xl, xl_state))
@@ -245,6 +263,7 @@ def fit_svi(est, rows_of: Standardised, n_rows: int, batch_size: int, n_epochs: 
     start = initial_state(est, rows_of, n_rows, key)
     g, setup = start.g, start.setup
     learning_rate = jnp.asarray(float(est.learning_rate))
+    natural = jnp.asarray(float(NATURAL_STEP))
     g_state = ADAM.init(g)
     Q = start.X_mean.shape[1]
     local = {"X_mean": np.array(start.X_mean), "X_var": np.array(start.X_var_raw)}
@@ -262,7 +281,7 @@ def fit_svi(est, rows_of: Standardised, n_rows: int, batch_size: int, n_epochs: 
                 Y0, observed = rows_of(index)
                 (g, g_state, xl, xl_state), value, ok = _step(
                     g, g_state, _gather(local, index), _gather(local_state, index), Y0,
-                    observed, scale, _step_setup(setup, n_step), learning_rate)
+                    observed, scale, _step_setup(setup, n_step), learning_rate, natural)
                 _scatter(local, index, xl)
                 _scatter(local_state, index, xl_state)
                 values.append((value, ok))

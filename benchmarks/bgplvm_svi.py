@@ -1,0 +1,118 @@
+"""The stochastic variational Bayesian GPLVM (issue 18, item 1): ``inference='svi'``.
+
+Parts (``--parts``, default ``oil``):
+
+* ``oil``      oil flow (1000 x 12), Q = 10, M = 30, batch 100: leave-one-out 1-NN errors in
+               the two most relevant latent dimensions (largest inverse squared
+               length-scales), per seed and the median, the metric of
+               benchmarks/reproduce/bgplvm_oil.py (the collapsed model gets 2).
+* ``scaling``  synthetic GPLVM data (Q = 2, D = 50) written to a ``.npy`` memmap, N from
+               ``--sizes``: seconds per epoch, peak resident memory (``resource.getrusage``)
+               and the Procrustes R^2 of the fitted latent against the truth.
+
+Run single-threaded, as the figures in benchmarks/README.md were::
+
+    OPENBLAS_NUM_THREADS=1 XLA_FLAGS=--xla_cpu_multi_thread_eigen=false \\
+        .venv/bin/python benchmarks/bgplvm_svi.py [--seeds 0 1 2 3 4] [--epochs 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import tempfile
+import time
+
+import numpy as np
+from scipy.linalg import orthogonal_procrustes
+
+import gplvm
+from gplvm.data.loaders import load_oil_flow
+from gplvm.metrics import loo_1nn_errors
+from gplvm.models.gplvm_family import svi_fit
+
+
+def oil_part(seeds, epochs, learning_rate, batch_size):
+    data = load_oil_flow()
+    Y, labels = data.Y, np.asarray(data.labels)
+    errors = []
+    for seed in seeds:
+        start = time.perf_counter()
+        model = gplvm.BayesianGPLVM(n_components=10, n_inducing=30, inference="svi",
+                                    batch_size=batch_size, max_iter=epochs,
+                                    learning_rate=learning_rate, random_state=seed,
+                                    progress=False).fit(Y)
+        top = np.argsort(-model.relevance_)[:2]
+        errors.append(loo_1nn_errors(model.X_mean_[:, top], labels))
+        print(f"  seed {seed}: 1-NN errors {errors[-1]:3d}/1000, bound {model.elbo_:10.2f}, "
+              f"{model.n_iter_} epochs, {time.perf_counter() - start:6.1f} s", flush=True)
+    print(f"oil flow, svi (Q=10, M=30, batch {batch_size}, {epochs} epochs, learning rate "
+          f"{learning_rate}, natural step {svi_fit.NATURAL_STEP}): median 1-NN errors {np.median(errors):.1f} (per seed {errors})",
+          flush=True)
+
+
+def synthetic(N, D, seed, path):
+    """Y = f(X) + noise, f a draw from an RBF GP (Fourier features approximate it) on a 2-D
+    latent X ~ N(0, I), written to ``path`` as a .npy file a chunk of rows at a time."""
+    rng = np.random.default_rng(seed)
+    W = rng.normal(size=(2, 200))
+    b = rng.uniform(0, 2 * np.pi, 200)
+    A = rng.normal(size=(200, D)) * np.sqrt(2.0 / 200)
+    X = rng.normal(size=(N, 2))
+    Y = np.lib.format.open_memmap(path, mode="w+", dtype=float, shape=(N, D))
+    for start in range(0, N, 100_000):
+        x = X[start:start + 100_000]
+        Y[start:start + len(x)] = np.cos(x @ W + b) @ A + 0.1 * rng.normal(size=(len(x), D))
+    Y.flush()
+    del Y
+    return X
+
+
+def procrustes_r2(X_true, X_fit):
+    """R^2 of the best rotation (and scale, shift) of the fitted latent onto the truth."""
+    A, B = X_true - X_true.mean(0), X_fit - X_fit.mean(0)
+    R, scale = orthogonal_procrustes(B, A)
+    resid = A - B @ R * (scale / np.sum(B**2))
+    return 1.0 - np.sum(resid**2) / np.sum(A**2)
+
+
+def scaling_part(sizes, epochs, batch_size):
+    print(f"{'N':>9} {'s/epoch':>9} {'peak RSS MB':>12} {'Procrustes R2':>14}")
+    for N in sizes:
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "Y.npy")
+            X = synthetic(N, 50, 0, path)
+            Y = np.load(path, mmap_mode="r")
+            start = time.perf_counter()
+            model = gplvm.BayesianGPLVM(n_components=2, n_inducing=30, inference="svi",
+                                        batch_size=batch_size, max_iter=epochs,
+                                        learning_rate=0.01, progress=False).fit(Y)
+            seconds = (time.perf_counter() - start) / epochs
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            print(f"{N:>9} {seconds:>9.2f} {peak:>12.0f} "
+                  f"{procrustes_r2(X, model.X_mean_):>14.3f}", flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--parts", nargs="+", default=["oil"])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--epochs", type=int, default=300)
+    parser.add_argument("--learning-rate", type=float, default=0.01)
+    parser.add_argument("--batch-size", type=int, default=100)
+    parser.add_argument("--natural-step", type=float, default=svi_fit.NATURAL_STEP,
+                        help="natural-gradient step on q(U) per minibatch (0: Adam only)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    args = parser.parse_args()
+    svi_fit.NATURAL_STEP = args.natural_step
+    print("threads:", {k: os.environ.get(k) for k in ("OPENBLAS_NUM_THREADS", "XLA_FLAGS")},
+          "cpus:", os.cpu_count(), "gplvm", gplvm.__version__, flush=True)
+    if "oil" in args.parts:
+        oil_part(args.seeds, args.epochs, args.learning_rate, args.batch_size)
+    if "scaling" in args.parts:
+        scaling_part(args.sizes, max(1, args.epochs // 100), args.batch_size)
+
+
+if __name__ == "__main__":
+    main()
