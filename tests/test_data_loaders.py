@@ -140,3 +140,31 @@ def test_hippocampus():
 def test_a_file_path_is_accepted_in_place_of_the_folder():
     path = default_data_dir() / "mesc_guo2010_qpcr" / "mESC.mat"
     assert loaders.load_mesc(path).Y.shape == (429, 48)
+
+
+@shared
+def test_montreal_bikes():
+    import datetime
+    d = loaders.load_montreal_bikes()
+    # README: 310 days x 9 counters, two entirely empty ('Brébeuf', 'St-Urbain') -> 7 kept
+    assert d.Y.shape == (310, 7) and d.Y.dtype == np.float64
+    assert d.Y.min() >= 0 and np.all(d.Y == np.round(d.Y))          # counts stay counts
+    assert not any("beuf" in n or "Urbain" in n for n in d.feature_names)
+    days = [datetime.date(2012, 1, 1) + datetime.timedelta(k) for k in range(310)]
+    assert list(d.extras["dates"]) == days                          # consecutive 2012 days
+    weekend = [day.weekday() >= 5 for day in days]                  # the calendar, not the file
+    np.testing.assert_array_equal(d.labels, 1 - np.array(weekend, dtype=int))
+
+
+@shared
+def test_spam():
+    d = loaders.load_spam()
+    # README: 4601 e-mails x 57 features + label; 48 word %, 6 char %, 3 capital-run statistics
+    assert d.Y.shape == (4601, 57) and d.Y.dtype == np.float64
+    assert d.extras["n_words"] + d.extras["n_chars"] + 3 == 57
+    assert np.all(d.Y[:, :54] <= 100) and d.Y.min() >= 0            # percentages
+    assert np.all(d.Y[:, 55:] == np.round(d.Y[:, 55:]))             # run length, total: integers
+    assert np.sum(d.labels == 1) == 1813 and set(np.unique(d.labels)) == {0, 1}  # UCI: 1813 spam
+    ymat = loaders._loadmat(default_data_dir() / "spam_esl" / "spamData.mat")
+    stacked = np.vstack([ymat["Xtrain"], ymat["Xtest"]])            # the ESL split, same rows
+    assert sorted(map(tuple, stacked)) == sorted(map(tuple, d.Y))

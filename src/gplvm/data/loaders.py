@@ -15,6 +15,7 @@ for research use with citation, and none of them ships with the package.
 from __future__ import annotations
 
 import csv
+import datetime
 import os
 import pickle
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ Digits = Sequence[int] | Int[np.ndarray, " k"] | None
 __all__ = ["Dataset", "DATA_DIR_ENV", "default_data_dir", "load_oil_flow", "load_frey_faces",
            "load_cmu_mocap_walkjog", "load_congress109", "load_bridges", "load_mesc",
            "load_yale_faces", "load_usps", "load_usps_twos", "load_newsgroups",
-           "load_hippocampus", "load_digits"]
+           "load_hippocampus", "load_digits", "load_montreal_bikes", "load_spam"]
 
 DATA_DIR_ENV = "GPLVM_DATA_DIR"
 
@@ -440,6 +441,75 @@ def load_hippocampus(path: PathLike = None) -> Dataset:
                    "bins while the animal ran a W-shaped track.",
                    times=np.arange(len(Y), dtype=float),
                    extras={"position": np.asarray(d["xpos"], dtype=float)})
+
+
+def load_montreal_bikes(path: PathLike = None) -> Dataset:
+    """Daily cyclist counts on Montreal bike paths in 2012, stand-in for seed 000's "Montreal".
+
+    The folder's ``bikes.csv`` (pandas-cookbook copy of the city's open data) has 310 days
+    (1 January to 5 November 2012) and 9 counters, two of them entirely empty
+    ('Brébeuf', 'St-Urbain'), which are dropped.  The paper used another extract (the Kaggle
+    "montreal-bike-lanes" file, year and stations unstated); see the folder README.
+
+    Args:
+        path: the ``montreal_bikes_2012`` folder or ``bikes.csv`` (';'-separated, latin-1,
+            dd/mm/YYYY dates).
+
+    Returns:
+        ``Y`` (310, 7) daily counts (integers as float64); ``labels`` 0 weekend (Saturday,
+        Sunday) / 1 weekday, the pattern of the bridges labels (seed 000's Montreal labels are
+        not documented); ``times`` = day index; ``feature_names`` the 7 counters;
+        ``extras["dates"]`` the dates as ``datetime.date``. Licence: Montreal open data,
+        CC BY 4.0.
+    """
+    file = _file(path, "montreal_bikes_2012", "bikes.csv")
+    with open(file, newline="", encoding="latin-1") as fh:
+        rows = list(csv.reader(fh, delimiter=";"))
+    header = rows[0]
+    body = [r + [""] * (len(header) - len(r)) for r in rows[1:] if r]   # later rows drop ';'
+    keep = [j for j in range(1, len(header)) if any(r[j].strip() for r in body)]
+    if any(not r[j].strip() for r in body for j in keep):
+        raise ValueError(f"{file}: a kept counter has missing days; this loader expects the "
+                         f"2012 file with two entirely empty counters")
+    dates = tuple(datetime.datetime.strptime(r[0], "%d/%m/%Y").date() for r in body)
+    Y = np.array([[float(r[j]) for j in keep] for r in body])
+    weekday = np.array([d.weekday() < 5 for d in dates], dtype=int)
+    return Dataset(Y, "montreal_bikes_2012", "Daily cyclist counts on 7 Montreal bike-path "
+                   "counters, 1 Jan - 5 Nov 2012 (city open data).", labels=weekday,
+                   label_names=("weekend", "weekday"), times=np.arange(len(Y), dtype=float),
+                   feature_names=tuple(header[j] for j in keep), extras={"dates": dates})
+
+
+#: Spambase columns 49-54 (char_freq_*), and the last three (capital-run statistics).
+_SPAM_WORDS, _SPAM_CHARS = 48, 6
+
+
+def load_spam(path: PathLike = None) -> Dataset:
+    """Spambase (Hopkins et al., UCI; the ESL copy): 4601 e-mails x 57 features, spam or not.
+
+    Stand-in for seed 000's "Spam": the RFLVM reference loader reads an SMS-spam count matrix
+    (``spam_small.npy``) that is not available.  Spambase's features are *not* counts: columns
+    0-47 are 100 x (occurrences of a word) / (words in the e-mail), columns 48-53 the same for
+    6 characters (per character), column 54 the mean length of runs of capitals, and
+    columns 55-56 (the longest run, the total number of capitals) are integers.
+
+    Args:
+        path: the ``spam_esl`` folder or ``spam.data`` (space-separated, 58 columns, the last
+            the class).
+
+    Returns:
+        ``Y`` (4601, 57) the features as stored; ``labels`` 1 spam (1813) / 0 not;
+        ``extras``: ``n_words`` = 48, ``n_chars`` = 6 (the column groups above).
+        Licence: UCI ML Repository, CC BY 4.0.
+    """
+    data = np.loadtxt(_file(path, "spam_esl", "spam.data"))
+    if data.ndim != 2 or data.shape[1] != 58:
+        raise ValueError(f"spam.data: expected 58 columns (57 features and the class), got "
+                         f"shape {data.shape}")
+    return Dataset(data[:, :-1], "spam_esl", "Spambase: word and character frequencies (per "
+                   "cent) and capital-run statistics of 4601 e-mails.",
+                   labels=data[:, -1].astype(int), label_names=("email", "spam"),
+                   extras={"n_words": _SPAM_WORDS, "n_chars": _SPAM_CHARS})
 
 
 def load_digits(digits: Digits = None) -> Dataset:
