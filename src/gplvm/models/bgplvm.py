@@ -322,7 +322,7 @@ class BayesianGPLVM(AbstractGPLVM):
         """Latent trajectory and Y at new times of one training sequence (dynamical prior;
         seed 003 eq. 35).  Returns (X_mean, X_var, Y_mean[, Y_var])."""
         check_is_fitted(self, "fitted_")
-        if not isinstance(self._problem.latent, DynamicalLatent):
+        if not isinstance(getattr(self._problem, "latent", None), DynamicalLatent):
             raise ValueError("predict_times needs a model fitted with times= (dynamical prior)")
         X_mean, X_var = self._problem.latent.predict(self.params_, t_new, sequence)
         out = (np.asarray(X_mean), np.asarray(X_var),
