@@ -16,7 +16,6 @@ import jax.numpy as jnp
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from gplvm._params import check_params
 from gplvm._random import as_key
 from gplvm.inference import minimise
 from gplvm.inference.optimise import NonFiniteObjectiveError
@@ -26,7 +25,7 @@ from gplvm.models._common import check_is_fitted
 from gplvm.models.gplvm_family import fitted as fam
 from gplvm.models.gplvm_family.bound import negative_bound, negative_bound_keyed
 from gplvm.models.gplvm_family.estimator import AbstractGPLVM
-from gplvm.models.gplvm_family import svi_fit
+from gplvm.models.gplvm_family import svi_fit, svi_init
 from gplvm.models.gplvm_family.format1 import upgrade_format1
 from gplvm.models.gplvm_family.latent import DynamicalLatent
 from gplvm.models.gplvm_family.new_rows import infer_latents
@@ -242,8 +241,7 @@ class BayesianGPLVM(AbstractGPLVM):
 
     def _fit_svi(self, Y, times, groups):
         """``inference='svi'``: Adam over minibatches (:func:`svi_fit.fit_svi`)."""
-        check_params(self)
-        rows_of, train_Y, batch_size = svi_fit.svi_data(self, Y, times, groups)
+        rows_of, train_Y, batch_size = svi_init.svi_data(self, Y, times, groups)
         N, D = rows_of.source.shape
         result = svi_fit.fit_svi(self, rows_of, N, batch_size, int(self.max_iter),
                                  as_key(self.random_state))
@@ -257,7 +255,7 @@ class BayesianGPLVM(AbstractGPLVM):
         self._train_Y, self.n_features_in_ = train_Y, D
         # a memmap is not kept: new rows start from the latents of a subsample of its rows
         self._start_index = (None if train_Y is not None else
-                             np.linspace(0, N - 1, min(N, svi_fit.INIT_ROWS)).astype(int))
+                             np.linspace(0, N - 1, min(N, svi_init.INIT_ROWS)).astype(int))
         self._start_Y = None if train_Y is not None else rows_of.source.rows(self._start_index)
         return self
 
