@@ -284,6 +284,7 @@ BAD_PARAMS = [
     ("max_merge_trials", -1),
     *[("tol", v) for v in (-1, np.nan, "x")],
     *[("init", v) for v in ("kmeans", None)],
+    *[("inference", v) for v in ("sgd", None)],
     ("n_init_steps", -1), ("n_init", 0),
     *[("latent_kernel", v) for v in ("rbf", RBF(lengthscale=np.ones(5)))],
     *[("spatial_kernel", v) for v in ("matern", (Matern32(), "x"))],

@@ -19,6 +19,8 @@ import gplvm
 from gplvm.inference.optimise import minimise
 from gplvm.models import bgplvm as bgplvm_module
 from gplvm.models import glm as glm_module
+from gplvm.models import structured as structured_module
+from gplvm.models.gplvm_family import dp_fit
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::sklearn.exceptions.ConvergenceWarning", "ignore:.*interrupted:RuntimeWarning")
@@ -46,7 +48,14 @@ def _glm_case():
     return gplvm.BayesianGLM, kw, (X, y), glm_module
 
 
-CASES = {"BayesianGPLVM": _bgplvm_case, "BayesianGLM": _glm_case}
+def _structured_case():
+    images = np.random.default_rng(0).normal(size=(12, 4, 4))
+    kw = dict(n_components=2, n_inducing=4, max_iter=15, random_state=0, progress=False)
+    return gplvm.StructuredGPLVM, kw, (images,), structured_module
+
+
+CASES = {"BayesianGPLVM": _bgplvm_case, "BayesianGLM": _glm_case,
+         "StructuredGPLVM": _structured_case}
 
 
 def _stop_at(monkeypatch, module, exc):
@@ -64,11 +73,14 @@ def _stop_at(monkeypatch, module, exc):
 
 def _outputs(model, data):
     """Everything a fit determines: parameters, history and predictions."""
-    if isinstance(model, gplvm.BayesianGPLVM):
+    if isinstance(model, gplvm.DPGPLVM):
+        extra = [*jax.tree_util.tree_leaves(model.dp_state_), model.n_merges_]
+    else:
+        extra = []
+    if isinstance(model, (gplvm.BayesianGPLVM, gplvm.StructuredGPLVM, gplvm.DPGPLVM)):
         leaves = jax.tree_util.tree_leaves(model.params_)
-        return [*leaves, model.history_, model.X_mean_, model.X_var_,
-                model.predict(model.X_mean_[:4], return_var=True)[1],
-                model.predict(model.X_mean_[:4])]
+        return [*leaves, *extra, model.history_, model.X_mean_, model.X_var_, model.elbo_,
+                *model.predict(model.X_mean_[:4], return_var=True)]
     return [model.weights_mean_, model.weights_var_, model.prior_var_, model.history_,
             *model.predict(data[0][:4], return_std=True)]
 
@@ -116,6 +128,59 @@ def test_killed_run_loses_at_most_the_interval(monkeypatch, tmp_path, name):
     resumed = saved.resume()
     _assert_same(resumed, full, data)
     _assert_same(gplvm.load(path), full, data)      # the finished run's file
+
+
+# ---------------------------------------------------------------- DPGPLVM: checkpoints between sweeps
+def _dp_case(**extra):
+    Y = np.random.default_rng(1).normal(size=(20, 6))
+    kw = dict(n_components=2, n_inducing=4, truncation=3, init="random", max_iter=40,
+              n_warmup=3, steps_per_update=3, merge_every=2, merge_steps=3, random_state=0,
+              progress=False, **extra)
+    return kw, Y
+
+
+def _dp_stop_after(monkeypatch, n_steps, exc):
+    """Raise ``exc`` from dp_fit's L-BFGS callback after ``n_steps`` gradient steps in all
+    (over every L-BFGS run of the fit: warm-up, sweeps and merge refinements)."""
+    real, count = dp_fit.minimise, [0]
+
+    def callback(i, params, value):
+        count[0] += 1
+        if count[0] == n_steps:
+            raise exc
+
+    monkeypatch.setattr(dp_fit, "minimise", lambda *a, **kw: real(*a, **{**kw,
+                                                                       "callback": callback}))
+    return lambda: monkeypatch.setattr(dp_fit, "minimise", real)
+
+
+@pytest.mark.parametrize("n_init", [1, 2])
+def test_dpgplvm_ctrl_c_or_kill_then_resume_equals_one_run(monkeypatch, tmp_path, n_init):
+    """A DP-GP-LVM stopped mid-sweep (Ctrl-C, or a kill that saves nothing on the way out)
+    resumes from the last sweep boundary to the uninterrupted result; with n_init=2 the stop
+    falls in the second start, after the first has finished."""
+    kw, Y = _dp_case(n_init=n_init)
+    full = gplvm.DPGPLVM(**kw).fit(Y)
+    per_start = full.n_iter_ if n_init == 1 else gplvm.DPGPLVM(**{**kw, "n_init": 1}).fit(
+        Y).n_iter_
+    stop = (per_start if n_init == 2 else 0) + 11      # inside the second (or only) start
+    assert full.n_iter_ > 11 + 6 or n_init == 2        # the stop falls inside the run
+    restore = _dp_stop_after(monkeypatch, stop, KeyboardInterrupt)
+    path = tmp_path / "part.npz"
+    part = gplvm.DPGPLVM(**kw, checkpoint=path, checkpoint_interval=3600).fit(Y)
+    restore()
+    assert part.interrupted_
+    _assert_same(gplvm.load(path).resume(), full, Y)
+    _assert_same(part.resume(), full, Y)
+    killed = tmp_path / "killed.npz"
+    restore = _dp_stop_after(monkeypatch, stop, Killed())
+    with pytest.raises(Killed):
+        gplvm.DPGPLVM(**kw, checkpoint=killed, checkpoint_interval=0).fit(Y)
+    restore()
+    saved = gplvm.load(killed)
+    assert saved.interrupted_ and saved.n_iter_ < 11     # written at the last sweep boundary
+    _assert_same(saved.resume(), full, Y)
+    _assert_same(gplvm.load(killed), full, Y)      # the finished run's file
 
 
 def _rosenbrock(p):

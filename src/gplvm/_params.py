@@ -264,6 +264,7 @@ _GPLVM_FAMILY = {
     "init_X_var": _optional(POSITIVE, "0.1"), "init_noise_fraction": FRACTION,
     "time_kernel": TIME_KERNEL, "transform_max_iter": POSITIVE_INT,
     "random_state": RANDOM_STATE, "progress": FLAG,
+    "checkpoint": CHECKPOINT, "checkpoint_interval": NON_NEGATIVE,
 }
 
 #: estimator name → {constructor argument: rule}
@@ -271,8 +272,7 @@ RULES: dict[str, dict[str, Rule]] = {
     "BayesianGPLVM": {**_GPLVM_FAMILY, "optimizer": _choice("lbfgs", "lbfgsb", "adam"),
                       "inference": _choice("collapsed", "svi"),
                       "batch_size": _optional(POSITIVE_INT, "256"),
-                      "learning_rate": POSITIVE, "checkpoint": CHECKPOINT,
-                      "checkpoint_interval": NON_NEGATIVE},
+                      "learning_rate": POSITIVE},
     "DPGPLVM": {**_GPLVM_FAMILY, "truncation": _int(2),
                 "alpha_prior": pair("(shape s1, rate s2)", both_positive=True),
                 "kernel_prior_scale": POSITIVE,

@@ -27,6 +27,7 @@ from sklearn.exceptions import ConvergenceWarning
 from gplvm._random import as_key
 from gplvm._validation import as_2d_float
 from gplvm.kernels import AbstractKernel
+from gplvm.models._checkpoint import Interval, ResumableMixin
 from gplvm.models._common import check_is_fitted
 from gplvm.models.gplvm_family import dp, dp_fit, dp_fitted, dp_init
 from gplvm.models.gplvm_family.atoms import AtomPrior, atom, stack_atoms
@@ -43,7 +44,7 @@ _SCHEDULE_ARGS = ("max_iter", "n_warmup", "steps_per_update", "merge_every", "me
 
 
 @register("gplvm.DPGPLVM", estimator=True)
-class DPGPLVM(AbstractGPLVM):
+class DPGPLVM(ResumableMixin, AbstractGPLVM):
     """Dirichlet-process GPLVM: output columns clustered by the latent dimensions they use.
 
     Args:
@@ -82,6 +83,15 @@ class DPGPLVM(AbstractGPLVM):
         transform_max_iter: L-BFGS steps per new row.
         random_state: seed (inducing inputs, initial assignments, sampling).
         progress: show a progress bar.
+        checkpoint: a file path: the model is saved there (:meth:`save`) between two sweeps at
+            most every ``checkpoint_interval`` seconds and when the run ends or is interrupted
+            (Ctrl-C), so a killed process loses at most that much work and the sweep in
+            progress; ``gplvm.load(path).resume()`` finishes the run (and the remaining
+            starts of ``n_init``) with exactly the parameters, history and predictions of an
+            uninterrupted one.  A run stopped in the per-column phase or the warm-up resumes
+            from the beginning of that start.  A file written mid-run holds the training data
+            and has ``interrupted_`` set.
+        checkpoint_interval: seconds between checkpoint writes (0: at every sweep).
 
     Attributes:
         assignments_: (D, T) φ, q(z_d) = Cat(φ_d).
@@ -109,7 +119,8 @@ class DPGPLVM(AbstractGPLVM):
                  n_init_steps: int = 300, n_init: int = 1, init_X_var: Optional[float] = None,
                  init_noise_fraction: float = 0.01,
                  time_kernel: AbstractKernel | None = None, transform_max_iter: int = 300,
-                 random_state=0, progress: bool = True):
+                 random_state=0, progress: bool = True, checkpoint=None,
+                 checkpoint_interval: float = 60.0):
         self.n_components = n_components
         self.n_inducing = n_inducing
         self.truncation = truncation
@@ -135,6 +146,8 @@ class DPGPLVM(AbstractGPLVM):
         self.transform_max_iter = transform_max_iter
         self.random_state = random_state
         self.progress = progress
+        self.checkpoint = checkpoint
+        self.checkpoint_interval = checkpoint_interval
 
     # ------------------------------------------------------------------ fit
     def fit(self, Y, y=None, *, times=None, groups=None):
@@ -149,42 +162,74 @@ class DPGPLVM(AbstractGPLVM):
         del y
         Y, times = self._validate_common(Y, times, groups)
         Y_mean, Y_std = self._standardisation(Y)
-        Ys = (Y - Y_mean) / Y_std
-        priors = dp_fit.Priors(AtomPrior(float(self.kernel_prior_scale),
-                                         float(self.noise_prior[0]),
-                                         float(self.noise_prior[1])),
-                               dp.DPPrior(*map(float, self.alpha_prior)))
-        key = as_key(self.random_state)
-        result, best = None, -np.inf
-        for start in range(int(self.n_init)):
+        self.times_, self.sequence_groups_ = times, groups
+        self._train_Y = Y
+        self.n_features_in_ = Y.shape[1]
+        # what resume() needs to go on: the data, the start in progress and where it stands
+        # (its last Sweep; None before the first), and the best finished start
+        self._resume_ = {"Ys": (Y - Y_mean) / Y_std, "Y_mean": Y_mean, "Y_std": Y_std,
+                         "start": 0, "at": None, "best": None}
+        return self._run()
+
+    def _priors(self) -> dp_fit.Priors:
+        return dp_fit.Priors(AtomPrior(float(self.kernel_prior_scale),
+                                       float(self.noise_prior[0]), float(self.noise_prior[1])),
+                             dp.DPPrior(*map(float, self.alpha_prior)))
+
+    def _run(self):
+        """The starts from ``_resume_`` on; keeps the one with the highest bound, sets the
+        fitted attributes and saves the checkpoint."""
+        priors, key = self._priors(), as_key(self.random_state)
+        result = self._resume_["best"]
+        best = -np.inf if result is None else dp_fit.bound(result.u, result.problem,
+                                                           result.state, priors)
+        interrupted = False
+        for start in range(self._resume_["start"], int(self.n_init)):
             # the first start uses the key itself, so n_init=1 is the single fit
             key_start = key if start == 0 else jax.random.fold_in(key, 7919 + start)
             try:
-                candidate = self._fit_once(Ys, times, groups, key_start, priors)
+                candidate = self._fit_once(key_start, priors)
             except KeyboardInterrupt:
                 if result is None:
                     raise
                 warnings.warn(f"DPGPLVM: interrupted in start {start + 1} of {self.n_init}; "
                               f"keeping the best of the {start} finished", RuntimeWarning,
-                              stacklevel=2)
+                              stacklevel=3)
+                interrupted = True
                 break
             value = dp_fit.bound(candidate.u, candidate.problem, candidate.state, priors)
             if result is None or value > best:
                 result, best = candidate, value
             if candidate.interrupted:
+                interrupted = True
                 break
-        if not (result.converged or result.interrupted):
+            self._resume_ = {**self._resume_, "start": start + 1, "at": None, "best": result}
+        if not (result.converged or interrupted):
             warnings.warn(f"DPGPLVM: stopped at max_iter={self.max_iter} before the bound "
-                          f"converged; raise max_iter", ConvergenceWarning, stacklevel=2)
-        self._set_fitted(result, priors, Y_mean, Y_std)
-        self.times_, self.sequence_groups_ = times, groups
-        self._train_Y = Y
-        self.n_features_in_ = Y.shape[1]
+                          f"converged; raise max_iter", ConvergenceWarning, stacklevel=3)
+        self._set_fitted(result, priors, interrupted)
+        self._end_run(interrupted)
         return self
 
-    def _fit_once(self, Ys, times, groups, key, priors) -> dp_fit.FitResult:
-        """One start: initial values from ``key``, the column phase, then the sweeps."""
-        u, problem = self._initial(Ys, times, groups, key)
+    def _fit_once(self, key, priors) -> dp_fit.FitResult:
+        """One start: initial values from ``key``, the column phase, then the sweeps; or the
+        rest of the start from the :class:`~.dp_fit.Sweep` in ``_resume_``."""
+        schedule = dp_fit.Schedule(**{k: getattr(self, k) for k in _SCHEDULE_ARGS})
+        interval = Interval(self.checkpoint_interval)
+
+        def record(at):
+            self._resume_ = {**self._resume_, "at": at}
+            if self.checkpoint is not None and interval.due():
+                self._set_fitted(dp_fit.FitResult(at.u, at.state, at.problem, at.history,
+                                                  at.n_iter, False, True, at.n_merges),
+                                 priors, True)
+                self.save(self.checkpoint)
+
+        at = self._resume_["at"]
+        if at is not None:
+            return dp_fit.resume(at, priors, schedule, self.progress, record)
+        Ys = self._resume_["Ys"]
+        u, problem = self._initial(Ys, self.times_, self.sequence_groups_, key)
         if self.init == "columns" and dp_init.has_ard(problem.kernel) and self.n_init_steps:
             seed = int(jax.random.randint(jax.random.fold_in(key, 3), (), 0, 2**31 - 1))
             u, phi0 = dp_init.initial_from_columns(u, problem, priors.atom,
@@ -192,9 +237,8 @@ class DPGPLVM(AbstractGPLVM):
         else:
             phi0 = np.asarray(jax.random.dirichlet(jax.random.fold_in(key, 3),
                                                    jnp.ones(self.truncation), (Ys.shape[1],)))
-        schedule = dp_fit.Schedule(**{k: getattr(self, k) for k in _SCHEDULE_ARGS})
         return dp_fit.maximise(u, problem, dp.initial_state(phi0, priors.dp), priors,
-                               schedule, self.progress)
+                               schedule, self.progress, record)
 
     def _initial(self, Ys, times, groups, key):
         """The family's initial values (:meth:`AbstractGPLVM._initial`) with T equal atoms and a
@@ -209,16 +253,17 @@ class DPGPLVM(AbstractGPLVM):
         scale = float(jnp.mean(problem.kernel.diag(u["Z"])))
         return u, problem._replace(jitter=max(problem.jitter, JITTER_FLOOR * scale))
 
-    def _set_fitted(self, result: dp_fit.FitResult, priors, Y_mean, Y_std):
+    def _set_fitted(self, result: dp_fit.FitResult, priors, interrupted: bool):
         u, state, problem = result.u, result.state, result.problem
-        self.fitted_ = dp_fitted.fitted_from(u, problem, state.phi, Y_mean, Y_std)
+        self.fitted_ = dp_fitted.fitted_from(u, problem, state.phi, self._resume_["Y_mean"],
+                                             self._resume_["Y_std"])
         self.params_, self.dp_state_, self._problem = u, state, problem
         X_mean, X_var, _ = problem.latent.marginals(u)
         self.X_mean_, self.X_var_ = np.asarray(X_mean), np.asarray(X_var)
         self.elbo_ = dp_fit.bound(u, problem, state, priors)
         self.history_ = result.history
         self.n_iter_, self.converged_ = int(result.n_iter), bool(result.converged)
-        self.interrupted_, self.n_merges_ = bool(result.interrupted), int(result.n_merges)
+        self.interrupted_, self.n_merges_ = bool(interrupted), int(result.n_merges)
         self.jitter_ = problem.jitter
 
     # ------------------------------------------------------------------ fitted values

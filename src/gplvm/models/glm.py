@@ -29,6 +29,7 @@ from gplvm.inference import minimise
 from gplvm.io import SaveMixin
 from gplvm.likelihoods import AbstractLikelihood, get_likelihood
 from gplvm.models import _glm_core as core
+from gplvm.models._checkpoint import ResumableMixin
 from gplvm.models._common import check_features, check_is_fitted, default_features
 from gplvm.models._rows import map_rows
 from gplvm.models._supervised import (
@@ -71,7 +72,7 @@ def _is_regressor(model) -> bool:
 
 
 @register("gplvm.BayesianGLM", estimator=True)
-class BayesianGLM(SaveMixin, BaseEstimator):
+class BayesianGLM(ResumableMixin, SaveMixin, BaseEstimator):
     """Bayesian generalised linear model on random features, by stochastic variational inference.
 
     **Classifier or regressor, by likelihood.**  With ``"bernoulli"`` (or a binomial of one
@@ -247,15 +248,15 @@ class BayesianGLM(SaveMixin, BaseEstimator):
             warn_not_converged(*self._unsettled())
         return self
 
+    _fitted_attribute = "weights_mean_"
+
     def resume(self):
         """Finish an interrupted (or checkpointed) fit from its stored Adam state: the result
-        equals an uninterrupted fit's bit for bit.
-
-        Typical use: ``gplvm.load(path).resume()`` after a run with ``checkpoint=path`` was
-        killed, or ``model.resume()`` after Ctrl-C.  A finished fit is returned unchanged.
-        """
-        check_is_fitted(self, "weights_mean_")
-        if getattr(self, "_resume_", None) is not None and self._run()._unsettled():
+        equals an uninterrupted fit's bit for bit (:class:`~gplvm.models._checkpoint.
+        ResumableMixin`); warns as ``fit`` when the bound has not settled."""
+        resuming = self._resumable()
+        super().resume()
+        if resuming and self._unsettled():
             warn_not_converged(*self._unsettled())
         return self
 
@@ -271,15 +272,11 @@ class BayesianGLM(SaveMixin, BaseEstimator):
                        optimizer=core.optimizer(float(self.learning_rate), int(self.n_iter)),
                        key=run["key"], progress=self.progress, desc=f"BayesianGLM ({lik.name})",
                        args=(run["features"], lik, X, run["y"]), start=run["state"],
-                       checkpoint=None if self.checkpoint is None else self._write_checkpoint,
-                       checkpoint_interval=float(self.checkpoint_interval))
+                       **self._checkpointing(self._record_checkpoint))
         self._set_fitted(res.params, res.history, res.interrupted)
         if res.interrupted:
             self._resume_ = {**run, "state": res.state}
-        else:                   # finished: nothing to resume, no training data kept for it
-            del self._resume_
-        if self.checkpoint is not None:
-            self.save(self.checkpoint)
+        self._end_run(res.interrupted)
         return self
 
     def _unsettled(self):
@@ -290,12 +287,11 @@ class BayesianGLM(SaveMixin, BaseEstimator):
         return ("BayesianGLM", f"the bound was still rising after n_iter={self.n_iter} Adam "
                                f"steps", "increase n_iter (or learning_rate)")
 
-    def _write_checkpoint(self, state):
-        """Save the run as it stands after an Adam step: a model of the current iterate,
-        flagged interrupted, that resume() continues from ``state``."""
+    def _record_checkpoint(self, state):
+        """The run as it stands after an Adam step: a model of the current iterate, flagged
+        interrupted, that resume() continues from ``state``."""
         self._set_fitted(state.params, state.history, True)
         self._resume_ = {**self._resume_, "state": state}
-        self.save(self.checkpoint)
 
     def _set_fitted(self, u, history, interrupted):
         """The fitted attributes of unconstrained parameters ``u`` (y's units)."""

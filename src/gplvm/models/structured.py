@@ -29,6 +29,7 @@ from gplvm._validation import as_float_array, check_magnitude
 from gplvm.inference import minimise
 from gplvm.kernels import AbstractKernel, Coincidence, Matern32
 from gplvm.linalg import CholeskyError, safe_cholesky
+from gplvm.models._checkpoint import ResumableMixin
 from gplvm.models._common import check_is_fitted
 from gplvm.models.gplvm_family import structured_fitted as sf
 from gplvm.models.gplvm_family.bound import negative_bound
@@ -48,7 +49,7 @@ def _spacing(axis) -> float:
 
 
 @register("gplvm.StructuredGPLVM", estimator=True)
-class StructuredGPLVM(AbstractGPLVM):
+class StructuredGPLVM(ResumableMixin, AbstractGPLVM):
     """Structured GPLVM: a latent × spatial Kronecker kernel over images (seed 003).
 
     Args:
@@ -78,6 +79,13 @@ class StructuredGPLVM(AbstractGPLVM):
         init_X_var, init_noise_fraction, time_kernel, transform_max_iter: as
             :class:`~gplvm.BayesianGPLVM`.
         random_state: seed.  progress: show a progress bar with the bound.
+        checkpoint: a file path: the model is saved there (:meth:`save`) after an L-BFGS
+            iteration at most every ``checkpoint_interval`` seconds and when the run ends or is
+            interrupted (Ctrl-C), so a killed process loses at most that much work;
+            ``gplvm.load(path).resume()`` finishes the run with exactly the parameters, history
+            and predictions of an uninterrupted one (the optax state is in the file).  A file
+            written mid-run holds the training images and has ``interrupted_`` set.
+        checkpoint_interval: seconds between checkpoint writes (0: after every iteration).
 
     Missing pixels (NaN) in the training images keep the Kronecker algebra: each gets a
     variational Gaussian whose mean is fitted with the model and whose variance is optimal in
@@ -99,7 +107,8 @@ class StructuredGPLVM(AbstractGPLVM):
                  spatial_inducing=None, psi_rule=None, standardize: bool = True,
                  max_iter: int = 1000, init_X_var: Optional[float] = None,
                  init_noise_fraction: float = 0.01, time_kernel: AbstractKernel | None = None,
-                 transform_max_iter: int = 300, random_state=0, progress: bool = True):
+                 transform_max_iter: int = 300, random_state=0, progress: bool = True,
+                 checkpoint=None, checkpoint_interval: float = 60.0):
         self.n_components = n_components
         self.n_inducing = n_inducing
         self.latent_kernel = latent_kernel
@@ -115,6 +124,8 @@ class StructuredGPLVM(AbstractGPLVM):
         self.transform_max_iter = transform_max_iter
         self.random_state = random_state
         self.progress = progress
+        self.checkpoint = checkpoint
+        self.checkpoint_interval = checkpoint_interval
 
     @property
     def kernel(self):
@@ -271,22 +282,47 @@ class StructuredGPLVM(AbstractGPLVM):
         u["route"] = tuple(k.unconstrained() for k in kernels)
         if missing is not None:     # their means, from the pixel means (0 when standardised)
             u["route"] += (jnp.zeros(len(missing)),)
-        result = minimise(negative_bound, u, method="lbfgs", n_iter=int(self.max_iter),
-                          progress=self.progress, desc="StructuredGPLVM", args=(problem,))
+        self.times_, self.groups_ = times, groups
+        self._train_Y = Yf
+        self.n_features_in_ = Yf.shape[1]
+        # what resume() needs to go on: the start and, once stopped, the optimiser's state
+        self._resume_ = {"u": u, "problem": problem, "Y_mean": Y_mean, "Y_std": Y_std,
+                         "state": None}
+        return self._run()
+
+    def _run(self):
+        """L-BFGS from the start (or the stored state) in ``_resume_``; sets the fitted
+        attributes and saves the checkpoint."""
+        run = self._resume_
+        result = minimise(negative_bound, run["u"], method="lbfgs", n_iter=int(self.max_iter),
+                          progress=self.progress, desc="StructuredGPLVM", args=(run["problem"],),
+                          start=run["state"], **self._checkpointing(self._record_checkpoint))
         if result.n_iter >= self.max_iter and not result.converged and not result.interrupted:
             warnings.warn(f"StructuredGPLVM: L-BFGS stopped at max_iter={self.max_iter} before "
                           f"the bound converged; raise max_iter", ConvergenceWarning,
-                          stacklevel=2)
-        summary = sf.fitted_from(result.params, problem, Y_mean, Y_std)
-        self.fitted_, self.params_, self._problem = summary.fitted, result.params, problem
-        self.X_mean_, self.X_var_, self.elbo_ = summary.X_mean, summary.X_var, summary.bound
-        self.history_ = -np.asarray(result.history)
-        self.n_iter_, self.converged_ = result.n_iter, bool(result.converged)
-        self.interrupted_ = bool(result.interrupted)
-        self.jitter_, self.times_, self.groups_ = problem.jitter, times, groups
-        self._train_Y = Yf
-        self.n_features_in_ = Yf.shape[1]
+                          stacklevel=3)
+        self._set_fitted(result.params, result.history, result.converged, result.interrupted)
+        if result.interrupted:
+            self._resume_ = {**run, "state": result.state}
+        self._end_run(result.interrupted)
         return self
+
+    def _record_checkpoint(self, state):
+        """The run as it stands after an iteration: a model of the current iterate, flagged
+        interrupted, that resume() continues from ``state``."""
+        self._resume_ = {**self._resume_, "state": state}
+        self._set_fitted(state.params, state.history, False, True)
+
+    def _set_fitted(self, u, history, converged, interrupted):
+        run = self._resume_
+        problem = run["problem"]
+        summary = sf.fitted_from(u, problem, run["Y_mean"], run["Y_std"])
+        self.fitted_, self.params_, self._problem = summary.fitted, u, problem
+        self.X_mean_, self.X_var_, self.elbo_ = summary.X_mean, summary.X_var, summary.bound
+        self.history_ = -np.asarray(history)
+        self.n_iter_, self.converged_ = len(history), bool(converged)
+        self.interrupted_ = bool(interrupted)
+        self.jitter_ = problem.jitter
 
     # ------------------------------------------------------------------ fitted values
     @property

@@ -24,6 +24,11 @@ q(V), q(α), refines u for ``merge_steps`` L-BFGS steps, and is accepted only if
 is then higher than before the proposal — so the bound never decreases.  Pairs are tried in the
 order of their bound change before refinement; a round stops at the first accepted merge or
 after ``max_merge_trials`` proposals.
+
+*Checkpoints* (issue 16, item 4) are taken between sweeps, where the whole state of the fit is a
+:class:`Sweep` (every L-BFGS run starts afresh, so no optimiser memory is lost there):
+:func:`maximise` hands one to ``checkpoint`` before every sweep, and :func:`resume` continues
+from one with exactly the iterates of the uninterrupted fit.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from gplvm.inference.optimise import NonFiniteObjectiveError
 from gplvm.linalg import CholeskyError, escalate_jitter
 from gplvm.models.gplvm_family import atoms, dp
 from gplvm.models.gplvm_family.bound import Problem
+from gplvm.registry import register
 
 
 class Schedule(NamedTuple):
@@ -60,6 +66,7 @@ class Priors(NamedTuple):
     dp: dp.DPPrior
 
 
+@register("gplvm.state.DPFitResult")
 class FitResult(NamedTuple):
     u: Any
     state: dp.DPState
@@ -71,22 +78,43 @@ class FitResult(NamedTuple):
     n_merges: int
 
 
+@register("gplvm.state.DPSweep")
+class Sweep(NamedTuple):
+    """Where a fit stands before a sweep: all that :func:`resume` needs to go on."""
+
+    u: Any
+    state: dp.DPState
+    problem: Problem
+    history: np.ndarray     # the bound after every accepted gradient step so far
+    n_iter: int
+    n_merges: int
+    n_steps: int            # L-BFGS steps of the next sweep
+    n_sweeps: int
+    last: float             # the bound after the last sweep (or the warm-up)
+
+
 def bound(u, problem, state, priors: Priors) -> float:
     return float(atoms.elbo_jit(u, problem, state, priors.atom, priors.dp))
 
 
 class _Run:
-    """The state of one fit: parameters, the DP state, the history and the budget."""
+    """The state of one fit (a :class:`Sweep`'s fields), the priors and the schedule."""
 
-    def __init__(self, u, problem, state, priors, schedule, progress):
-        self.u, self.problem, self.state, self.priors = u, problem, state, priors
+    def __init__(self, at: Sweep, priors, schedule, progress):
+        self.u, self.problem, self.state, self.priors = at.u, at.problem, at.state, priors
         self.schedule = schedule
-        self.history: list[np.ndarray] = []
-        self.n_iter, self.n_merges = 0, 0
-        self.n_steps = schedule.steps_per_update
+        self.history: list[np.ndarray] = [np.asarray(at.history)] if len(at.history) else []
+        self.n_iter, self.n_merges, self.n_steps = at.n_iter, at.n_merges, at.n_steps
+        self.n_sweeps, self.last = at.n_sweeps, at.last
         self.interrupted = False
-        self.bar = tqdm(total=schedule.max_iter, desc="DPGPLVM", disable=not progress,
-                        leave=False, dynamic_ncols=True)
+        self.bar = tqdm(total=schedule.max_iter, initial=at.n_iter, desc="DPGPLVM",
+                        disable=not progress, leave=False, dynamic_ncols=True)
+
+    def at(self) -> Sweep:
+        history = np.concatenate(self.history) if self.history else np.zeros(0)
+        return Sweep(self.u, self.state, self.problem, history, int(self.n_iter),
+                     int(self.n_merges), int(self.n_steps), int(self.n_sweeps),
+                     float(self.last))
 
     def dp_constant(self, state=None):
         return float(dp.dp_terms(self.state if state is None else state, self.priors.dp))
@@ -160,6 +188,9 @@ class _Run:
                                            self.schedule.max_merge_trials):
             state = merged_state(self.state, keep, drop, self.priors.dp)
             u, values, result = self.steps(self.schedule.merge_steps, state=state)
+            if result.interrupted:      # Ctrl-C while refining: judge nothing, stop
+                self.interrupted = True
+                return False
             if bound(u, self.problem, state, self.priors) > before:
                 self.u, self.state = u, state
                 self.history.append(values)
@@ -196,38 +227,57 @@ def merged_state(state: dp.DPState, keep: int, drop: int, prior: dp.DPPrior) -> 
 
 
 def maximise(u, problem: Problem, state: dp.DPState, priors: Priors, schedule: Schedule,
-             progress: bool = False) -> FitResult:
+             progress: bool = False, checkpoint=None) -> FitResult:
     """Warm-up steps, then sweeps with a merge round every ``merge_every`` sweeps and once at
     the end; stops when the budget is spent, on Ctrl-C (keeping the parameters reached), or
     when a sweep changes the bound by less than ``tol`` (relative) and the following merge
-    round takes nothing."""
-    run = _Run(u, problem, state, priors, schedule, progress)
+    round takes nothing.  ``checkpoint(sweep)`` receives the :class:`Sweep` before every
+    sweep."""
+    start = Sweep(u, state, problem, np.zeros(0), 0, 0, schedule.steps_per_update, 0, 0.0)
+    return _loop(_Run(start, priors, schedule, progress), checkpoint, warm_up=True)
+
+
+def resume(at: Sweep, priors: Priors, schedule: Schedule, progress: bool = False,
+           checkpoint=None) -> FitResult:
+    """Continue a fit from a :class:`Sweep` handed to :func:`maximise`'s ``checkpoint``: the
+    result is the uninterrupted fit's, bit for bit."""
+    return _loop(_Run(at, priors, schedule, progress), checkpoint, warm_up=False)
+
+
+def _loop(run: _Run, checkpoint, warm_up: bool) -> FitResult:
+    schedule, priors = run.schedule, run.priors
     converged = False
     try:
-        going = run.advance(schedule.n_warmup)
-        last, n_sweeps = bound(run.u, run.problem, run.state, priors), 0
+        going = True
+        if warm_up:
+            going = run.advance(schedule.n_warmup)
+            run.last = bound(run.u, run.problem, run.state, priors)
         while going:
+            if checkpoint is not None:
+                checkpoint(run.at())
             going = run.sweep()
-            n_sweeps += 1
+            run.n_sweeps += 1
             now = bound(run.u, run.problem, run.state, priors)
-            quiet = abs(now - last) <= schedule.tol * max(1.0, abs(now))
-            last = now
+            quiet = abs(now - run.last) <= schedule.tol * max(1.0, abs(now))
+            run.last = now
             if not going and run.interrupted:
                 break
-            if quiet or n_sweeps % schedule.merge_every == 0 or not going:
+            if quiet or run.n_sweeps % schedule.merge_every == 0 or not going:
                 merged = run.merge_round()
+                if run.interrupted:
+                    break
                 if quiet and not merged:
                     converged = True
                     break
                 if merged:
                     run.n_steps = schedule.steps_per_update
                     going = run.n_iter < schedule.max_iter
-                    last = bound(run.u, run.problem, run.state, priors)
+                    run.last = bound(run.u, run.problem, run.state, priors)
     except KeyboardInterrupt:
         # between L-BFGS runs (minimise handles Ctrl-C within its own): keep what was done
         run.interrupted = True
         warnings.warn(f"DPGPLVM: interrupted after {run.n_iter} iterations; keeping the "
-                      f"parameters reached so far", RuntimeWarning, stacklevel=2)
+                      f"parameters reached so far", RuntimeWarning, stacklevel=3)
     finally:
         run.bar.close()
     history = np.concatenate(run.history) if run.history else np.zeros(0)

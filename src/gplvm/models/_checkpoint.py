@@ -1,0 +1,88 @@
+"""Checkpoint and resume of the estimators fitted by optimisation (issue 16, item 4).
+
+An estimator built with ``checkpoint=path`` saves itself there (:meth:`gplvm.io.SaveMixin.save`,
+written atomically) while it fits: at most every ``checkpoint_interval`` seconds and when the run
+ends or is interrupted (Ctrl-C), so a killed process loses at most that much work (plus, for a
+loop checkpointed between its own steps, the step in progress).  What the run needs to go on is
+kept in the attribute ``_resume_``, saved with the model: the start, the data and the
+optimiser's state at the last checkpoint.  ``gplvm.load(path).resume()`` continues from it and
+gives the result of an uninterrupted run with the same seed bit for bit, because the resumed run
+replays the same compiled steps on the same numbers.  A finished fit drops ``_resume_``.
+
+Two places take a checkpoint:
+
+* inside :func:`gplvm.inference.minimise`, which hands its
+  :class:`~gplvm.inference.optimise.OptimState` to the callback of
+  :meth:`ResumableMixin._checkpointing` every ``checkpoint_interval`` seconds (``BayesianGLM``,
+  ``BayesianGPLVM``, ``StructuredGPLVM``);
+* between the steps of an estimator's own loop (``DPGPLVM``'s sweeps), timed by
+  :class:`Interval`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from gplvm.models._common import check_is_fitted
+
+
+class ResumableMixin:
+    """``resume()`` and the checkpoint writes of an estimator whose ``fit`` stores ``_resume_``
+    and calls ``_run()``, which fits from ``_resume_`` and ends with :meth:`_end_run`.
+
+    The estimator has the constructor arguments ``checkpoint`` (a path or None) and
+    ``checkpoint_interval`` (seconds), and ``save`` (:class:`gplvm.io.SaveMixin`).
+    """
+
+    #: an attribute every fitted model has (``resume`` of an unfitted one raises NotFittedError)
+    _fitted_attribute = "fitted_"
+
+    def resume(self):
+        """Finish an interrupted (or checkpointed) fit from its stored state: the result equals
+        an uninterrupted fit's bit for bit (the estimator's ``checkpoint`` argument says when
+        it cannot).
+
+        Typical use: ``gplvm.load(path).resume()`` after a run with ``checkpoint=path`` was
+        killed, or ``model.resume()`` after Ctrl-C.  A finished fit is returned unchanged.
+        """
+        check_is_fitted(self, self._fitted_attribute)
+        return self._run() if self._resumable() else self
+
+    def _resumable(self) -> bool:
+        """Whether a run was stopped before its end (``_resume_`` holds where)."""
+        return getattr(self, "_resume_", None) is not None
+
+    def _checkpointing(self, record: Callable[[Any], None]) -> dict:
+        """The ``checkpoint`` and ``checkpoint_interval`` arguments of
+        :func:`gplvm.inference.minimise`: ``record(state)`` sets the fitted attributes of the
+        iterate (flagged interrupted) and ``_resume_``, then the model is saved."""
+        def write(state):
+            record(state)
+            self.save(self.checkpoint)
+
+        return {"checkpoint": None if self.checkpoint is None else write,
+                "checkpoint_interval": float(self.checkpoint_interval)}
+
+    def _end_run(self, interrupted: bool) -> None:
+        """After a run: a finished one keeps nothing to resume (nor the data held for it);
+        either is saved to ``checkpoint``."""
+        if not interrupted:
+            vars(self).pop("_resume_", None)
+        if self.checkpoint is not None:
+            self.save(self.checkpoint)
+
+
+class Interval:
+    """Whether ``seconds`` have passed since the last write (0: always), for loops that
+    checkpoint between their own steps."""
+
+    def __init__(self, seconds: float):
+        self.seconds, self.last = float(seconds), time.monotonic()
+
+    def due(self) -> bool:
+        """True (and the clock restarts) when the interval has passed."""
+        if time.monotonic() - self.last < self.seconds:
+            return False
+        self.last = time.monotonic()
+        return True
