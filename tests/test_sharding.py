@@ -38,7 +38,7 @@ SCRIPT = textwrap.dedent("""
                                int(os.environ["JAX_PROCESS_ID"]))
     import jax.numpy as jnp, numpy as np
     from gplvm.distributed import demo_problem, main
-    from gplvm.expectations import psi_statistics
+    from gplvm.expectations import Analytic, psi_statistics
     from gplvm.inference import sharding
     from gplvm.inference.mcmc import _devices, elliptical_slice_gaussian, run_chains
     from gplvm.objectives import collapsed
@@ -68,7 +68,8 @@ SCRIPT = textwrap.dedent("""
         padded = dict(params, X_mean=jnp.pad(params["X_mean"], ((0, pad), (0, 0)),
                                              constant_values=1e3),
                       X_var=jnp.pad(params["X_var"], ((0, pad), (0, 0))))
-        value, grads = sharding.bound_and_grad(padded, data)
+        # two chunks of rows per device: the Ψ-statistics' chunk loop runs inside shard_map
+        value, grads = sharding.bound_and_grad(padded, data, rule=Analytic(chunk_size=2))
         out["sharded"] = {{"bound": float(value), "rows": data.Y0.shape[0],
                           "devices": data.mesh.size,
                           "grads": listed(dict(grads, X_mean=grads["X_mean"][:{n}],
@@ -154,8 +155,9 @@ def _close(a, b, rtol=RTOL):
 
 def test_sharded_bound_and_gradient_equal_the_unsharded_on_four_devices(two_processes):
     """N = 10 rows with two missing entries (three column groups) over one process's 4
-    devices, padded to 12 rows: the bound and every gradient (kernel, Z, X_mean, X_var, σ²) to
-    1e-10 relative; what the padded rows of q(X) hold is never read (zero gradient there)."""
+    devices, padded to 12 rows, the Ψ-statistics computed in chunks of 2 rows on each device:
+    the bound and every gradient (kernel, Z, X_mean, X_var, σ²) to 1e-10 relative; what the
+    padded rows of q(X) hold is never read (zero gradient there)."""
     local = two_processes[0]
     assert local["local_devices"] == 4
     ref, got = local["reference"], local["sharded"]

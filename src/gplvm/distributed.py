@@ -7,17 +7,25 @@ them all, each process builds only the row blocks of its own devices
 sums crosses processes (on CPU through JAX's Gloo collectives, the default of
 ``jax_cpu_collectives_implementation``).
 
-Two processes on one machine (docs/scaling.md)::
+JAX joins processes only before its first computation, and ``import gplvm`` already computes
+(a module-level array in :mod:`gplvm.models._rflvm.latents`), so a process joins first and
+imports gplvm after.  Two processes on one machine (docs/scaling.md)::
 
-    JAX_COORDINATOR_ADDRESS=127.0.0.1:12355 JAX_NUM_PROCESSES=2 JAX_PROCESS_ID=0 \
-        python -m gplvm.distributed &
-    JAX_COORDINATOR_ADDRESS=127.0.0.1:12355 JAX_NUM_PROCESSES=2 JAX_PROCESS_ID=1 \
-        python -m gplvm.distributed
+    export JAX_COORDINATOR_ADDRESS=127.0.0.1:12355 JAX_NUM_PROCESSES=2
+    JOIN='import os, jax; e = os.environ; jax.distributed.initialize(
+        e["JAX_COORDINATOR_ADDRESS"], int(e["JAX_NUM_PROCESSES"]), int(e["JAX_PROCESS_ID"]))'
+    JAX_PROCESS_ID=1 python -c "$JOIN
+    from gplvm.distributed import main; main()" &
+    JAX_PROCESS_ID=0 python -c "$JOIN
+    from gplvm.distributed import main; main()"
 
 Process 0 prints one line of JSON: the bound of a small seeded problem
 (:func:`demo_problem`) evaluated with its rows split over every device of every process, and
-its gradient.  Under SLURM (``srun``) the three variables may be left unset: JAX reads the job's
-own (``SLURM_NTASKS``, ``SLURM_PROCID``, the first node of ``SLURM_STEP_NODELIST``).
+its gradient; ``python -m gplvm.distributed --single`` prints the one-process value.  Under
+SLURM (``srun``) ``jax.distributed.initialize()`` needs no arguments: JAX reads the job's own
+settings (``SLURM_NTASKS``, ``SLURM_PROCID``, the first node of ``SLURM_STEP_NODELIST``).
+:func:`initialize` reads the three variables above for a program that runs before anything
+has started JAX's backend.
 """
 
 from __future__ import annotations
