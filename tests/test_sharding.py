@@ -220,3 +220,22 @@ def test_meshes_padding_and_row_blocks():
         sharding.shard_data(np.ones(3), mesh)
     with pytest.raises(ValueError, match="params lacks"):
         sharding.collapsed_bound({"Z": np.ones((2, 1))}, Y, mesh)
+
+
+def test_initialize_checks_its_settings_and_when_it_is_called(monkeypatch):
+    """Bad process counts and ids are refused before JAX is asked; in a process whose backend
+    is running (this one) joining is refused with the fix named."""
+    from gplvm import distributed
+    for key in distributed.ENV:
+        monkeypatch.delenv(key, raising=False)
+    with pytest.raises(ValueError, match="ids run from 0 to 1"):
+        distributed.initialize("127.0.0.1:1", 2, 2)
+    with pytest.raises(ValueError, match="at least 1"):
+        distributed.initialize("127.0.0.1:1", 0, 0)
+    monkeypatch.setenv("JAX_PROCESS_ID", "first")
+    with pytest.raises(ValueError, match="JAX_PROCESS_ID='first' is not an integer"):
+        distributed.initialize("127.0.0.1:1", 2)
+    monkeypatch.setenv("JAX_PROCESS_ID", "1")
+    jax.devices()
+    with pytest.raises(RuntimeError, match="before importing gplvm"):
+        distributed.initialize("127.0.0.1:1", 2)

@@ -8,24 +8,20 @@ sums crosses processes (on CPU through JAX's Gloo collectives, the default of
 ``jax_cpu_collectives_implementation``).
 
 JAX joins processes only before its first computation, and ``import gplvm`` already computes
-(a module-level array in :mod:`gplvm.models._rflvm.latents`), so a process joins first and
-imports gplvm after.  Two processes on one machine (docs/scaling.md)::
+(a module-level array in :mod:`gplvm.models._rflvm.latents`), so a program joins first and
+imports gplvm after: docs/scaling.md gives ``run.py`` (join from the three variables below, or
+from SLURM's, then :func:`main`) and the commands that start it as two processes on one
+machine, under SLURM's ``srun`` or over SSH.  With ``JAX_COORDINATOR_ADDRESS`` (``host:port``
+of process 0), ``JAX_NUM_PROCESSES`` and ``JAX_PROCESS_ID`` set::
 
-    export JAX_COORDINATOR_ADDRESS=127.0.0.1:12355 JAX_NUM_PROCESSES=2
-    JOIN='import os, jax; e = os.environ; jax.distributed.initialize(
-        e["JAX_COORDINATOR_ADDRESS"], int(e["JAX_NUM_PROCESSES"]), int(e["JAX_PROCESS_ID"]))'
-    JAX_PROCESS_ID=1 python -c "$JOIN
-    from gplvm.distributed import main; main()" &
-    JAX_PROCESS_ID=0 python -c "$JOIN
-    from gplvm.distributed import main; main()"
+    JAX_PROCESS_ID=1 python run.py &
+    JAX_PROCESS_ID=0 python run.py
 
 Process 0 prints one line of JSON: the bound of a small seeded problem
 (:func:`demo_problem`) evaluated with its rows split over every device of every process, and
-its gradient; ``python -m gplvm.distributed --single`` prints the one-process value.  Under
-SLURM (``srun``) ``jax.distributed.initialize()`` needs no arguments: JAX reads the job's own
-settings (``SLURM_NTASKS``, ``SLURM_PROCID``, the first node of ``SLURM_STEP_NODELIST``).
-:func:`initialize` reads the three variables above for a program that runs before anything
-has started JAX's backend.
+its gradient; ``python -m gplvm.distributed --single`` prints the one-process value.
+:func:`initialize` reads the same three variables (else JAX's cluster detection: SLURM, Open
+MPI, ...) for a program in which nothing has started JAX's backend yet.
 """
 
 from __future__ import annotations
@@ -70,12 +66,6 @@ def initialize(coordinator_address: Optional[str] = None, num_processes: Optiona
         RuntimeError: when JAX's backend is already running in this process (JAX can join a
             group of processes only before its first computation).
     """
-    from jax._src import xla_bridge
-
-    if xla_bridge.backends_are_initialized():
-        raise RuntimeError("JAX's backend is already running in this process, so it can no "
-                           "longer join other processes; call jax.distributed.initialize(address,"
-                           " num_processes, process_id) first, before importing gplvm")
     coordinator_address = coordinator_address or os.environ.get(ENV[0]) or None
     num_processes = _env_int(ENV[1]) if num_processes is None else num_processes
     process_id = _env_int(ENV[2]) if process_id is None else process_id
@@ -84,6 +74,13 @@ def initialize(coordinator_address: Optional[str] = None, num_processes: Optiona
     if None not in (num_processes, process_id) and not 0 <= process_id < num_processes:
         raise ValueError(f"process_id={process_id} with num_processes={num_processes}; ids run "
                          f"from 0 to {num_processes - 1}")
+    from jax._src import xla_bridge
+
+    if xla_bridge.backends_are_initialized():
+        raise RuntimeError("JAX's backend is already running in this process, so it can no "
+                           "longer join other processes; call jax.distributed.initialize(address,"
+                           " num_processes, process_id) first, before importing gplvm "
+                           "(docs/scaling.md, run.py)")
     jax.distributed.initialize(coordinator_address, num_processes, process_id)
 
 
