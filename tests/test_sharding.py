@@ -138,7 +138,12 @@ def two_processes():
     procs = [subprocess.Popen([sys.executable, "-c", SCRIPT.format(n=N_ROWS)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env=dict(env, JAX_PROCESS_ID=str(i))) for i in range(2)]
-    outs = [p.communicate(timeout=600) for p in procs]
+    try:
+        outs = [p.communicate(timeout=300) for p in procs]
+    finally:                        # a process left waiting for a crashed peer is stopped
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
     for p, (_, err) in zip(procs, outs):
         assert p.returncode == 0, err[-3000:]
     # only process 0 prints the global result

@@ -1,0 +1,168 @@
+"""Seconds per evaluation of the sharded collapsed bound plus gradient, by rows and devices.
+
+Issue 18 (item 2): the collapsed Bayesian GPLVM bound's sums over rows
+(:mod:`gplvm.inference.sharding`) split over 1, 2 and 4 CPU devices.  JAX fixes its device
+count when it starts, so each device count runs in its own subprocess with
+``XLA_FLAGS=--xla_force_host_platform_device_count=d``; each subprocess builds a random problem
+(N rows, D = 20 columns with 1% missing, Q = 2, M = 30 inducing points, the RBF kernel's closed
+form), shards it, compiles ``bound_and_grad`` once and times ``--repeats`` further calls
+(median).  Memory: the subprocess's peak resident set size (``ru_maxrss``), and XLA's account of
+the compiled program's arguments + temporaries on one device (``memory_analysis``).
+
+A forced host device is a share of the CPU, not a core: with fewer cores than devices (the
+machine's core count and thread settings are printed beside the table) more devices cannot be
+faster, and the table measures the cost of splitting instead.
+
+``--rflvm`` instead checks item 2's chain claim on the full RFLVM: a Gaussian RFLVM with 4 chains
+fitted with 4 devices (``XLA_FLAGS=--xla_force_host_platform_device_count=4``) and with one
+(``GPLVM_CPU_DEVICES=1``) in two subprocesses; the draws of X must be identical bit for bit.
+(tests/test_sharding.py checks the same of 4 elliptical slice chains: the RFLVM's sweep takes
+~30 s to compile, twice, too long for the suite.)
+
+    OPENBLAS_NUM_THREADS=1 XLA_FLAGS=--xla_cpu_multi_thread_eigen=false \\
+        .venv/bin/python benchmarks/sharding_scaling.py [--rows 2000 8000 32000] [--rflvm]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+CHILD = r"""
+import json, resource, sys, time
+import numpy as np
+import jax, jax.numpy as jnp
+from gplvm.inference import sharding
+from gplvm.kernels import RBF
+
+n_rows, repeats = int(sys.argv[1]), int(sys.argv[2])
+D, Q, M = 20, 2, 30
+rng = np.random.default_rng(0)
+Y = rng.normal(size=(n_rows, D))
+Y[rng.random(Y.shape) < 0.01] = np.nan
+params = {"kernel": RBF(lengthscale=jnp.ones(Q), variance=1.0),
+          "Z": jnp.asarray(rng.normal(size=(M, Q))),
+          "X_mean": jnp.asarray(rng.normal(size=(n_rows, Q))),
+          "X_var": jnp.full((n_rows, Q), 0.1), "noise_var": jnp.asarray(0.5)}
+mesh = sharding.make_mesh()
+data = sharding.shard_data(Y, mesh)
+t = time.perf_counter()
+jax.block_until_ready(sharding.bound_and_grad(params, data))
+compile_s = time.perf_counter() - t
+times = []
+for _ in range(repeats):
+    t = time.perf_counter()
+    jax.block_until_ready(sharding.bound_and_grad(params, data))
+    times.append(time.perf_counter() - t)
+xla_mib = None
+try:
+    rule = None
+    lowered = sharding._bound_and_grad_jit.lower(params, data, rule, 0.0)
+    m = lowered.compile().memory_analysis()
+    xla_mib = (m.argument_size_in_bytes + m.temp_size_in_bytes) / 2**20
+except Exception:  # memory_analysis is not offered by every backend
+    pass
+print("JSON" + json.dumps({"devices": mesh.size, "rows": n_rows, "compile_s": compile_s,
+                           "seconds": float(np.median(times)), "xla_mib": xla_mib,
+                           "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+RFLVM_CHILD = r"""
+import sys, time
+import numpy as np
+import jax
+import gplvm
+Y = np.random.default_rng(0).normal(size=(12, 3))
+t = time.perf_counter()
+model = gplvm.RFLVM(likelihood="gaussian", n_components=1, n_features=4, n_iter=4, burn_in=2,
+                    n_chains=4, progress=False, random_state=0).fit(Y)
+np.savez(sys.argv[1], X=model.X_samples_, history=model.history_)
+print(f"{len(jax.devices())} device(s): fit in {time.perf_counter() - t:.1f} s")
+"""
+
+
+def _env(**extra) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("JAX_NUM_CPU_DEVICES", "GPLVM_CPU_DEVICES")}
+    flags = [f for f in env.get("XLA_FLAGS", "").split()
+             if "xla_force_host_platform_device_count" not in f]
+    env["XLA_FLAGS"] = " ".join(flags)
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    for key, value in extra.items():
+        env[key] = (env[key] + " " + value).strip() if key == "XLA_FLAGS" else value
+    return env
+
+
+def _devices_env(d: int) -> dict:
+    return _env(XLA_FLAGS=f"--xla_force_host_platform_device_count={d}")
+
+
+def measure(rows: int, devices: int, repeats: int) -> dict:
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(rows), str(repeats)],
+                          capture_output=True, text=True, env=_devices_env(devices))
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr[-2000:])
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("JSON"))
+    return json.loads(line[4:])
+
+
+def settings() -> str:
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count()
+    return (f"usable cores: {cores}; OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}"
+            f"; XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}; load average "
+            f"{os.getloadavg()[0]:.1f}")
+
+
+def scaling(rows_list, devices_list, repeats: int) -> None:
+    print(settings())
+    print(f"{'rows':>8} {'devices':>7} {'s/eval':>9} {'compile s':>9} {'XLA MiB/dev':>11} "
+          f"{'peak RSS MiB':>12}")
+    for rows in rows_list:
+        for d in devices_list:
+            r = measure(rows, d, repeats)
+            xla = "-" if r["xla_mib"] is None else f"{r['xla_mib']:.1f}"
+            print(f"{rows:>8} {d:>7} {r['seconds']:>9.4f} {r['compile_s']:>9.1f} {xla:>11} "
+                  f"{r['rss_mib']:>12.0f}", flush=True)
+
+
+def rflvm_chains() -> bool:
+    print(settings())
+    with tempfile.TemporaryDirectory() as tmp:
+        files = []
+        for name, env in (("4", _devices_env(4)), ("1", _env(GPLVM_CPU_DEVICES="1"))):
+            path = os.path.join(tmp, f"d{name}.npz")
+            proc = subprocess.run([sys.executable, "-c", RFLVM_CHILD, path], capture_output=True,
+                                  text=True, env=env)
+            if proc.returncode != 0:
+                raise RuntimeError(proc.stderr[-2000:])
+            print(proc.stdout.strip())
+            files.append(dict(np.load(path)))
+        same = all(np.array_equal(files[0][k], files[1][k]) for k in ("X", "history"))
+    print(f"4 RFLVM chains, 4 devices vs 1: X draws and history identical bit for bit: {same}")
+    return same
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, nargs="+", default=[2000, 8000, 32000])
+    parser.add_argument("--devices", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--rflvm", action="store_true",
+                        help="check 4 RFLVM chains on 4 devices against 1 device instead")
+    args = parser.parse_args()
+    if args.rflvm:
+        raise SystemExit(0 if rflvm_chains() else 1)
+    scaling(args.rows, args.devices, args.repeats)
+
+
+if __name__ == "__main__":
+    main()
