@@ -14,6 +14,7 @@ Run single-threaded, as the figures in benchmarks/README.md were::
 
     OPENBLAS_NUM_THREADS=1 XLA_FLAGS=--xla_cpu_multi_thread_eigen=false \\
         .venv/bin/python benchmarks/bgplvm_svi.py [--seeds 0 1 2 3 4] [--epochs 1000] [--natural-step 0.1]
+    ... --parts scaling --sizes 10000 100000 1000000 --batch-size 1000 [--steps 2000]
 """
 
 from __future__ import annotations
@@ -52,17 +53,20 @@ def oil_part(seeds, epochs, learning_rate, batch_size):
           flush=True)
 
 
-def synthetic(N, D, seed, path):
-    """Y = f(X) + noise, f a draw from an RBF GP (Fourier features approximate it) on a 2-D
-    latent X ~ N(0, I), written to ``path`` as a .npy file a chunk of rows at a time."""
+def synthetic(N, D, seed, path, lengthscale=2.0):
+    """Y = f(X) + noise (sd 0.1), f a draw from an RBF GP of unit variance and the given
+    length-scale (200 random Fourier features approximate it) on a 2-D latent X ~ N(0, I),
+    written to ``path`` as a .npy file 10⁴ rows at a time.  With length-scale 1 the map folds
+    the latent so much that even the collapsed model recovers it only up to a warp (Procrustes
+    R² 0.63 on 2000 rows, the SVI fit 0.61); with 2 both reach 0.98."""
     rng = np.random.default_rng(seed)
-    W = rng.normal(size=(2, 200))
+    W = rng.normal(size=(2, 200)) / lengthscale
     b = rng.uniform(0, 2 * np.pi, 200)
     A = rng.normal(size=(200, D)) * np.sqrt(2.0 / 200)
     X = rng.normal(size=(N, 2))
     Y = np.lib.format.open_memmap(path, mode="w+", dtype=float, shape=(N, D))
-    for start in range(0, N, 100_000):
-        x = X[start:start + 100_000]
+    for start in range(0, N, 10_000):
+        x = X[start:start + 10_000]
         Y[start:start + len(x)] = np.cos(x @ W + b) @ A + 0.1 * rng.normal(size=(len(x), D))
     Y.flush()
     del Y
@@ -77,20 +81,25 @@ def procrustes_r2(X_true, X_fit):
     return 1.0 - np.sum(resid**2) / np.sum(A**2)
 
 
-def scaling_part(sizes, epochs, batch_size):
-    print(f"{'N':>9} {'s/epoch':>9} {'peak RSS MB':>12} {'Procrustes R2':>14}")
+def scaling_part(sizes, steps, batch_size, learning_rate):
+    """Each size runs ceil(steps·B/N) epochs (at least one), so every fit takes about the same
+    number of Adam steps; peak RSS is the process's so far (sizes ascending)."""
+    print(f"scaling: D=50, Q=2, M=30, batch {batch_size}, about {steps} steps per fit, "
+          f"learning rate {learning_rate}")
+    print(f"{'N':>9} {'epochs':>7} {'s/epoch':>9} {'peak RSS MB':>12} {'Procrustes R2':>14}")
     for N in sizes:
         with tempfile.TemporaryDirectory() as folder:
             path = os.path.join(folder, "Y.npy")
             X = synthetic(N, 50, 0, path)
             Y = np.load(path, mmap_mode="r")
+            epochs = max(1, -(-steps * batch_size // N))
             start = time.perf_counter()
             model = gplvm.BayesianGPLVM(n_components=2, n_inducing=30, inference="svi",
                                         batch_size=batch_size, max_iter=epochs,
-                                        learning_rate=0.01, progress=False).fit(Y)
+                                        learning_rate=learning_rate, progress=False).fit(Y)
             seconds = (time.perf_counter() - start) / epochs
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            print(f"{N:>9} {seconds:>9.2f} {peak:>12.0f} "
+            print(f"{N:>9} {epochs:>7} {seconds:>9.2f} {peak:>12.0f} "
                   f"{procrustes_r2(X, model.X_mean_):>14.3f}", flush=True)
 
 
@@ -103,6 +112,7 @@ def main():
     parser.add_argument("--batch-size", type=int, default=100)
     parser.add_argument("--natural-step", type=float, default=svi_fit.NATURAL_STEP,
                         help="natural-gradient step on q(U) per minibatch (0: Adam only)")
+    parser.add_argument("--steps", type=int, default=2000, help="scaling: steps per fit")
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     args = parser.parse_args()
     svi_fit.NATURAL_STEP = args.natural_step
@@ -111,7 +121,7 @@ def main():
     if "oil" in args.parts:
         oil_part(args.seeds, args.epochs, args.learning_rate, args.batch_size)
     if "scaling" in args.parts:
-        scaling_part(args.sizes, max(1, args.epochs // 100), args.batch_size)
+        scaling_part(args.sizes, args.steps, args.batch_size, args.learning_rate)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@ bound in the stable form of seed 001 §B with one column group per missingness p
 column weights, q(X) under the iid or the dynamical prior (seed 001 §E, seed 003 §2.2.1),
 Ψ-statistics analytic where they exist and by the unscented transform otherwise (seed 004),
 the dense linear-algebra route, and new-row inference with the model fixed (seed 003 eqs. 36–37).
+With ``inference='svi'`` the same Ψ-statistics enter the uncollapsed bound of Hensman, Fusi &
+Lawrence (2013), maximised over minibatches of rows (:mod:`.gplvm_family.svi_fit`).
 """
 
 from __future__ import annotations
@@ -44,12 +46,13 @@ class BayesianGPLVM(AbstractGPLVM):
         psi_rule: ``None`` (analytic where it exists, unscented otherwise), ``'analytic'``,
             ``'unscented'``, ``'gauss_hermite'``, ``'monte_carlo'`` or a rule object.
         standardize: centre and scale the columns of Y; results are reported in original units.
-        max_iter: L-BFGS iterations (``optimizer='adam'``: Adam steps), over all restarts.
+        max_iter: L-BFGS iterations (``optimizer='adam'``: Adam steps), over all restarts;
+            with ``inference='svi'`` the number of epochs (passes over the rows).
         optimizer: ``'lbfgs'`` (optax's L-BFGS, zoom line search; the default),
             ``'lbfgsb'`` (SciPy's L-BFGS-B on the compiled bound and gradient; compared on oil
             flow by benchmarks/bgplvm_time_to_quality.py, not yet the default: the whole suite
             has not been run with it) or ``'adam'``.
-        learning_rate: Adam's step size.
+        learning_rate: Adam's step size (``optimizer='adam'`` or ``inference='svi'``).
         init_X_var: initial q(X) variances: a number for that constant, or ``None`` (the
             default) to draw each from U(0, 0.1) as GPy does (mean 0.05).  The issue's
             constant 0.1 gave 5 oil-flow 1-NN errors (median over 5 seeds) in both this
@@ -87,6 +90,10 @@ class BayesianGPLVM(AbstractGPLVM):
         restarts); n_iter_; converged_; elbo_ (the final bound, standardised units);
         time_kernel_ (dynamical prior only); jitter_ (added to Kuu's diagonal); fitted_ (the
         :class:`~gplvm.models.gplvm_family.fitted.FittedGPLVM` that every verb reads).
+        With ``inference='svi'``: history_ holds the mean minibatch estimate of the bound per
+        epoch, elbo_ the bound over all rows at the end, n_iter_ the epochs, converged_ False
+        (a fixed number of epochs), and every verb (transform, impute, score, predict,
+        sample) reads the learnt q(U), not the collapsed optimum.
     """
 
     def __init__(self, n_components: int = 2, n_inducing: int = 30,
