@@ -39,12 +39,12 @@ def _trace(s):
     return {"n": s["n"], "sum": jnp.sum(s["x"])}
 
 
-def _run(n_iter=23, burn_in=5, thin=3, block_size=10, key=1, **kw):
+def _run(n_iter=23, burn_in=5, thin=3, block_size=10, key=1, sweep=counting_sweep, **kw):
     kw.setdefault("record", _record)
     kw.setdefault("record_heavy", _heavy)
     kw.setdefault("trace", _trace)
     kw.setdefault("progress", False)
-    return run_chains(jax.random.PRNGKey(key), _init(), counting_sweep, n_iter=n_iter,
+    return run_chains(jax.random.PRNGKey(key), _init(), sweep, n_iter=n_iter,
                       burn_in=burn_in, thin=thin, block_size=block_size, **kw)
 
 
@@ -147,6 +147,37 @@ def test_one_compilation_for_all_blocks_including_a_partial_last_block():
     run_chains(jax.random.PRNGKey(1), _init(), sweep, n_iter=25, block_size=10, trace=_trace,
                progress=False, timings=timings)
     assert len(n_traces) == 1 and timings["compile_s"] == 0
+
+
+def test_exported_block_is_read_by_a_later_process_without_tracing(monkeypatch, tmp_path):
+    """With an ``export_key``, the first run writes the block as an exported file; a run with a
+    new sweep object under the same key (what a second process sees: no compiled block in
+    memory) loads it and never calls the sweep's Python body, and both give exactly the draws
+    of the plain in-process compile.  A damaged file is rebuilt, not trusted."""
+    from gplvm.inference.mcmc import _exported
+
+    monkeypatch.setattr(_exported, "folder", lambda: tmp_path)
+    n_traces = []
+
+    def make_sweep():
+        def sweep(key, state):
+            n_traces.append(1)  # runs at trace time only
+            return counting_sweep(key, state)
+        return sweep
+
+    plain = _run(n_iter=12, block_size=5)
+    first = _run(n_iter=12, block_size=5, sweep=make_sweep(), export_key="walk")
+    files = list(tmp_path.glob("*.bin"))
+    assert len(files) == 1 and len(n_traces) == 1
+    second = _run(n_iter=12, block_size=5, sweep=make_sweep(), export_key="walk")
+    assert len(n_traces) == 1  # loaded, not traced
+    for res in (first, second):
+        np.testing.assert_array_equal(res.heavy["x"], plain.heavy["x"])
+        np.testing.assert_array_equal(res.trace["sum"], plain.trace["sum"])
+    files[0].write_bytes(b"truncated")
+    third = _run(n_iter=12, block_size=5, sweep=make_sweep(), export_key="walk")
+    assert len(n_traces) == 2
+    np.testing.assert_array_equal(third.heavy["x"], plain.heavy["x"])
 
 
 def test_compiled_block_cache_does_not_keep_the_sweep_alive():

@@ -22,6 +22,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 
+from gplvm._config import float_dtype
 from gplvm._params import POSITIVE_INT, RANDOM_STATE, check_argument, check_params
 from gplvm._random import as_key
 from gplvm._validation import (
@@ -250,7 +251,8 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
             burn_in=int(self.burn_in), thin=int(self.thin), record=record_light,
             record_heavy=record_heavy, thin_heavy=thin_heavy, trace=trace,
             block_size=int(self.block_size), progress=self.progress,
-            desc=f"RFLVM ({spec.likelihood})", start=start, on_block=on_block)
+            desc=f"RFLVM ({spec.likelihood})", start=start, on_block=on_block,
+            export_key=f"gplvm.RFLVM {spec!r}")  # the spec fixes the sweep and what it records
         if earlier is not None:
             result = concat_results(earlier, result)
         self._set_fitted(result)
@@ -278,6 +280,8 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         else:
             self.mean_ = np.zeros(Y.shape[1])
             self.scale_ = np.ones(Y.shape[1])
+        # in the float32 mode (gplvm.config) predictions in original units are float32 too
+        self.mean_, self.scale_ = (a.astype(float_dtype()) for a in (self.mean_, self.scale_))
         return (Y - self.mean_) / self.scale_
 
     def _initial_latents(self, Ys, kind: str, key, offset=None):

@@ -33,6 +33,7 @@ from jax import lax
 from jax.sharding import PartitionSpec
 
 from gplvm.inference.mcmc._devices import AXIS, Placement
+from gplvm.inference.mcmc._exported import compile_exported
 
 try:
     from jax import shard_map
@@ -133,10 +134,16 @@ def _make_block(sweep_ref, mesh, record, record_heavy, trace, block_size, rows, 
 
 
 class Block:
-    """A jitted block and its compiled programs, one per argument signature."""
+    """A jitted block and its compiled programs, one per argument signature.
 
-    def __init__(self, jitted):
+    With an ``export_key`` (a description of the sweep that is the same in every process), the
+    program is compiled through an exported file (:mod:`._exported`) that later processes read
+    instead of tracing the sweep again; ``settings`` are the block's own arguments.
+    """
+
+    def __init__(self, jitted, export_key=None, settings=None):
         self.jitted = jitted
+        self.export_key, self.settings = export_key, settings
         self.programs = {}
 
     def compile(self, *args):
@@ -147,7 +154,9 @@ class Block:
         if signature in self.programs:
             return self.programs[signature], 0.0
         start = time.perf_counter()
-        program = self.jitted.lower(*args).compile()
+        program = compile_exported(self.jitted, args, self.export_key, self.settings)
+        if program is None:
+            program = self.jitted.lower(*args).compile()
         self.programs[signature] = program
         return program, time.perf_counter() - start
 
@@ -156,18 +165,22 @@ _BLOCKS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def compiled_block(sweep, placement: Placement, record, record_heavy, trace, block_size, rows,
-                   rows_heavy, vectorize=False) -> Block:
+                   rows_heavy, vectorize=False, export_key=None) -> Block:
     """The block for ``sweep``: the last one built for this sweep is reused when the other
     arguments are the same objects, so repeated runs of one sampler compile once; one block
-    per live sweep is kept (a fresh ``record`` lambda per run replaces it, nothing piles up)."""
+    per live sweep is kept (a fresh ``record`` lambda per run replaces it, nothing piles up).
+    ``export_key`` (see :class:`Block`) keeps the program across processes."""
     cache_key = (placement.mesh, record, record_heavy, trace, block_size, rows, rows_heavy,
                  vectorize)
+    settings = (block_size, rows, rows_heavy, vectorize, placement.mesh.shape,
+                [d.id for d in placement.mesh.devices.flat])
     try:
         cached = _BLOCKS.get(sweep)
         sweep_ref = weakref.ref(sweep)
     except TypeError:  # not weakly referenceable: build without caching
-        return Block(_make_block(lambda: sweep, *cache_key))
-    if cached is None or cached[0] != cache_key:
-        cached = (cache_key, Block(_make_block(sweep_ref, *cache_key)))
+        return Block(_make_block(lambda: sweep, *cache_key), export_key, settings)
+    if cached is None or cached[0] != (cache_key, export_key):
+        cached = ((cache_key, export_key),
+                  Block(_make_block(sweep_ref, *cache_key), export_key, settings))
         _BLOCKS[sweep] = cached
     return cached[1]

@@ -123,7 +123,8 @@ def run_chains(key, init_state, sweep: Callable, *, n_iter: int, burn_in: int = 
                progress: bool = True, desc: str = "MCMC", start: int = 0,
                callback: Optional[Callable[[int, Any], None]] = None,
                on_block: Optional[Callable[["ChainResult"], None]] = None,
-               vectorize: bool = False, timings: Optional[dict] = None) -> ChainResult:
+               vectorize: bool = False, timings: Optional[dict] = None,
+               export_key: Optional[str] = None) -> ChainResult:
     """Run C chains of ``sweep`` for ``n_iter`` sweeps each.
 
     Args:
@@ -167,6 +168,13 @@ def run_chains(key, init_state, sweep: Callable, *, n_iter: int, burn_in: int = 
             0 when reused), ``sweep_s`` (wall seconds per sweep of all chains, compilation
             excluded), ``calls`` (sweeps, wall and process CPU seconds of each call of the block),
             ``devices`` and ``rounds`` (see :mod:`._devices`).
+        export_key: a string that identifies ``sweep``, ``record``, ``record_heavy`` and
+            ``trace`` completely and is the same in every process (e.g. the repr of a static
+            model description; the code itself is covered by a digest of gplvm's source).
+            With it, and the persistent compilation cache on, the compiled block is kept as an
+            exported file that later processes load instead of tracing the sweep
+            (:mod:`._exported`).  Leave it None for sweeps defined outside gplvm or closing
+            over values the string does not name.
 
     Returns:
         :class:`ChainResult`.  On Ctrl-C, every finished block is kept, with a warning.
@@ -181,7 +189,7 @@ def run_chains(key, init_state, sweep: Callable, *, n_iter: int, burn_in: int = 
     place = placement(n_chains, bool(vectorize))
     block = compiled_block(sweep, place, record, record_heavy, trace, block_size,
                            math.ceil(block_size / thin), math.ceil(block_size / counts.thin_heavy),
-                           bool(vectorize))
+                           bool(vectorize), export_key)
     kept = Kept(record, record_heavy, trace, init_state, counts)
     run = _Run(place, key, init_state, counts)
     bar = tqdm(total=n_iter - start, desc=desc, disable=not progress, leave=False,
