@@ -134,8 +134,8 @@ def model(seed, optimizer, max_iter):
 
 
 def initial_values(Y, seed):
-    """Our initial point as constrained values (what GPy is given; ``fit`` stopped before its
-    first iteration, its arguments to ``minimise`` captured), and the median CPU seconds of
+    """Our initial point as constrained values (what GPy is given; the arguments of a one-
+    iteration ``fit`` to ``minimise``, captured), and the median CPU seconds of
     one compiled objective+gradient there."""
     seen, real = {}, bgplvm_module.minimise
 
@@ -147,7 +147,7 @@ def initial_values(Y, seed):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model(seed, "lbfgs", 0).fit(Y)
+            model(seed, "lbfgs", 1).fit(Y)
     finally:
         bgplvm_module.minimise = real
     u, kern = seen["params"], seen["problem"].kernel.from_unconstrained(seen["params"]["kernel"])

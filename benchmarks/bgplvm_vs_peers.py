@@ -288,8 +288,8 @@ def run_ours(Y, seed, kernel_name, max_iter, reps):
     from gplvm import BayesianGPLVM
 
     model = BayesianGPLVM(n_components=Q, n_inducing=M, random_state=seed, progress=False,
-                          max_iter=0)
-    seen = fit_spied(model, Y)                    # zero iterations: the initial point
+                          max_iter=1)
+    seen = fit_spied(model, Y)                    # the arguments of the first iteration
     if kernel_name == "matern32":  # same length-scales (1/fracs), unscented psi-statistics
         ell = initial_values(seen)["lengthscale"]
         model.set_params(kernel=Matern32(lengthscale=jnp.asarray(ell), variance=1.0),
