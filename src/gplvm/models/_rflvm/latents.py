@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jax.scipy.linalg import solve_triangular
 
@@ -33,8 +34,10 @@ from gplvm.models._rflvm.loglik import row_log_lik
 
 Array = jax.Array
 
-TIME_PRIOR_MEAN = jnp.array([-2.3, 0.0])  # log(length-scale / time span) ~ N(log 0.1, 1), log var ~ N(0, 1)
-TIME_PRIOR_SD = jnp.array([1.0, 1.0])
+# log(length-scale / time span) ~ N(log 0.1, 1), log var ~ N(0, 1); NumPy, not JAX, arrays:
+# a JAX array made at import would start JAX's backend before jax.distributed can join processes
+TIME_PRIOR_MEAN = np.array([-2.3, 0.0])
+TIME_PRIOR_SD = np.array([1.0, 1.0])
 
 
 def _row_ll_on(kind, data, Y, W, beta, noise_var, dispersion, intercept):
