@@ -242,5 +242,5 @@ def test_initialize_checks_its_settings_and_when_it_is_called(monkeypatch):
         distributed.initialize("127.0.0.1:1", 2)
     monkeypatch.setenv("JAX_PROCESS_ID", "1")
     jax.devices()
-    with pytest.raises(RuntimeError, match="before importing gplvm"):
+    with pytest.raises(RuntimeError, match="before any computation"):
         distributed.initialize("127.0.0.1:1", 2)

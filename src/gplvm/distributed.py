@@ -7,15 +7,14 @@ them all, each process builds only the row blocks of its own devices
 sums crosses processes (on CPU through JAX's Gloo collectives, the default of
 ``jax_cpu_collectives_implementation``).
 
-JAX joins processes only before its first computation, and ``import gplvm`` already computes
-(a module-level array in :mod:`gplvm.models._rflvm.latents`), so a program joins first and
-imports gplvm after: docs/scaling.md gives ``run.py`` (join from the three variables below, or
-from SLURM's, then :func:`main`) and the commands that start it as two processes on one
-machine, under SLURM's ``srun`` or over SSH.  With ``JAX_COORDINATOR_ADDRESS`` (``host:port``
-of process 0), ``JAX_NUM_PROCESSES`` and ``JAX_PROCESS_ID`` set::
+JAX joins processes only before its first computation; ``import gplvm`` computes nothing, so a
+program imports gplvm, calls :func:`initialize`, and only then computes.  ``python -m
+gplvm.distributed`` is such a program; docs/scaling.md gives the commands that start it as two
+processes on one machine, under SLURM's ``srun`` or over SSH.  With ``JAX_COORDINATOR_ADDRESS``
+(``host:port`` of process 0), ``JAX_NUM_PROCESSES`` and ``JAX_PROCESS_ID`` set::
 
-    JAX_PROCESS_ID=1 python run.py &
-    JAX_PROCESS_ID=0 python run.py
+    JAX_PROCESS_ID=1 python -m gplvm.distributed &
+    JAX_PROCESS_ID=0 python -m gplvm.distributed
 
 Process 0 prints one line of JSON: the bound of a small seeded problem
 (:func:`demo_problem`) evaluated with its rows split over every device of every process, and
@@ -79,8 +78,8 @@ def initialize(coordinator_address: Optional[str] = None, num_processes: Optiona
     if xla_bridge.backends_are_initialized():
         raise RuntimeError("JAX's backend is already running in this process, so it can no "
                            "longer join other processes; call jax.distributed.initialize(address,"
-                           " num_processes, process_id) first, before importing gplvm "
-                           "(docs/scaling.md, run.py)")
+                           " num_processes, process_id) first, before any computation "
+                           "(call gplvm.distributed.initialize() first; docs/scaling.md)")
     jax.distributed.initialize(coordinator_address, num_processes, process_id)
 
 
