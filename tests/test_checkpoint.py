@@ -130,7 +130,7 @@ def test_killed_run_loses_at_most_the_interval(monkeypatch, tmp_path, name):
     _assert_same(gplvm.load(path), full, data)      # the finished run's file
 
 
-# ---------------------------------------------------------------- DPGPLVM: checkpoints between sweeps
+# ------------------------------------------------------------ DPGPLVM: checkpoints between sweeps
 def _dp_case(**extra):
     Y = np.random.default_rng(1).normal(size=(20, 6))
     kw = dict(n_components=2, n_inducing=4, truncation=3, init="random", max_iter=40,
@@ -151,7 +151,7 @@ def _dp_stop_after(monkeypatch, n_steps, exc):
 
     monkeypatch.setattr(dp_fit, "minimise", lambda *a, **kw: real(*a, **{**kw,
                                                                        "callback": callback}))
-    return lambda: monkeypatch.setattr(dp_fit, "minimise", real)
+    return lambda: monkeypatch.setattr(dp_fit, "minimise", real) or count[0]
 
 
 @pytest.mark.parametrize("n_init", [1, 2])
@@ -160,7 +160,9 @@ def test_dpgplvm_ctrl_c_or_kill_then_resume_equals_one_run(monkeypatch, tmp_path
     resumes from the last sweep boundary to the uninterrupted result; with n_init=2 the stop
     falls in the second start, after the first has finished."""
     kw, Y = _dp_case(n_init=n_init)
+    counting = _dp_stop_after(monkeypatch, -1, Killed())     # counts the steps, never stops
     full = gplvm.DPGPLVM(**kw).fit(Y)
+    n_full = counting()
     per_start = full.n_iter_ if n_init == 1 else gplvm.DPGPLVM(**{**kw, "n_init": 1}).fit(
         Y).n_iter_
     stop = (per_start if n_init == 2 else 0) + 11      # inside the second (or only) start
@@ -179,7 +181,9 @@ def test_dpgplvm_ctrl_c_or_kill_then_resume_equals_one_run(monkeypatch, tmp_path
     restore()
     saved = gplvm.load(killed)
     assert saved.interrupted_ and saved.n_iter_ < 11     # written at the last sweep boundary
+    counting = _dp_stop_after(monkeypatch, -1, Killed())     # counts, never stops
     _assert_same(saved.resume(), full, Y)
+    assert counting() < n_full              # it went on from the file, not from the start
     _assert_same(gplvm.load(killed), full, Y)      # the finished run's file
 
 

@@ -1,8 +1,11 @@
 r"""Numerically safe linear algebra (DESIGN.md, "Numbers and numerics"; issue 2, item 5).
 
-**Jitter policy.**  :func:`safe_cholesky` first tries the matrix as it is.  If the factor has a
+**Jitter policy.**  :func:`safe_cholesky` first tries the matrix as it is (in float32 with the
+least jitter of :func:`jitter_floor`).  If the factor has a
 non-finite entry (JAX's Cholesky returns NaN instead of raising), it adds
-``jitter = sqrt(eps) · mean(diag(A))`` to the diagonal and multiplies the jitter by 10 until the
+``jitter = sqrt(eps) · mean(diag(A))`` to the diagonal (eps of the precision computed in:
+1.5e-8 in float64, 3.5e-4 in float32, :mod:`gplvm.config`; a smaller jitter would be lost in
+the diagonal's round-off) and multiplies the jitter by 10 until the
 factorisation succeeds or the jitter exceeds ``max_jitter · mean(diag(A))``.  The decision is
 made *outside* ``jit`` on concrete arrays, because a traced function can neither warn nor raise;
 models call it once (for instance on the initial Kuu), record the jitter in
@@ -63,7 +66,7 @@ def safe_cholesky(A, max_jitter: float = 1e-2, name: str = "matrix") -> Cholesky
 
     Returns:
         ``CholeskyResult(L, jitter)`` with ``L @ L.T == A + jitter·I``; ``jitter`` is 0.0 when
-        none was needed.
+        none was needed (float64; float32's least is :func:`jitter_floor`).
 
     Raises:
         CholeskyError: when even ``max_jitter · mean(diag(A))`` is not enough, or ``A`` has
@@ -76,13 +79,13 @@ def safe_cholesky(A, max_jitter: float = 1e-2, name: str = "matrix") -> Cholesky
     if not bool(jnp.all(jnp.isfinite(A))):
         raise CholeskyError(f"{name} has non-finite entries; check the inputs and "
                             f"hyper-parameters that built it")
-    L = _cholesky_jit(A, 0.0)
-    if bool(jnp.all(jnp.isfinite(L))):
-        return CholeskyResult(L, 0.0)
     scale = float(jnp.mean(jnp.abs(jnp.diag(A)))) or 1.0
-    jitter = 0.0
+    jitter = jitter_floor(scale, A.dtype)
+    L = _cholesky_jit(A, jitter)
+    if bool(jnp.all(jnp.isfinite(L))):
+        return CholeskyResult(L, jitter)
     while True:
-        jitter = escalate_jitter(jitter, scale, max_jitter, name)
+        jitter = escalate_jitter(jitter, scale, max_jitter, name, dtype=A.dtype)
         L = _cholesky_jit(A, jitter)
         if bool(jnp.all(jnp.isfinite(L))):
             warnings.warn(f"{name} was not numerically positive definite; added jitter "
@@ -91,19 +94,35 @@ def safe_cholesky(A, max_jitter: float = 1e-2, name: str = "matrix") -> Cholesky
             return CholeskyResult(L, jitter)
 
 
+def jitter_floor(scale: float, dtype=None) -> float:
+    """The least jitter of the policy: none in float64, sqrt(eps)·scale (3.5e-4 of the mean
+    diagonal) in float32 (``dtype``: by default that of the precision computed in).
+
+    Why a floor in float32 only: a model decides its jitter once, on the initial K_uu, and keeps
+    it while the optimisation moves the inducing inputs, which can raise K_uu's condition
+    number by orders of magnitude (10⁹–10¹⁰ on a 40-point toy problem in float64).  float32's
+    Cholesky fails once cond · eps ≈ 1 (cond ≈ 10⁷) and loses every digit before; with the
+    floor, cond ≤ M / sqrt(eps) ≈ 3·10³·M, so solves keep about four digits at M ≈ 30.
+    """
+    eps = np.finfo(jnp.result_type(float) if dtype is None else dtype).eps
+    return float(np.sqrt(eps)) * scale if eps > np.finfo(np.float64).eps else 0.0
+
+
 def escalate_jitter(jitter: float, scale: float, max_jitter: float = 1e-2,
-                    name: str = "matrix") -> float:
+                    name: str = "matrix", dtype=None) -> float:
     """The policy's next rung after ``jitter``: sqrt(eps)·scale first, then ×10 each time.
 
     The one escalation rule of the library: :func:`safe_cholesky` climbs it on a concrete
     matrix, and an optimisation whose jitted objective turned non-finite climbs it between
-    restarts (``scale`` is the mean diagonal of the matrix the jitter is added to).
+    restarts (``scale`` is the mean diagonal of the matrix the jitter is added to).  ``eps``
+    is that of ``dtype``, by default of the precision computed in (:mod:`gplvm.config`).
 
     Raises:
         CholeskyError: the next rung would exceed ``max_jitter · scale``.
     """
     scale = scale if scale > 0 else 1.0
-    rung = float(np.sqrt(np.finfo(np.float64).eps)) * scale if jitter <= 0 else 10.0 * jitter
+    eps = np.finfo(jnp.result_type(float) if dtype is None else dtype).eps
+    rung = float(np.sqrt(eps)) * scale if jitter <= 0 else 10.0 * jitter
     if rung > max_jitter * scale * (1 + 1e-12):
         raise CholeskyError(
             f"{name} is not positive definite even with jitter {max_jitter:.1e} × its mean "
