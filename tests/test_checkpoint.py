@@ -73,14 +73,16 @@ def _stop_at(monkeypatch, module, exc):
 
 def _outputs(model, data):
     """Everything a fit determines: parameters, history and predictions."""
-    if isinstance(model, gplvm.DPGPLVM):
-        extra = [*jax.tree_util.tree_leaves(model.dp_state_), model.n_merges_]
-    else:
-        extra = []
-    if isinstance(model, (gplvm.BayesianGPLVM, gplvm.StructuredGPLVM, gplvm.DPGPLVM)):
+    if isinstance(model, gplvm.BayesianGPLVM):
         leaves = jax.tree_util.tree_leaves(model.params_)
-        return [*leaves, *extra, model.history_, model.X_mean_, model.X_var_, model.elbo_,
-                *model.predict(model.X_mean_[:4], return_var=True)]
+        return [*leaves, model.history_, model.X_mean_, model.X_var_,
+                model.predict(model.X_mean_[:4], return_var=True)[1],
+                model.predict(model.X_mean_[:4])]
+    if isinstance(model, (gplvm.StructuredGPLVM, gplvm.DPGPLVM)):
+        # the fitted state every prediction is computed from, and the DP's q(z), q(V), q(α)
+        state = (model.params_, model.fitted_, getattr(model, "dp_state_", None))
+        return [*jax.tree_util.tree_leaves(state), model.history_, model.X_mean_,
+                model.X_var_, model.elbo_, getattr(model, "n_merges_", 0)]
     return [model.weights_mean_, model.weights_var_, model.prior_var_, model.history_,
             *model.predict(data[0][:4], return_std=True)]
 
