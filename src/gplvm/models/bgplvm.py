@@ -23,6 +23,7 @@ from gplvm.inference import minimise
 from gplvm.inference.optimise import NonFiniteObjectiveError
 from gplvm.kernels import AbstractKernel
 from gplvm.linalg import CholeskyError, escalate_jitter
+from gplvm.models._checkpoint import ResumableMixin
 from gplvm.models._common import check_is_fitted
 from gplvm.models.gplvm_family import fitted as fam
 from gplvm.models.gplvm_family.bound import negative_bound, negative_bound_keyed
@@ -36,7 +37,7 @@ from gplvm.registry import register
 
 
 @register("gplvm.BayesianGPLVM", estimator=True)
-class BayesianGPLVM(AbstractGPLVM):
+class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
     """Bayesian Gaussian-process latent variable model with a collapsed variational bound.
 
     Args:
@@ -149,25 +150,13 @@ class BayesianGPLVM(AbstractGPLVM):
                          "earlier": (), "state": None}
         return self._run()
 
-    def resume(self):
-        """Finish an interrupted (or checkpointed) fit from its stored optimiser state; with
-        ``optimizer='lbfgs'`` or ``'adam'`` the result equals an uninterrupted fit's bit for
-        bit (``'lbfgsb'``: see ``checkpoint``).
-
-        Typical use: ``gplvm.load(path).resume()`` after a run with ``checkpoint=path`` was
-        killed, or ``model.resume()`` after Ctrl-C.  A finished fit is returned unchanged.
-        """
-        check_is_fitted(self, "fitted_")
-        return self if getattr(self, "_resume_", None) is None else self._run()
-
     def _run(self):
         """Optimise from ``_resume_``, set the fitted attributes and save the checkpoint."""
         run = self._resume_
         u, history, n_iter, converged, interrupted, problem = self._optimise(run)
         self._finish(u, problem, (run["Y_mean"], run["Y_std"]), history, n_iter, converged,
                      interrupted)
-        if self.checkpoint is not None:
-            self.save(self.checkpoint)
+        self._end_run(interrupted)
         return self
 
     def _finish(self, u, problem, Y_scale, history, n_iter, converged, interrupted):
@@ -193,8 +182,7 @@ class BayesianGPLVM(AbstractGPLVM):
                 result = minimise(fun, u, method=self.optimizer, n_iter=self.max_iter - n_done,
                                   learning_rate=self.learning_rate, progress=self.progress,
                                   desc="BayesianGPLVM", args=(problem,), start=state,
-                                  checkpoint=self._checkpoint_writer(problem, histories),
-                                  checkpoint_interval=float(self.checkpoint_interval))
+                                  **self._checkpointing(self._recorder(problem, histories)))
             except NonFiniteObjectiveError as err:
                 if not histories:       # at the very start: no finite point, no remedy
                     raise
@@ -218,8 +206,6 @@ class BayesianGPLVM(AbstractGPLVM):
             problem = problem._replace(jitter=jitter)
             warnings.warn(f"BayesianGPLVM: raising the Kuu jitter to {jitter:.1e} and "
                           f"continuing", RuntimeWarning, stacklevel=4)
-        if not result.interrupted:      # finished: nothing to resume, no state kept for it
-            vars(self).pop("_resume_", None)
         if (self.optimizer != "adam" and n_done >= self.max_iter and not result.converged
                 and not result.interrupted):
             warnings.warn(f"BayesianGPLVM: L-BFGS stopped at max_iter={self.max_iter} before "
@@ -228,23 +214,21 @@ class BayesianGPLVM(AbstractGPLVM):
         return (u, np.concatenate(histories), n_done, bool(result.converged),
                 bool(result.interrupted), problem)
 
-    def _checkpoint_writer(self, problem, histories):
-        """``minimise``'s checkpoint: save a model of the current iterate, flagged
-        interrupted, that resume() continues from the optimiser's state."""
-        if self.checkpoint is None:
-            return None
+    def _recorder(self, problem, histories):
+        """``minimise``'s checkpoint (:meth:`ResumableMixin._checkpointing` saves after it): a
+        model of the current iterate, flagged interrupted, that resume() continues from the
+        optimiser's state."""
         earlier = tuple(histories)
 
-        def write(state):
+        def record(state):
             self._resume_ = {**self._resume_, "problem": problem, "earlier": earlier,
                              "state": state}
             history = np.concatenate([*earlier, state.history])
             self._finish(state.params, problem, (self._resume_["Y_mean"],
                                                  self._resume_["Y_std"]), history,
                          len(history), False, True)
-            self.save(self.checkpoint)
 
-        return write
+        return record
 
     def _fit_svi(self, Y, times, groups):
         """``inference='svi'``: Adam over minibatches (:func:`svi_fit.fit_svi`)."""

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
+from gplvm._config import float_dtype
 from gplvm._params import POSITIVE_INT, RANDOM_STATE, check_argument, check_params
 from gplvm._random import as_key
 from gplvm._validation import (
@@ -93,9 +94,10 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
 
     def _standardisation(self, Y):
         """Column means and standard deviations (zeros and ones with ``standardize=False``)."""
+        dtype = float_dtype()  # float32 in gplvm.config's float32 mode
         if self.standardize:
-            return np.nanmean(Y, axis=0), np.nanstd(Y, axis=0)
-        return np.zeros(Y.shape[1]), np.ones(Y.shape[1])
+            return np.nanmean(Y, axis=0).astype(dtype), np.nanstd(Y, axis=0).astype(dtype)
+        return np.zeros(Y.shape[1], dtype), np.ones(Y.shape[1], dtype)
 
     def _initial(self, Ys, times, groups, key):
         """The initial unconstrained parameters and the :class:`Problem` of one kernel.
