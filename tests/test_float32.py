@@ -194,3 +194,19 @@ def test_rflvm_gaussian_runs_in_float32():
         assert value.dtype == np.float32 and np.all(np.isfinite(value)), name
     assert F_hat.dtype == np.float32
     assert np.mean((F_hat - F) ** 2) < 0.25 * np.mean(np.var(F, axis=0))
+
+
+def test_count_samplers_refuse_float32_instead_of_drawing_wrong_numbers():
+    """The Pólya-gamma sampler packs per-class counts into 64-bit integers (six 10-bit fields),
+    which JAX's float32 mode would silently truncate to 32 bits: the samplers and the RFLVM
+    likelihoods that use them raise a ValueError naming the fix, before any computation; the
+    Poisson and Gaussian RFLVM (no Pólya-gamma draws) are not refused."""
+    from gplvm.samplers import polya_gamma
+
+    Y = np.arange(24.0).reshape(8, 3) % 4
+    with gplvm.config.precision("float32"):
+        with pytest.raises(ValueError, match="float64 only.*precision"):
+            polya_gamma(jax.random.PRNGKey(0), 1.0, 0.5)
+        for likelihood in ("negative_binomial", "bernoulli", "binomial", "multinomial"):
+            with pytest.raises(ValueError, match="float64 only"):
+                gplvm.RFLVM(likelihood=likelihood, progress=False).fit(np.minimum(Y, 1.0))

@@ -43,9 +43,10 @@ from gplvm.models._rflvm.inference_data import inference_data
 from gplvm.models._rflvm.init import init_state, prepare_data
 from gplvm.models._rflvm.legacy import upgrade_fitted
 from gplvm.models._rflvm.loglik import likelihood_object
-from gplvm.models._rflvm.spec import RFLVMSpec
+from gplvm.models._rflvm.spec import POLYA_GAMMA, RFLVMSpec
 from gplvm.models._rflvm.sweep import sweep as rflvm_sweep
 from gplvm.registry import register
+from gplvm.samplers.polya_gamma import require_float64
 
 
 MAX_NEW_ROW_DRAWS = 50
@@ -184,6 +185,8 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         check_params(self)
         lik, Y, times, offset = check_fit_inputs(self, Y, times, offset, n_trials)
         kind = lik.name
+        if kind in POLYA_GAMMA:  # their Pólya-gamma and CRT samplers need 64-bit numbers
+            require_float64(f"RFLVM(likelihood={kind!r}) fits (Pólya-gamma draws)")
         self._check_data(Y, kind)
         self.n_features_in_ = Y.shape[1]
         self.n_outputs_ = lik.latent_dim(Y.shape[1])

@@ -107,6 +107,15 @@ def _normal_limit(key: jax.Array, b: jax.Array, c: jax.Array) -> jax.Array:
     return jnp.maximum(draw, 0.0)
 
 
+def require_float64(what: str) -> None:
+    """Raise a ValueError in gplvm's float32 mode: these samplers pack class counts into 64-bit
+    integers (:func:`_ranks`) and sum series whose tails float32 cannot resolve."""
+    if not jax.config.jax_enable_x64:
+        raise ValueError(f"{what} are computed in float64 only, and gplvm is in float32 mode; "
+                         f"compute this outside gplvm.config.precision('float32') (or call "
+                         f"gplvm.config.set_precision('float64') first)")
+
+
 def polya_gamma(key: PRNGKeyArray, b: Real[ArrayLike, "*#shape"],
                 c: Real[ArrayLike, "*#shape"] = 0.0, shape: tuple[int, ...] | None = None
                 ) -> Float[jax.Array, "*#shape"]:
@@ -127,6 +136,7 @@ def polya_gamma(key: PRNGKeyArray, b: Real[ArrayLike, "*#shape"],
         ValueError: if ``b`` or ``c`` is concrete and has an entry that is invalid.
     """
     _check(b, c)   # in Python, before tracing: a traced function can neither inspect nor raise
+    require_float64("Pólya-gamma draws")
     b = jnp.asarray(b, dtype=jnp.float64)
     c = jnp.asarray(c, dtype=jnp.float64)
     out_shape = jnp.broadcast_shapes(b.shape, c.shape) if shape is None else tuple(shape)
