@@ -19,7 +19,9 @@ also be switched later):
   the test's data), a short fit's bound within 0.5% of float64's, Bayesian linear regression's
   predictions within 10·eps·cond(A).  The limit: with noise far below the signal (β‖Ψ2‖ large)
   float32's round-off makes that matrix indefinite, the bound turns non-finite and the fit stops
-  early with a warning; use float64 there.
+  early with a warning; use float64 there.  The Pólya-gamma and CRT samplers (the RFLVM's
+  Bernoulli, binomial, negative-binomial and multinomial likelihoods) run in float64 only and
+  raise a ValueError in float32 mode; the Gaussian and Poisson RFLVM run in either.
 * **A persistent compilation cache**, on by default, in :func:`default_cache_dir`
   (``$XDG_CACHE_HOME/gplvm/jax`` or ``~/.cache/gplvm/jax``; JAX's own
   ``JAX_COMPILATION_CACHE_DIR`` wins when set).  A second process fitting the same model on data
