@@ -199,14 +199,19 @@ def test_rflvm_gaussian_runs_in_float32():
 def test_count_samplers_refuse_float32_instead_of_drawing_wrong_numbers():
     """The Pólya-gamma sampler packs per-class counts into 64-bit integers (six 10-bit fields),
     which JAX's float32 mode would silently truncate to 32 bits: the samplers and the RFLVM
-    likelihoods that use them raise a ValueError naming the fix, before any computation; the
-    Poisson and Gaussian RFLVM (no Pólya-gamma draws) are not refused."""
-    from gplvm.samplers import polya_gamma
+    likelihoods that use them raise a ValueError naming the fix, before any computation (the
+    Gaussian RFLVM, which draws none, runs in float32 in the test above)."""
+    from gplvm.samplers import (chinese_restaurant_table, polya_gamma, polya_gamma_one,
+                                sample_nb_dispersion)
 
     Y = np.arange(24.0).reshape(8, 3) % 4
+    key = jax.random.PRNGKey(0)
     with gplvm.config.precision("float32"):
-        with pytest.raises(ValueError, match="float64 only.*precision"):
-            polya_gamma(jax.random.PRNGKey(0), 1.0, 0.5)
+        for draw in (lambda: polya_gamma(key, 1.0, 0.5), lambda: polya_gamma_one(key, 0.5),
+                     lambda: chinese_restaurant_table(key, 3.0, 2.0),
+                     lambda: sample_nb_dispersion(key, Y, np.zeros((8, 3)), np.ones(3), 1.0, 1.0)):
+            with pytest.raises(ValueError, match="float64 only.*precision"):
+                draw()
         for likelihood in ("negative_binomial", "bernoulli", "binomial", "multinomial"):
             with pytest.raises(ValueError, match="float64 only"):
                 gplvm.RFLVM(likelihood=likelihood, progress=False).fit(np.minimum(Y, 1.0))

@@ -178,6 +178,12 @@ def test_exported_block_is_read_by_a_later_process_without_tracing(monkeypatch, 
     third = _run(n_iter=12, block_size=5, sweep=make_sweep(), export_key="walk")
     assert len(n_traces) == 2
     np.testing.assert_array_equal(third.heavy["x"], plain.heavy["x"])
+    # another key, block size or random-bit scheme is another program: a new file each
+    _run(n_iter=12, block_size=5, sweep=make_sweep(), export_key="walk2")
+    _run(n_iter=12, block_size=4, sweep=make_sweep(), export_key="walk")
+    with jax.threefry_partitionable(not jax.config.jax_threefry_partitionable):
+        _run(n_iter=12, block_size=5, sweep=make_sweep(), export_key="walk")
+    assert len(list(tmp_path.glob("*.bin"))) == 4 and len(n_traces) == 5
 
 
 def test_compiled_block_cache_does_not_keep_the_sweep_alive():

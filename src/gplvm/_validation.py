@@ -168,3 +168,15 @@ def check_counts(Y: np.ndarray, name: str = "Y", upper=None, what: str = "count"
             raise ValueError(f"{name} has {int(over.sum())} entries above the number of trials "
                              f"at (row, column) {_where(over)}; the {what} likelihood needs "
                              f"0 <= y <= n_trials")
+
+
+def require_float64(what: str) -> None:
+    """Raise a ValueError in gplvm's float32 mode (:mod:`gplvm.config`), for computations that
+    run in float64 only: the Pólya-gamma sampler packs class counts into 64-bit integers and its
+    rejection steps use uniforms offset by 2⁻⁵³; the CRT sampler sums digamma tails."""
+    import jax
+
+    if not jax.config.jax_enable_x64:
+        raise ValueError(f"{what} are computed in float64 only, and gplvm is in float32 mode; "
+                         f"compute this outside gplvm.config.precision('float32') (or call "
+                         f"gplvm.config.set_precision('float64') first)")

@@ -70,6 +70,9 @@ def initialize(coordinator_address: Optional[str] = None, num_processes: Optiona
     process_id = _env_int(ENV[2]) if process_id is None else process_id
     if num_processes is not None and num_processes < 1:
         raise ValueError(f"num_processes={num_processes}; it must be at least 1")
+    if process_id is not None and process_id < 0:
+        raise ValueError(f"process_id={process_id}; process ids start at 0 (process 0 is the "
+                         f"coordinator)")
     if None not in (num_processes, process_id) and not 0 <= process_id < num_processes:
         raise ValueError(f"process_id={process_id} with num_processes={num_processes}; ids run "
                          f"from 0 to {num_processes - 1}")

@@ -75,9 +75,11 @@ def quantiles(likelihood, F, levels, n_steps: int = 60):
             # Cantelli: for each draw P(y < μ + σ sqrt(p/(1−p))) ≥ p, so the max over draws is
             # an integer where the mixture CDF is ≥ p
             upper = jnp.ceil(jnp.max(mean + sd * jnp.sqrt(p / (1 - p)), axis=1)) + 1.0
-            # an overflowing draw (e^f = inf) must not make the bisection endless: 2⁵³ is the
-            # largest count float64 still tells apart from its neighbours
-            upper = jnp.where(jnp.isfinite(upper), jnp.minimum(upper, 2.0**53), 2.0**53)
+            # an overflowing draw (e^f = inf) must not make the bisection endless: 2^(p+1) is
+            # the largest count the dtype (p mantissa bits) tells apart from its neighbours:
+            # 2⁵³ in float64, 2²⁴ in float32
+            top = 2.0 ** (jnp.finfo(upper.dtype).nmant + 1)
+            upper = jnp.where(jnp.isfinite(upper), jnp.minimum(upper, top), top)
             return _count(likelihood, F, p, upper)
     else:
         width = 12.0 * jnp.max(sd, axis=1)

@@ -142,7 +142,7 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
         Ys = (Y - Y_mean) / Y_std
         u, problem = self._initial(Ys, times, groups, as_key(self.random_state))
         self.times_, self.groups_ = times, groups
-        self._train_Y = Y
+        self._train_Y, self._start_Y, self._start_index = Y, None, None  # (an SVI fit's start)
         self.n_features_in_ = Y.shape[1]
         # what resume() needs to go on: the start, the histories of the runs before the last
         # jitter restart and, once stopped, the optimiser's state
@@ -233,6 +233,7 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
     def _fit_svi(self, Y, times, groups):
         """``inference='svi'``: Adam over minibatches (:func:`svi_fit.fit_svi`)."""
         rows_of, train_Y, batch_size = svi_init.svi_data(self, Y, times, groups)
+        vars(self).pop("_resume_", None)  # an earlier collapsed run's resume point
         N, D = rows_of.source.shape
         result = svi_fit.fit_svi(self, rows_of, N, batch_size, int(self.max_iter),
                                  as_key(self.random_state))
@@ -249,6 +250,15 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
                              np.linspace(0, N - 1, min(N, svi_init.INIT_ROWS)).astype(int))
         self._start_Y = None if train_Y is not None else rows_of.source.rows(self._start_index)
         return self
+
+    def resume(self):
+        """Finish an interrupted collapsed fit (:meth:`ResumableMixin.resume`); an SVI fit
+        cannot be resumed yet."""
+        if self.inference == "svi" and getattr(self, "interrupted_", False):
+            raise ValueError("resume() is not available for inference='svi' yet: an interrupted "
+                             "SVI fit keeps its epochs so far; fit again (with max_iter epochs) "
+                             "to finish it")
+        return super().resume()
 
     def _set_fitted(self, u, problem, Y_mean, Y_std):
         summary = fam.fitted_from(u, problem, Y_mean, Y_std)

@@ -26,7 +26,7 @@ from gplvm._config import float_dtype
 from gplvm._params import POSITIVE_INT, RANDOM_STATE, check_argument, check_params
 from gplvm._random import as_key
 from gplvm._validation import (
-    as_1d_float, as_2d_float, check_magnitude,
+    as_1d_float, as_2d_float, check_magnitude, require_float64,
 )
 from gplvm.inference.mcmc import run_chains, split_rhat
 from gplvm.inference.mcmc.driver import concat_results
@@ -46,7 +46,6 @@ from gplvm.models._rflvm.loglik import likelihood_object
 from gplvm.models._rflvm.spec import POLYA_GAMMA, RFLVMSpec
 from gplvm.models._rflvm.sweep import sweep as rflvm_sweep
 from gplvm.registry import register
-from gplvm.samplers.polya_gamma import require_float64
 
 
 MAX_NEW_ROW_DRAWS = 50

@@ -49,7 +49,7 @@ import numpy as np
 from jax import lax
 from jax.scipy.special import digamma, polygamma
 
-from gplvm._validation import _where
+from gplvm._validation import _where, require_float64
 from gplvm.typing import Array, ArrayLike, Float, PRNGKeyArray, Real, ScalarLike
 
 __all__ = ["chinese_restaurant_table", "sample_nb_dispersion", "tail_tv_bound",
@@ -102,6 +102,7 @@ def chinese_restaurant_table(key: PRNGKeyArray, y: Real[ArrayLike, "*#shape"],
         ValueError: if ``y`` or ``r`` is concrete and has an invalid entry.
     """
     _check(y, r)
+    require_float64("Chinese-restaurant-table draws")
     y = jnp.asarray(y, dtype=jnp.float64)
     r = jnp.asarray(r, dtype=jnp.float64)
     shape = jnp.broadcast_shapes(y.shape, r.shape)
@@ -209,6 +210,7 @@ def sample_nb_dispersion(key: PRNGKeyArray, Y: Real[ArrayLike, "N J"],
         ``Float[Array, "J"]`` the new dispersions.
     """
     _check(Y, r)
+    require_float64("Negative-binomial dispersion draws")
     Y = jnp.asarray(Y, dtype=jnp.float64)
     psi = jnp.asarray(psi, dtype=jnp.float64)
     r = jnp.asarray(r, dtype=jnp.float64)

@@ -49,7 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from gplvm._validation import _where
+from gplvm._validation import _where, require_float64
 from gplvm.samplers.polya_gamma_devroye import polya_gamma_one
 from gplvm.samplers.polya_gamma_series import HEAD_TERMS, head_class, polya_gamma_series
 from gplvm.typing import ArrayLike, Float, PRNGKeyArray, Real
@@ -105,15 +105,6 @@ def _normal_limit(key: jax.Array, b: jax.Array, c: jax.Array) -> jax.Array:
     c = jnp.abs(c)
     draw = b / (2.0 * c) + jnp.sqrt(b / (2.0 * c)) / c * jax.random.normal(key, c.shape)
     return jnp.maximum(draw, 0.0)
-
-
-def require_float64(what: str) -> None:
-    """Raise a ValueError in gplvm's float32 mode: these samplers pack class counts into 64-bit
-    integers (:func:`_ranks`) and sum series whose tails float32 cannot resolve."""
-    if not jax.config.jax_enable_x64:
-        raise ValueError(f"{what} are computed in float64 only, and gplvm is in float32 mode; "
-                         f"compute this outside gplvm.config.precision('float32') (or call "
-                         f"gplvm.config.set_precision('float64') first)")
 
 
 def polya_gamma(key: PRNGKeyArray, b: Real[ArrayLike, "*#shape"],

@@ -48,6 +48,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import ndtri
 
+from gplvm._validation import require_float64
 from gplvm.samplers._rejection import open_uniforms, until_accepted
 from gplvm.typing import ArrayLike, Float, PRNGKeyArray, Real
 
@@ -116,6 +117,7 @@ def polya_gamma_one(key: PRNGKeyArray, c: Real[ArrayLike, "*shape"]
     Returns:
         Array with the shape of ``c``; NaN where ``c`` is not finite.
     """
+    require_float64("Pólya-gamma draws")
     c = jnp.asarray(c, dtype=jnp.float64)
     z = 0.5 * jnp.abs(c).ravel()
     if z.size == 0:

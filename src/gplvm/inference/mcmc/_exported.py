@@ -66,10 +66,13 @@ def folder() -> Optional[Path]:
 def file_key(export_key, settings, tree, leaves) -> str:
     """The SHA-256 naming one exported block (see the module docstring)."""
     devices = jax.devices()
+    config = jax.config  # the settings that change a traced program's numbers
     parts = (repr(export_key), repr(settings), repr(tree),
              repr([(x.shape, str(x.dtype), repr(x.sharding)) for x in leaves]),
-             jax.__version__, jax.default_backend(), len(devices), devices[0].device_kind,
-             jax.config.jax_enable_x64, source_digest())
+             jax.__version__, jax.lib.__version__, jax.default_backend(), len(devices),
+             devices[0].device_kind, config.jax_enable_x64, config.jax_threefry_partitionable,
+             str(config.jax_default_prng_impl), str(config.jax_default_matmul_precision),
+             source_digest())
     return hashlib.sha256(repr(parts).encode()).hexdigest()
 
 
@@ -77,7 +80,10 @@ def _read(path: Path):
     from jax import export
 
     blob, out_tree = pickle.loads(path.read_bytes())
-    os.utime(path)  # recently used
+    try:
+        os.utime(path)  # recently used
+    except OSError:     # a read-only cache folder is still good to read
+        pass
     return export.deserialize(blob), out_tree
 
 
@@ -126,12 +132,17 @@ def compile_exported(jitted: Callable, args, export_key, settings) -> Optional[C
     if where is None or export_key is None:
         return None
     leaves, tree = jax.tree_util.tree_flatten(args)
-    path = where / f"{file_key(export_key, settings, tree, leaves)}.bin"
+    try:
+        path = where / f"{file_key(export_key, settings, tree, leaves)}.bin"
+    except Exception as err:  # noqa: BLE001 -- e.g. gplvm's sources unreadable
+        logger.info("gplvm: no exported block (%s)", err)
+        return None
     try:
         exported, out_tree = _read(path) if path.exists() else (None, None)
     except Exception as err:  # noqa: BLE001 -- a damaged file is rebuilt
         logger.info("gplvm: exported block %s unreadable (%s); exporting again", path, err)
         exported = None
+    loaded = exported is not None
     try:
         if exported is None:
             exported, out_tree = _export(jitted, tree, leaves)
@@ -143,6 +154,8 @@ def compile_exported(jitted: Callable, args, export_key, settings) -> Optional[C
     except Exception as err:  # noqa: BLE001 -- fall back to compiling in-process
         logger.info("gplvm: block not exported (%s: %s); compiling it in-process",
                     type(err).__name__, err)
+        if loaded:  # a file that does not compile would fail every later process too
+            path.unlink(missing_ok=True)
         return None
 
     def program(*call_args):

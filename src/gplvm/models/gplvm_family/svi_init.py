@@ -64,6 +64,7 @@ def svi_data(est, Y, times, groups):
             raise ValueError(f"Y must be a 2-D memmap with at least "
                              f"{max(est.n_components + 1, 3)} rows; got shape {Y.shape}")
         check_inducing(est.n_inducing, Y.shape[0], "rows of Y")
+        check_batch_size(est.batch_size, Y.shape[0])  # before a pass over the whole file
         scan = scan_columns(source)
         constant = ~(scan.std > 0)
         if est.standardize and constant.any():
@@ -76,7 +77,8 @@ def svi_data(est, Y, times, groups):
         scan = ColumnScan(*est._standardisation(train_Y), bool(np.isnan(train_Y).any()))
     N = source.shape[0]
     check_batch_size(est.batch_size, N)
-    mean, std = (scan.mean, scan.std) if est.standardize else (np.zeros(source.shape[1]), np.ones(source.shape[1]))
+    D = source.shape[1]
+    mean, std = (scan.mean, scan.std) if est.standardize else (np.zeros(D), np.ones(D))
     B = min(N, DEFAULT_BATCH) if est.batch_size is None else int(est.batch_size)
     return Standardised(source, mean, std, scan.has_missing), train_Y, B
 
