@@ -126,8 +126,10 @@ def time_prior_factors(t: Array, u: Array, log_params: Array):
     covariance stays positive definite).
     """
     lengthscale, variance = jnp.exp(log_params[0]), jnp.exp(log_params[1])
-    # 1e-8 relative jitter in float64; in float32 at least sqrt(eps) (gplvm.linalg's floor)
-    rel = max(1e-8, float(np.sqrt(np.finfo(jnp.result_type(u)).eps)))
+    # 1e-8 relative jitter in float64; in float32 sqrt(eps) (gplvm.linalg's floor), as 1e-8 is
+    # below float32's resolution
+    eps = float(np.finfo(jnp.result_type(u)).eps)
+    rel = 1e-8 if eps < 1e-10 else float(np.sqrt(eps))
     Kuu = _rbf(u, u, lengthscale, variance) + rel * variance * jnp.eye(u.shape[0])
     Luu = jnp.linalg.cholesky(Kuu)
     B = solve_triangular(Luu, _rbf(u, t, lengthscale, variance), lower=True).T
