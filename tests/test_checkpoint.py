@@ -173,7 +173,7 @@ def test_dpgplvm_ctrl_c_or_kill_then_resume_equals_one_run(monkeypatch, tmp_path
     path = tmp_path / "part.npz"
     part = gplvm.DPGPLVM(**kw, checkpoint=path, checkpoint_interval=3600).fit(Y)
     restore()
-    assert part.interrupted_
+    assert part.interrupted_ and part._resume_["start"] == n_init - 1   # in the last start
     _assert_same(gplvm.load(path).resume(), full, Y)
     _assert_same(part.resume(), full, Y)
     killed = tmp_path / "killed.npz"
