@@ -63,7 +63,8 @@ def _line(row, cells, derive):
     label = (row or {}).get("label") or cells[0]["method"]
     paper_txt = "—" if not paper else _fmt(paper["mean"], paper.get("sd")) + \
         (" (s.e.)" if paper.get("spread") == "se" else "")
-    command = row.get("command", "") if row else cells[0]["command"]
+    # a row with cells shows the command that made them (with their --n-iter etc.)
+    command = cells[0]["command"] if cells else row.get("command", "")
     if not cells:
         return [row["dataset"], label, paper_txt, row.get("reason") or "not yet run", "", "",
                 "", f"`{command}`" if command else ""]
