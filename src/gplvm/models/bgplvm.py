@@ -142,7 +142,9 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
         Ys = (Y - Y_mean) / Y_std
         u, problem = self._initial(Ys, times, groups, as_key(self.random_state))
         self.times_, self.groups_ = times, groups
-        self._train_Y, self._start_Y, self._start_index = Y, None, None  # (an SVI fit's start)
+        self._train_Y = Y
+        for svi_start in ("_start_Y", "_start_index"):  # an earlier SVI fit's start rows
+            vars(self).pop(svi_start, None)
         self.n_features_in_ = Y.shape[1]
         # what resume() needs to go on: the start, the histories of the runs before the last
         # jitter restart and, once stopped, the optimiser's state
