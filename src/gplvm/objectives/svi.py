@@ -124,17 +124,25 @@ def optimal_whitened_q_u(psi1, psi2, Kuu, Y0, noise_var, scale=1.0, jitter=0.0):
     Returns:
         a (M, D) and L (M, M), the Cholesky factor of Σ.
     """
-    beta = scale / noise_var
+    return _moments(*_natural_target(psi1, psi2, Kuu, Y0, scale / noise_var, jitter))
+
+
+def _natural_target(psi1, psi2, Kuu, Y0, beta, jitter):
+    """The optimum's natural parameters for the rows given: Λ = I + cβ Ψ̃2 and
+    η = cβ L_u⁻¹ Ψ1ᵀ Y (``beta`` is cβ)."""
     M = Kuu.shape[0]
     Lu = jnp.linalg.cholesky(Kuu + jitter * jnp.eye(M))
-    psi2_w = solve_triangular(Lu, solve_triangular(Lu, psi2).T)
-    LA = jnp.linalg.cholesky(jnp.eye(M) + beta * psi2_w)
+    Lam = jnp.eye(M) + beta * solve_triangular(Lu, solve_triangular(Lu, psi2).T)
+    return Lam, beta * solve_triangular(Lu, psi1.T @ Y0)
+
+
+def _moments(Lam, eta):
+    """a = Λ⁻¹ η and the Cholesky factor of Σ = Λ⁻¹."""
+    M = Lam.shape[0]
+    LA = jnp.linalg.cholesky(0.5 * (Lam + Lam.T))
     LA_inv = solve_triangular(LA, jnp.eye(M))
     Sigma = LA_inv.T @ LA_inv
-    L = jnp.linalg.cholesky(0.5 * (Sigma + Sigma.T))
-    a = beta * Sigma @ solve_triangular(Lu, psi1.T @ Y0)
-    return a, L
-
+    return Sigma @ eta, jnp.linalg.cholesky(0.5 * (Sigma + Sigma.T))
 
 
 def natural_step(a, L, psi1, psi2, Kuu, Y0, noise_var, scale, step, jitter=0.0):
@@ -152,15 +160,8 @@ def natural_step(a, L, psi1, psi2, Kuu, Y0, noise_var, scale, step, jitter=0.0):
     Returns:
         The new a (M, D) and L (M, M).
     """
-    M = Kuu.shape[0]
-    beta = scale / noise_var
-    Lu = jnp.linalg.cholesky(Kuu + jitter * jnp.eye(M))
-    L_inv = solve_triangular(L, jnp.eye(M))
+    L_inv = solve_triangular(L, jnp.eye(L.shape[0]))
     Lam = L_inv.T @ L_inv
-    target = jnp.eye(M) + beta * solve_triangular(Lu, solve_triangular(Lu, psi2).T)
-    Lam_new = (1.0 - step) * Lam + step * target
-    eta_new = (1.0 - step) * (Lam @ a) + step * beta * solve_triangular(Lu, psi1.T @ Y0)
-    LA = jnp.linalg.cholesky(0.5 * (Lam_new + Lam_new.T))
-    LA_inv = solve_triangular(LA, jnp.eye(M))
-    Sigma = LA_inv.T @ LA_inv
-    return Sigma @ eta_new, jnp.linalg.cholesky(0.5 * (Sigma + Sigma.T))
+    Lam_target, eta_target = _natural_target(psi1, psi2, Kuu, Y0, scale / noise_var, jitter)
+    return _moments((1.0 - step) * Lam + step * Lam_target,
+                    (1.0 - step) * (Lam @ a) + step * eta_target)
