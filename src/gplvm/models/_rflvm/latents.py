@@ -29,6 +29,7 @@ from jax import lax
 from jax.scipy.linalg import solve_triangular
 
 from gplvm.inference.mcmc import ess_init, ess_step, mh_init, mh_step
+from gplvm.linalg import jitter_floor
 from gplvm.models._rflvm.features import design
 from gplvm.models._rflvm.loglik import row_log_lik
 
@@ -126,10 +127,8 @@ def time_prior_factors(t: Array, u: Array, log_params: Array):
     covariance stays positive definite).
     """
     lengthscale, variance = jnp.exp(log_params[0]), jnp.exp(log_params[1])
-    # 1e-8 relative jitter in float64; in float32 sqrt(eps) (gplvm.linalg's floor), as 1e-8 is
-    # below float32's resolution
-    eps = float(np.finfo(jnp.result_type(u)).eps)
-    rel = 1e-8 if eps < 1e-10 else float(np.sqrt(eps))
+    # 1e-8 relative jitter, raised to gplvm.linalg's floor in float32 (1e-8 is below its eps)
+    rel = max(1e-8, jitter_floor(1.0, jnp.result_type(u)))
     Kuu = _rbf(u, u, lengthscale, variance) + rel * variance * jnp.eye(u.shape[0])
     Luu = jnp.linalg.cholesky(Kuu)
     B = solve_triangular(Luu, _rbf(u, t, lengthscale, variance), lower=True).T
