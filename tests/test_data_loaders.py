@@ -171,3 +171,30 @@ def test_spam():
     def rows_sorted(A):
         return A[np.lexsort(A.T[::-1])]
     np.testing.assert_array_equal(rows_sorted(stacked), rows_sorted(d.Y))
+
+
+@shared
+def test_fx_exchange_rates():
+    import csv
+    import datetime
+    d = loaders.load_fx_exchange_rates()
+    # README: 2007, about 250 trading days, 3 metals + 10 currencies per USD
+    assert d.Y.shape == (251, 13) and d.Y.dtype == np.float64
+    assert d.feature_names[:3] == ("XAU/USD", "XAG/USD", "XPT/USD")
+    assert len(d.extras["currencies"]) == 10 and d.extras["metals"] == (0, 1, 2)
+    assert not np.isnan(d.Y[:, 3:]).any() and np.isnan(d.Y[:, :3]).any()   # gaps: metals only
+    with open(default_data_dir() / "fx_exchange_rates" / "fxdata2007.csv") as fh:
+        text = [r[1] for r in csv.reader(fh)][1:]
+    dates = [datetime.datetime.strptime(t, "%Y/%m/%d").date() for t in text]
+    assert list(d.extras["dates"]) == dates          # the loader reads Julian days, not these
+    assert d.times[0] == 0 and d.times[-1] == (dates[-1] - dates[0]).days
+    assert all(x.weekday() < 5 for x in dates)       # trading days
+    assert 100 < np.median(d.Y[:, 5]) < 130          # JPY per USD in 2007
+    years = loaders.load_fx_exchange_rates(period="2003-2013")
+    assert years.extras["dates"][0] == datetime.date(2003, 1, 2)
+    assert years.extras["dates"][-1] == datetime.date(2013, 12, 31)
+    assert np.all(np.diff(years.times) > 0)          # the 2010 overlap read once
+    in_2007 = [k for k, x in enumerate(years.extras["dates"]) if x.year == 2007]
+    np.testing.assert_allclose(years.Y[in_2007], d.Y, rtol=1e-3)   # same rates, other rounding
+    with pytest.raises(ValueError, match="period"):
+        loaders.load_fx_exchange_rates(period="2020")

@@ -37,7 +37,8 @@ Digits = Sequence[int] | Int[np.ndarray, " k"] | None
 __all__ = ["Dataset", "DATA_DIR_ENV", "default_data_dir", "load_oil_flow", "load_frey_faces",
            "load_cmu_mocap_walkjog", "load_congress109", "load_bridges", "load_mesc",
            "load_yale_faces", "load_usps", "load_usps_twos", "load_newsgroups",
-           "load_hippocampus", "load_digits", "load_montreal_bikes", "load_spam"]
+           "load_hippocampus", "load_digits", "load_montreal_bikes", "load_spam",
+           "load_fx_exchange_rates"]
 
 DATA_DIR_ENV = "GPLVM_DATA_DIR"
 
@@ -510,6 +511,71 @@ def load_spam(path: PathLike = None) -> Dataset:
                    "cent) and capital-run statistics of 4601 e-mails.",
                    labels=data[:, -1].astype(int), label_names=("email", "spam"),
                    extras={"n_words": _SPAM_WORDS, "n_chars": _SPAM_CHARS})
+
+
+#: PACIFIC exchange-rate files by period (the multi-year ones are saved HTML pages).
+_FX_FILES = {"2007": ("fxdata2007.csv",),
+             "2003-2013": ("fxdata03-06.csv", "fxdata07-10.csv", "fxdata11-13.csv")}
+#: Julian day number of 1 January 1970 (the files' first column is the Julian day).
+_JULIAN_1970 = 2440588
+
+
+def _fx_rows(file: Path) -> tuple[list[str], list[list[str]]]:
+    """Header and data rows of one PACIFIC CSV; HTML wrapping and the copyright line skipped."""
+    with open(file, newline="", encoding="utf-8") as fh:
+        lines = [ln for ln in fh.read().splitlines() if ln.startswith(('"Jul.Day"', *"0123456789"))]
+    rows = list(csv.reader(lines))
+    if not rows or rows[0][0] != "Jul.Day":
+        raise ValueError(f"{file}: no 'Jul.Day' header line; expected a PACIFIC Exchange Rate "
+                         f"Service CSV (folder fx_exchange_rates)")
+    return rows[0], rows[1:]
+
+
+def load_fx_exchange_rates(path: PathLike = None, period: str = "2007") -> Dataset:
+    """Daily exchange rates against the US dollar (PACIFIC Exchange Rate Service, UBC).
+
+    Stand-in for seed 000's "Forex" (Table 3), whose Kaggle file (22 currencies per dollar,
+    2000-2019) is not available.  Columns: 3 precious metals (XAU, XAG, XPT per USD) and 10
+    currencies (CAD, EUR, JPY, GBP, CHF, AUD, HKD, NZD, KRW, MXN per USD); one row per trading
+    day.  The 2007 file is the one of Alvarez et al. / COGP (folder README); values are as
+    stored, unstandardised.
+
+    Args:
+        path: the ``fx_exchange_rates`` folder.
+        period: ``"2007"`` (251 trading days) or ``"2003-2013"`` (the three multi-year files
+            joined; ``fxdata11-13.csv`` starts in January 2010, so its days already read from
+            ``fxdata07-10.csv`` are skipped).
+
+    Returns:
+        ``Y`` (days, 13), NaN where the file has no value (only metal columns have gaps);
+        ``feature_names`` e.g. ``"CAD/USD"``; ``times`` = calendar days since the first row;
+        ``extras``: ``dates`` (``datetime.date``), ``currencies`` (indices of the 10 currency
+        columns), ``metals`` (indices of the 3 metal columns). Licence: PACIFIC service, free
+        for academic and non-commercial use.
+    """
+    if period not in _FX_FILES:
+        raise ValueError(f"period={period!r} is not one of {sorted(_FX_FILES)}")
+    folder = default_data_dir() / "fx_exchange_rates" if path is None else Path(path)
+    header, body = None, []
+    for name in _FX_FILES[period]:
+        head, rows = _fx_rows(_file(folder, "fx_exchange_rates", name))
+        if header is not None and head != header:
+            raise ValueError(f"{name}: columns {head} differ from {header}")
+        last = int(body[-1][0]) if body else -1
+        header, body = head, body + [r for r in rows if int(r[0]) > last]   # 11-13 starts in 2010
+    julian = np.array([int(r[0]) for r in body])
+    if np.any(np.diff(julian) <= 0):
+        raise ValueError(f"fx_exchange_rates {period}: days are not strictly increasing")
+    Y = np.array([[float(v) if v.strip() else np.nan for v in r[3:]] for r in body])
+    names = tuple(header[3:])
+    metals = tuple(j for j, n in enumerate(names) if n[:3] in ("XAU", "XAG", "XPT"))
+    dates = tuple(datetime.date.fromordinal(datetime.date(1970, 1, 1).toordinal() + j -
+                                            _JULIAN_1970) for j in julian)
+    return Dataset(Y, "fx_exchange_rates", f"Daily exchange rates per US dollar of 10 currencies "
+                   f"and 3 precious metals, {period} (PACIFIC Exchange Rate Service).",
+                   times=(julian - julian[0]).astype(float), feature_names=names,
+                   extras={"dates": dates, "metals": metals,
+                           "currencies": tuple(j for j in range(len(names)) if j not in metals)})
 
 
 def load_digits(digits: Digits = None) -> Dataset:
