@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import gplvm
+from gplvm.data.minibatch import RowSource, scan_columns
 from gplvm.expectations import psi_statistics
 from gplvm.kernels import RBF
 from gplvm.models.gplvm_family.bound import Problem, bound_and_parts
@@ -172,10 +173,14 @@ def _planted(n=160, seed=0):
     return F + 0.05 * rng.normal(size=F.shape), X
 
 
-def _fit(Y, **kw):
+def _model(**kw):
     args = {"n_components": 2, "n_inducing": 10, "inference": "svi", "batch_size": 40,
             "max_iter": 80, "learning_rate": 0.05, "progress": False, **kw}
-    return gplvm.BayesianGPLVM(**args).fit(Y)
+    return gplvm.BayesianGPLVM(**args)
+
+
+def _fit(Y, **kw):
+    return _model(**kw).fit(Y)
 
 
 def _affine_r2(X_true, X_fit):
@@ -253,3 +258,41 @@ def test_svi_refuses_the_dynamical_prior():
     Y, _ = _planted(n=80)
     with pytest.raises(ValueError, match="iid latent prior only"):
         gplvm.BayesianGPLVM(inference="svi", progress=False).fit(Y, times=np.arange(80.0))
+
+
+def test_scan_columns_over_chunks_gives_numpys_moments():
+    rng = np.random.default_rng(5)
+    Y = 1e3 + rng.normal(size=(50, 4)) * [1.0, 2.0, 0.5, 3.0]   # a large shift: the scan
+    Y[rng.random(Y.shape) < 0.2] = np.nan                      # centres before squaring
+    Y[:, 0] = rng.normal(size=50)
+    scan = scan_columns(RowSource(Y), chunk_rows=7)             # 8 chunks, the last of 1 row
+    np.testing.assert_allclose(scan.mean, np.nanmean(Y, axis=0), rtol=1e-13)
+    np.testing.assert_allclose(scan.std, np.nanstd(Y, axis=0), rtol=1e-9)
+    assert scan.has_missing
+
+
+def test_backed_h5ad_gives_the_memmap_fit_bit_for_bit(planted_fit, tmp_path):
+    import anndata                  # in the test extra (pyproject.toml)
+    from scipy import sparse
+
+    import gplvm.anndata
+
+    _, Y, _ = planted_fit
+    np.save(tmp_path / "Y.npy", Y)
+    reference = _fit(np.load(tmp_path / "Y.npy", mmap_mode="r"), max_iter=3)
+    anndata.AnnData(Y).write_h5ad(tmp_path / "dense.h5ad")
+    anndata.AnnData(sparse.csr_matrix(Y)).write_h5ad(tmp_path / "csr.h5ad")
+    for name in ("dense", "csr"):
+        backed = anndata.read_h5ad(tmp_path / f"{name}.h5ad", backed="r")
+        for Y_disk in (backed, backed.X):
+            model = _fit(Y_disk, max_iter=3)
+            np.testing.assert_array_equal(model.X_mean_, reference.X_mean_)
+            assert model.elbo_ == reference.elbo_ and model._train_Y is None
+    backed = anndata.read_h5ad(tmp_path / "dense.h5ad", backed="r")
+    model = gplvm.anndata.fit(backed, _model(max_iter=3))
+    np.testing.assert_array_equal(backed.obsm["X_gplvm"], reference.X_mean_)
+    anndata.AnnData(sparse.csc_matrix(Y)).write_h5ad(tmp_path / "csc.h5ad")
+    with pytest.raises(ValueError, match="CSC .* write X as CSR"):
+        _fit(anndata.read_h5ad(tmp_path / "csc.h5ad", backed="r"))
+    with pytest.raises(ValueError, match="in-memory AnnData; give its matrix"):
+        _fit(anndata.AnnData(Y))

@@ -22,6 +22,10 @@ Count likelihoods (Poisson, negative binomial) model raw counts: pass ``layer="c
 model's ``fit`` accepts ``offset=``.  The estimators work on the model only through the common
 attributes of ``docs/contract.md``, so every model plugs in without special cases.
 
+An AnnData opened with ``anndata.read_h5ad(path, backed="r")`` is fitted without loading ``X``
+by a model that reads minibatches of rows (``BayesianGPLVM(inference="svi")``); other models
+load it.
+
 AnnData is optional: ``pip install "gplvm[anndata]"``.
 """
 
@@ -79,7 +83,7 @@ def fit(adata, model, layer=None, key_added: str = "X_gplvm", *, times=None, off
     if not isinstance(adata, anndata.AnnData):
         raise ValueError(f"adata is a {type(adata).__name__}; give an anndata.AnnData "
                          f"(anndata.read_h5ad(path) reads a file)")
-    Y = _matrix(adata, layer)
+    Y = _matrix(adata, layer, _reads_rows(model))
     offset = _offset_kind(model, offset)
     libsize = isinstance(offset, str) and offset == "libsize"
     offsets = library_size_offset(Y) if libsize else _obs_values(adata, offset, "offset")
@@ -111,8 +115,17 @@ def store(adata, model, key_added: str = "X_gplvm") -> None:
         adata.varm[f"{key_added}_assignments"] = np.asarray(assignments)
 
 
-def _matrix(adata, layer) -> np.ndarray:
-    """``X`` or ``layers[layer]`` as a dense float array (sparse matrices densified)."""
+def _reads_rows(model) -> bool:
+    """Whether ``model`` reads its data by minibatches of rows (``inference='svi'``), so that a
+    backed AnnData's matrix is passed on unread (:func:`gplvm.data.minibatch.out_of_core`)."""
+    return getattr(model, "inference", None) == "svi"
+
+
+def _matrix(adata, layer, by_rows: bool = False):
+    """``X`` or ``layers[layer]`` as a dense float array (sparse matrices densified); with
+    ``by_rows``, a backed AnnData's ``X`` as it is on disk (read a minibatch at a time)."""
+    if by_rows and adata.isbacked and layer is None:
+        return adata.X
     if layer is None:
         values = adata.X
     elif layer in adata.layers:

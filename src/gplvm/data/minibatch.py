@@ -1,15 +1,18 @@
 """Rows of a data matrix read a minibatch at a time (stochastic variational inference).
 
-:class:`RowSource` wraps an in-memory array or a NumPy memmap (``np.load(path,
-mmap_mode='r')``); :meth:`RowSource.rows` reads only the rows asked for, so a fit that visits
-the data by minibatches holds B rows at a time, never all N.  :func:`scan_columns` validates the
-data and computes the column moments in one pass over fixed-size chunks, and
+:class:`RowSource` wraps an in-memory array, a NumPy memmap (``np.load(path, mmap_mode='r')``),
+an h5py dataset, or the ``X`` of an AnnData opened with ``anndata.read_h5ad(path, backed='r')``
+(dense, or CSR sparse densified a batch at a time); :meth:`RowSource.rows` reads only the rows
+asked for, so a fit that visits the data by minibatches holds B rows at a time, never all N.
+:func:`out_of_core` recognises the sources that must not be loaded whole.  :func:`scan_columns`
+validates the data and computes the column moments in one pass over fixed-size chunks, and
 :func:`epoch_batches` draws the minibatches of an epoch (Hensman, Fusi & Lawrence 2013, §3:
 uniformly random subsets of rows, so the scaled minibatch bound is unbiased).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -20,30 +23,86 @@ from gplvm._validation import as_2d_float, check_magnitude
 #: rows read at once by :func:`scan_columns` (bounds the memory of a pass over a memmap)
 CHUNK_ROWS = 8192
 
+INSTALL = 'pip install "gplvm[anndata]"'
+
+
+def _backed_types() -> tuple:
+    """The on-disk matrix types of h5py and anndata, for those of the two already imported
+    (an object of theirs cannot exist otherwise, so neither is imported here)."""
+    types = []
+    if "h5py" in sys.modules:
+        types.append(sys.modules["h5py"].Dataset)
+    if "anndata" in sys.modules:
+        import anndata.abc
+
+        types += [anndata.abc.CSRDataset, anndata.abc.CSCDataset]
+    return tuple(types)
+
+
+def _is_anndata(Y) -> bool:
+    return "anndata" in sys.modules and isinstance(Y, sys.modules["anndata"].AnnData)
+
+
+def out_of_core(Y) -> RowSource | None:
+    """A :class:`RowSource` for data that stay on disk (a memmap, an h5py dataset, a backed
+    AnnData or its ``X``), None for anything else (an array to validate in memory).
+
+    Raises:
+        ValueError: an AnnData that is not backed (give its ``X`` instead), or a backed CSC
+            matrix (stored by columns: every batch of rows would read the whole file).
+    """
+    if _is_anndata(Y):
+        if not Y.isbacked:
+            raise ValueError("Y is an in-memory AnnData; give its matrix (adata.X), or open the "
+                             "file with anndata.read_h5ad(path, backed='r') to read it by rows")
+        Y = Y.X
+    if isinstance(Y, np.memmap) or isinstance(Y, _backed_types()):
+        return RowSource(Y)
+    return None
+
 
 class RowSource:
-    """N × D data read by rows; a memmap is never read whole.
+    """N × D data read by rows; a source on disk is never read whole.
 
     Args:
-        Y: a 2-D array or ``np.memmap`` (any real dtype; rows are returned as float64).
+        Y: a 2-D array, ``np.memmap``, h5py ``Dataset`` or anndata backed CSR matrix (any real
+            dtype; rows are returned as dense float64).
     """
 
     def __init__(self, Y):
+        if "anndata" in sys.modules and isinstance(Y, sys.modules["anndata"].abc.CSCDataset):
+            raise ValueError("Y is a backed CSC (column-compressed) matrix: reading rows from it "
+                             "reads whole columns; write X as CSR (adata.X = adata.X.tocsr() "
+                             "before write_h5ad) or load it in memory")
+        if len(getattr(Y, "shape", ())) != 2:
+            raise ValueError(f"Y must be 2-D (rows x columns); got shape "
+                             f"{getattr(Y, 'shape', None)}")
+        if np.dtype(getattr(Y, "dtype", float)).kind not in "biuf":
+            raise ValueError(f"Y holds {Y.dtype} values; give numbers (NaN marks a missing "
+                             f"entry)")
         self.data = Y
         self.is_memmap = isinstance(Y, np.memmap)
 
     @property
     def shape(self) -> tuple[int, int]:
-        return tuple(self.data.shape)
+        return tuple(int(n) for n in self.data.shape)
+
+    def _dense(self, block) -> np.ndarray:
+        if hasattr(block, "toarray"):     # a CSR batch: absent entries are zeros, not missing
+            block = block.toarray()
+        return np.asarray(block, dtype=float)
 
     def rows(self, index) -> np.ndarray:
-        """The rows ``index`` (sorted for sequential reads of a memmap) as float64."""
-        return np.asarray(self.data[np.asarray(index)], dtype=float)
+        """The rows ``index`` (any order, repeats allowed) as float64, read in increasing
+        order without repeats (as h5py requires; sequential reads of a memmap)."""
+        index = np.asarray(index)
+        unique, inverse = np.unique(index, return_inverse=True)
+        return self._dense(self.data[unique])[inverse.reshape(index.shape)]
 
     def chunks(self, size: int = CHUNK_ROWS) -> Iterator[tuple[int, np.ndarray]]:
         """(first row, rows) of consecutive chunks of ``size`` rows."""
         for start in range(0, self.shape[0], size):
-            yield start, np.asarray(self.data[start:start + size], dtype=float)
+            yield start, self._dense(self.data[start:start + size])
 
 
 class ColumnScan(NamedTuple):
@@ -55,19 +114,20 @@ class ColumnScan(NamedTuple):
     has_missing: bool
 
 
-def scan_columns(source: RowSource, name: str = "Y") -> ColumnScan:
+def scan_columns(source: RowSource, name: str = "Y", chunk_rows: int = CHUNK_ROWS) -> ColumnScan:
     """Validate ``source`` chunk by chunk and return its column moments (:class:`ColumnScan`).
 
     Each chunk gets the checks of an in-memory fit (:func:`gplvm._validation.as_2d_float`:
     no infinite entries, no row without an observed entry; magnitudes whose squares overflow),
     with the row numbers of the whole data; then columns with no observed entry are refused.
     The moments are accumulated in float64 around a first-chunk shift (Chan et al.'s update
-    would add nothing at these precisions for data of sane magnitude).
+    would add nothing at these precisions for data of sane magnitude).  ``chunk_rows`` rows are
+    read at a time.
     """
     N, D = source.shape
     count, total, squares = np.zeros(D), np.zeros(D), np.zeros(D)
     shift, has_missing = None, False
-    for start, Yc in source.chunks():
+    for start, Yc in source.chunks(chunk_rows):
         try:
             as_2d_float(Yc, name, allow_nan=True)
             check_magnitude(Yc, name, "rescale Y (e.g. divide it by its largest entry) or "

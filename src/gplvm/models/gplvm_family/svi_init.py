@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gplvm._params import check_batch_size, check_params
-from gplvm.data.minibatch import ColumnScan, RowSource, scan_columns
+from gplvm.data.minibatch import ColumnScan, RowSource, out_of_core, scan_columns
 from gplvm.expectations import psi_statistics
 from gplvm.kernels import RBF
 from gplvm.models.gplvm_family.estimator import check_inducing
@@ -45,11 +45,12 @@ class Standardised:
 def svi_data(est, Y, times, groups):
     """Validate the data of an SVI fit (before any computation) and wrap it for reading.
 
-    An in-memory array gets the collapsed model's checks; a ``np.memmap`` is checked one chunk
-    at a time (:func:`gplvm.data.minibatch.scan_columns`), never loaded whole.
+    An in-memory array gets the collapsed model's checks; data on disk (a ``np.memmap``, an h5py
+    dataset, a backed AnnData or its ``X``: :func:`gplvm.data.minibatch.out_of_core`) are
+    checked one chunk at a time (:func:`gplvm.data.minibatch.scan_columns`), never loaded whole.
 
     Returns:
-        (:class:`Standardised` rows, the in-memory Y or None for a memmap, batch size B).
+        (:class:`Standardised` rows, the in-memory Y or None for data on disk, batch size B).
     """
     check_params(est)
     if times is not None or groups is not None:
@@ -58,13 +59,14 @@ def svi_data(est, Y, times, groups):
     if est.checkpoint is not None:
         raise ValueError("checkpoint= is not available with inference='svi' yet; pass "
                          "checkpoint=None, or use inference='collapsed'")
-    if isinstance(Y, np.memmap):
-        source, train_Y = RowSource(Y), None
-        if Y.ndim != 2 or Y.shape[0] < max(est.n_components + 1, 3):
-            raise ValueError(f"Y must be a 2-D memmap with at least "
-                             f"{max(est.n_components + 1, 3)} rows; got shape {Y.shape}")
-        check_inducing(est.n_inducing, Y.shape[0], "rows of Y")
-        check_batch_size(est.batch_size, Y.shape[0])  # before a pass over the whole file
+    source = out_of_core(Y)
+    if source is not None:
+        train_Y, (n_rows, _) = None, source.shape
+        if n_rows < max(est.n_components + 1, 3):
+            raise ValueError(f"Y must have at least {max(est.n_components + 1, 3)} rows; got "
+                             f"shape {source.shape}")
+        check_inducing(est.n_inducing, n_rows, "rows of Y")
+        check_batch_size(est.batch_size, n_rows)  # before a pass over the whole file
         scan = scan_columns(source)
         constant = ~(scan.std > 0)
         if est.standardize and constant.any():
