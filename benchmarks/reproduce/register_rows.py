@@ -24,28 +24,11 @@ def _fig(mean, spread=None, kind="sd"):
     return {"mean": mean, "sd": spread, "spread": kind}
 
 
-# Seed 000, Table 3 (mean ± s.e. over 5 trials); S-curve and Lorenz are rflvm_tables.py's
-# Table 3, whose output is not recorded in benchmarks/README.md.
-_T3 = {"GPLVM": ((0.071, 0.014), (0.479, 0.094), (1.641, 0.205), (1.0019, 0.0038)),
-       "PPCA": ((0.084, 0.001), (0.761, 0.013), (1.227, 0.012), (0.3237, 0.0019)),
-       "LDM": ((0.088, 0.001), (0.768, 0.013), (1.256, 0.005), (0.3605, 0.0041)),
-       "static RFLVM": ((0.093, 0.001), (0.367, 0.006), (1.221, 0.010), (0.3289, 0.0023)),
-       "dynamic RFLVM": ((0.075, 0.001), (0.344, 0.007), (1.198, 0.008), (0.1317, 0.0021))}
-_T3_DATA = ("CMU", "S-curve", "Lorenz", "Forex")
-
-
 def table3_rows() -> None:
-    for method, figures in _T3.items():
-        for name, (mean, se) in zip(_T3_DATA, figures):
-            if name in ("S-curve", "Lorenz") and method != "LDM":
-                reason = NOT_RUN
-                key = "Bayesian GPLVM" if method == "GPLVM" else method
-                command = f"{PY}/reproduce/rflvm_tables.py --table 3 --series {name}"
-            else:
-                key, command = method, ""
-                reason = "not yet run (issue 17 item 3: no script yet)"
-            write_row("000", "3", name, key, paper_figure=_fig(mean, se, "se"),
-                      command=command, reason=reason, metric="imputation MSE")
+    """Seed 000 Table 3: the rows are written by ``rflvm_table3.py``'s ``write_rows`` (paper
+    figures, commands, notes), the cells by that script's command."""
+    import rflvm_table3
+    rflvm_table3.write_rows()
 
 
 def other_rows() -> None:

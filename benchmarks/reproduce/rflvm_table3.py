@@ -28,7 +28,7 @@ runs give mean ± s.e.  The synthetic data are redrawn per run (``random_state=s
 
 * ``S-curve`` -- ``make_s_curve('gaussian', n_samples=500, n_outputs=100)`` (as
   ``rflvm_tables.py``), times the curve parameter.
-* ``Lorenz`` -- ``make_lorenz(n_samples=500)`` (J = 100 channels), times ``linspace(-1, 1)``.
+* ``Lorenz`` -- ``make_lorenz(n_samples=500)`` (J = 50 channels), times ``linspace(-1, 1)``.
 * ``CMU`` -- the paper's jumping sequence (several forward leaps, a 180° turn, four laps) is
   not here.  Closest: the 9 jogging trials of CMU subject 35 (``load_cmu_mocap_walkjog``,
   trials 17, 19-26, 30 fps), the only motion in ``../shared/data`` with a flight phase (both
@@ -99,7 +99,7 @@ def _real(name: str):
     if name == "CMU":
         d = gd.load_cmu_mocap_walkjog()
         Y = d.Y[np.isin(d.groups, _CMU_JOG)]                 # rows are stored trial by trial
-        Y = Y[:, Y.std(axis=0) > 0]
+        Y = Y[:, Y.std(axis=0) > 1e-8]                        # 6 channels constant (to 1e-14)
         return _standardise(Y), np.linspace(-1.0, 1.0, len(Y))
     d = gd.load_fx_exchange_rates()
     Y = d.Y[:, list(d.extras["currencies"])]
@@ -204,7 +204,7 @@ NOTES = {
            "only motion here with a flight phase like a leap; 56 non-constant channels, "
            "standardised.  D = 2 (the paper's Fig. 8 shows D = 3 for this data).",
     "S-curve": "make_s_curve('gaussian', 500 x 100), redrawn per run, as rflvm_tables.py.",
-    "Lorenz": "make_lorenz(500 x 100), redrawn per run, as rflvm_tables.py.",
+    "Lorenz": "make_lorenz(500 x 50), redrawn per run, as rflvm_tables.py.",
     "Forex": "stand-in for the paper's Kaggle set (22 currencies per USD, 2000-2019): "
              "fx_exchange_rates 2007 (PACIFIC), the 10 currencies per USD, 251 trading days, "
              "standardised.",
@@ -215,14 +215,16 @@ METHOD_NOTES = {
 }
 
 
-def write_rows(root: Path, n_iter: int) -> None:
-    """The page's rows of Table 3: paper figures, commands, notes."""
+def write_rows(root: Path = RESULTS) -> None:
+    """The page's rows of Table 3: paper figures, commands, notes (also called by
+    ``register_rows.py``)."""
     run = f".venv/bin/python {SCRIPT}"
     for name in DATASETS:
         for method in METHODS:
             note = NOTES[name]
             if method in RFLVMS:
-                note += f"  M = 100, one chain, {n_iter} sweeps (half burn-in; the paper 2000)."
+                note += ("  M = 100, one chain, the sweeps of the config (half burn-in; the "
+                         "paper 2000).")
             elif method in METHOD_NOTES:
                 note += "  " + METHOD_NOTES[method]
             write_row(PAPER, TABLE, name, method, paper_figure=paper_figure(name, method),
@@ -262,7 +264,7 @@ def main(argv=None) -> list[dict]:
     else:
         root = Path(args.root) if args.root else RESULTS
         seeds, rflvm_seeds, n_iter = args.seeds, args.rflvm_seeds, args.n_iter
-        write_rows(root, n_iter)
+        write_rows(root)
     print(f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')} "
           f"XLA_FLAGS={os.environ.get('XLA_FLAGS')} cores={len(os.sched_getaffinity(0))} "
           f"load={os.getloadavg()} root={root}", flush=True)
