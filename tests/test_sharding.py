@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -24,6 +25,7 @@ import jax
 import numpy as np
 import pytest
 
+import gplvm
 from gplvm.inference import sharding
 
 N_ROWS = 10          # not a multiple of 4: two padded rows on 4 devices, two on 2 × 2
@@ -244,3 +246,105 @@ def test_initialize_checks_its_settings_and_when_it_is_called(monkeypatch):
     jax.devices()
     with pytest.raises(RuntimeError, match="before any computation"):
         distributed.initialize("127.0.0.1:1", 2)
+
+
+# --------------------------------------------------------------------------- the estimator
+FIT_ROWS = 29        # odd: 3 padded rows on 4 devices, 1 on 2
+FIT = dict(n_components=2, n_inducing=6, optimizer="adam", learning_rate=0.02, max_iter=40,
+           progress=False, random_state=3)
+
+FIT_SCRIPT = textwrap.dedent("""
+    import json, sys
+    import jax, numpy as np
+    import gplvm
+    from jax.sharding import Mesh
+
+    Y, out = np.load(sys.argv[1]), sys.argv[2]
+    kw = json.loads(sys.argv[3])
+    four = gplvm.BayesianGPLVM(devices=4, **kw).fit(Y)
+    # a user's 2 × 2 mesh: its devices in order, the program of devices=4
+    grid = Mesh(np.array(jax.devices()).reshape(2, 2), ("a", "b"))
+    mesh = gplvm.BayesianGPLVM(devices=grid, **kw).fit(Y)
+    two = gplvm.BayesianGPLVM(devices=2, **kw).fit(Y)
+    four.save(out + "/four.npz")
+    two.save(out + "/two.npz")
+    print(json.dumps({"devices": len(jax.devices()),
+                      "mesh_identical": bool(mesh.elbo_ == four.elbo_ and np.array_equal(
+                          mesh.X_mean_, four.X_mean_))}), flush=True)
+""")
+
+
+def _fit_data() -> np.ndarray:
+    """Rows drawn around a 2-D latent through a smooth map, with two missing entries (three
+    column groups)."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(FIT_ROWS, 2))
+    Y = np.sin(X @ rng.normal(size=(2, 5))) + 0.1 * rng.normal(size=(FIT_ROWS, 5))
+    Y[3, 1] = Y[11, 4] = np.nan
+    return Y
+
+
+def test_bayesian_gplvm_on_four_and_two_devices_fits_as_on_one(tmp_path):
+    """``BayesianGPLVM(devices=4)`` (29 rows: 3 padded), ``devices=`` a 2 × 2 mesh and
+    ``devices=2`` (1 padded row), with missing entries, in a process with 4 CPU devices,
+    against ``devices=None`` here (same seed).  The sums over rows differ from the one-device
+    sums only in the order of the additions (relative round-off ~1e-15), so the bound at every
+    step agrees to 1e-10 relative.  Adam moves each parameter by at most about the learning
+    rate per step, whatever the gradient's size; both runs see the same gradients up to that
+    round-off, so after 40 steps the latents agree far below one step (1e-7 ≪ 0.02): a
+    sharded sum that dropped or doubled a row would move them by a step's worth.  The fitted
+    sharded models save, load, transform, impute and score as the unsharded one does."""
+    Y = _fit_data()
+    np.save(tmp_path / "Y.npy", Y)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES", "GPLVM_CPU_DEVICES")}
+    env.update(OPENBLAS_NUM_THREADS="1", XLA_FLAGS="--xla_cpu_multi_thread_eigen=false "
+                                                   "--xla_force_host_platform_device_count=4")
+    child = subprocess.Popen([sys.executable, "-c", FIT_SCRIPT, str(tmp_path / "Y.npy"),
+                              str(tmp_path), json.dumps(FIT)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env)
+    try:            # the one-device fit here, while the child fits on its devices
+        one = gplvm.BayesianGPLVM(**FIT).fit(Y)
+        out, err = child.communicate(timeout=300)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == 0, err[-3000:]
+    got = _json_line(out)
+    assert got == {"devices": 4, "mesh_identical": True}
+    Y_new = Y[:4].copy()
+    Y_new[0, 2] = np.nan
+    for name in ("four", "two"):
+        model = gplvm.load(tmp_path / f"{name}.npz")
+        assert model.devices == {"four": 4, "two": 2}[name]
+        assert abs(model.elbo_ - one.elbo_) <= RTOL * abs(one.elbo_)
+        assert model.n_iter_ == one.n_iter_ == FIT["max_iter"]
+        assert _close(model.history_, one.history_)
+        np.testing.assert_allclose(model.X_mean_, one.X_mean_, rtol=0, atol=1e-7)
+        np.testing.assert_allclose(model.X_var_, one.X_var_, rtol=0, atol=1e-7)
+        np.testing.assert_allclose(model.transform(Y_new), one.transform(Y_new), atol=1e-6)
+        np.testing.assert_allclose(model.impute(Y), one.impute(Y), atol=1e-6)
+        assert abs(model.score(Y_new) - one.score(Y_new)) <= 1e-6 * abs(one.score(Y_new))
+
+
+@pytest.mark.parametrize("devices, match", [
+    (0, "1 to"), (len(jax.devices()) + 1, "1 to"), ("cpu", "a count"), (True, "a count"),
+    ([], "a count"), (2.0, "a count")])
+def test_bad_devices_are_refused_before_any_computation(devices, match):
+    """A count outside 1..len(jax.devices()), a string, a bool, an empty list or a float:
+    a ValueError naming ``devices`` before Y is even read (Y=None here would fail later)."""
+    with pytest.raises(ValueError, match=rf"devices={re.escape(repr(devices))}.*{match}"):
+        gplvm.BayesianGPLVM(devices=devices).fit(None)
+
+
+@pytest.mark.parametrize("kwargs, fit_kwargs, match", [
+    ({}, {"times": np.arange(6.0)}, "times="),
+    ({"inference": "svi"}, {}, "inference='svi'"),
+    ({"checkpoint": "model.npz"}, {}, "checkpoint"),
+    ({"psi_rule": "monte_carlo"}, {}, "Monte Carlo"),
+    ({"psi_rule": gplvm.expectations.MonteCarlo()}, {}, "Monte Carlo")])
+def test_devices_with_what_is_not_sharded_yet_names_the_alternative(kwargs, fit_kwargs, match):
+    """The dynamical prior, SVI, checkpoints and Monte Carlo Ψ-statistics with ``devices=``:
+    a ValueError naming the combination and the way out (devices=None), before Y is read."""
+    with pytest.raises(ValueError, match=rf"devices=1: .*{re.escape(match)}.*devices=None"):
+        gplvm.BayesianGPLVM(devices=1, **kwargs).fit(None, **fit_kwargs)

@@ -39,13 +39,38 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from gplvm._pytree import pytree_dataclass, static_field
+from gplvm._validation import as_2d_float, check_magnitude, check_observed_columns
 from gplvm.expectations import psi_statistics
 from gplvm.expectations.rules import resolve_rule
 from gplvm.objectives import collapsed
 
 AXIS = "rows"
 
-DevicesLike = Union[None, int, Sequence[Any]]
+DevicesLike = Union[None, int, Sequence[Any], Mesh]
+
+
+def devices_problem(devices) -> Optional[str]:
+    """Why ``devices`` cannot choose a mesh (None when it can), without computing anything.
+
+    Accepted: None (every device), an int d in 1..``len(jax.devices())`` (the first d), a
+    non-empty list of distinct ``jax.Device``, or a :class:`jax.sharding.Mesh`.
+    """
+    if devices is None or isinstance(devices, Mesh):
+        return None
+    n_available = len(jax.devices())
+    if isinstance(devices, (int, np.integer)) and not isinstance(devices, (bool, np.bool_)):
+        if 1 <= devices <= n_available:
+            return None
+        return (f"devices={devices} but JAX has {n_available} device(s); ask for 1 to "
+                f"{n_available}, or start Python with more (GPLVM_CPU_DEVICES or "
+                f"XLA_FLAGS=--xla_force_host_platform_device_count=n)")
+    if isinstance(devices, (list, tuple)) and devices and all(
+            isinstance(d, jax.Device) for d in devices):
+        if len(set(devices)) != len(devices):
+            return "devices lists a device twice; give each device once"
+        return None
+    return (f"devices must be None, a count, a non-empty list of jax.Device (e.g. "
+            f"jax.devices()[:2]) or a jax.sharding.Mesh; got {type(devices).__name__}")
 
 
 def make_mesh(devices: DevicesLike = None) -> Mesh:
@@ -53,29 +78,32 @@ def make_mesh(devices: DevicesLike = None) -> Mesh:
 
     Args:
         devices: None for every device (of every process under :mod:`jax.distributed`); an int
-            d for the first d of them; or a list of ``jax.Device``.
+            d for the first d of them; a list of ``jax.Device``; or a
+            :class:`jax.sharding.Mesh`, whose devices (all its axes flattened) are used.
 
     Raises:
         ValueError: on a count outside 1..``len(jax.devices())``, an empty list, a repeated
-            device, or something that is not a device.
+            device, or something that is not a device (:func:`devices_problem`).
     """
-    available = jax.devices()
+    problem = devices_problem(devices)
+    if problem is not None:
+        raise ValueError(problem)
     if devices is None:
-        chosen = list(available)
-    elif isinstance(devices, (int, np.integer)) and not isinstance(devices, bool):
-        if not 1 <= devices <= len(available):
-            raise ValueError(f"devices={devices} but JAX has {len(available)} device(s); ask for "
-                             f"1 to {len(available)}, or start Python with more (GPLVM_CPU_DEVICES"
-                             f" or XLA_FLAGS=--xla_force_host_platform_device_count=n)")
-        chosen = list(available[:devices])
+        chosen = list(jax.devices())
+    elif isinstance(devices, Mesh):
+        chosen = list(devices.devices.ravel())
+    elif isinstance(devices, (int, np.integer)):
+        chosen = list(jax.devices()[:int(devices)])
     else:
         chosen = list(devices)
-        if not chosen or not all(isinstance(d, jax.Device) for d in chosen):
-            raise ValueError("devices must be None, a count, or a non-empty list of jax.Device "
-                             "(e.g. jax.devices()[:2])")
-        if len(set(chosen)) != len(chosen):
-            raise ValueError("devices lists a device twice; give each device once")
     return Mesh(np.array(chosen), (AXIS,))
+
+
+def to_default_device(tree):
+    """Every array of ``tree`` copied to the default device as an uncommitted array: a model
+    fitted on a mesh then predicts with the same compiled code as one fitted on one device."""
+    return jax.tree_util.tree_map(lambda x: jnp.asarray(np.asarray(x))
+                                  if isinstance(x, jax.Array) else x, tree)
 
 
 def padded_rows(n_rows: int, n_devices: int) -> int:
@@ -137,24 +165,77 @@ class ShardedData:
 def shard_data(Y, mesh: Optional[Mesh] = None) -> ShardedData:
     """Split ``Y`` (N, D; NaN = missing; an array or a memmap) by rows over ``mesh``.
 
-    Column groups (missingness patterns, :func:`gplvm.objectives.collapsed.group_columns`) are
-    found from the whole of ``Y`` in every process; the row blocks are then built per device.
+    One pass over row chunks (:func:`scan_rows`) checks the entries and finds the column groups
+    (missingness patterns, numbered as :func:`gplvm.objectives.collapsed.group_columns` numbers
+    them) without holding more than a chunk of ``Y``; each device's block of rows is then read
+    and built on its own (:func:`shard_rows`), so no device holds more than its rows.
 
     Raises:
-        ValueError: when ``Y`` is not 2-D or has no rows or columns.
+        ValueError: when ``Y`` is not 2-D, has no rows or columns, has an infinite entry or one
+            whose square overflows, or a column with no observed entry.
     """
     if getattr(Y, "ndim", None) != 2 or Y.shape[0] == 0 or Y.shape[1] == 0:
         raise ValueError(f"Y must be a 2-D (N, D) array with N, D ≥ 1; got shape "
                          f"{getattr(Y, 'shape', None)} (use Y.reshape(-1, 1) for one column)")
+    column_group, n_obs = scan_rows(Y)
     mesh = make_mesh() if mesh is None else mesh
-    groups = collapsed.group_columns(Y)
     replicated = NamedSharding(mesh, PartitionSpec())
-    Y0 = _RowsWithoutNaN(Y)
-    return ShardedData(Y0=shard_rows(Y0, mesh), weights_T=shard_rows(_RowWeights(Y, groups), mesh),
+    return ShardedData(Y0=shard_rows(_RowsWithoutNaN(Y), mesh),
+                       weights_T=shard_rows(_RowWeights(Y, column_group), mesh),
                        mask=shard_rows(np.ones(Y.shape[0]), mesh),
-                       column_group=jax.device_put(np.asarray(groups.column_group), replicated),
-                       n_obs=jax.device_put(np.asarray(groups.n_obs), replicated),
+                       column_group=jax.device_put(column_group, replicated),
+                       n_obs=jax.device_put(n_obs, replicated),
                        mesh=mesh, n_rows=int(Y.shape[0]))
+
+
+def scan_rows(Y, chunk_rows: Optional[int] = None):
+    """Check ``Y`` and group its columns by missingness pattern, one chunk of rows at a time.
+
+    The groups are refined chunk by chunk: two columns share a group when they shared one
+    over the earlier rows and have the same pattern in this chunk.  Ranking the pairs (earlier
+    group, this chunk's pattern) lexicographically keeps the groups in the lexicographic order
+    of their whole patterns, the order of ``np.unique`` in
+    :func:`gplvm.objectives.collapsed.group_columns`, so the numbering is the same.
+
+    Returns:
+        column_group (D,) ints and n_obs (G,) observed rows per group (NumPy).
+
+    Raises:
+        ValueError: on an infinite or overflowing entry (naming its row and column) or a
+            column with no observed entry (:mod:`gplvm._validation`).
+    """
+    N, D = Y.shape
+    chunk_rows = chunk_rows or max(1, 2**22 // D)
+    column_group, counts = np.zeros(D, dtype=np.int64), np.zeros(D, dtype=np.int64)
+    for start in range(0, N, chunk_rows):
+        block = _checked_block(Y, start, min(start + chunk_rows, N))
+        observed = ~np.isnan(block)
+        counts += observed.sum(axis=0)
+        keys = np.concatenate([column_group[:, None], observed.T.astype(np.int64)], axis=1)
+        column_group = np.unique(keys, axis=0, return_inverse=True)[1].ravel()
+    if not counts.all():
+        check_observed_columns(np.where(counts > 0, 0.0, np.nan)[None, :])
+    return column_group, counts[_first_columns(column_group)].astype(float)
+
+
+def _first_columns(column_group: np.ndarray) -> np.ndarray:
+    """(G,) the first column of each group (all of a group's columns share its pattern)."""
+    return np.array([np.flatnonzero(column_group == g)[0]
+                     for g in range(column_group.max() + 1)])
+
+
+def _checked_block(Y, start: int, stop: int) -> np.ndarray:
+    """Rows start..stop of Y as floats, checked by :func:`gplvm._validation.as_2d_float` and
+    :func:`~gplvm._validation.check_magnitude`; the message gives rows of the whole of Y."""
+    try:
+        block = as_2d_float(Y[start:stop], "Y", allow_nan=True)
+        check_magnitude(block, "Y", "rescale Y (e.g. divide it by its largest entry)")
+    except ValueError as err:
+        if start == 0:
+            raise
+        raise ValueError(f"{err} (in rows {start} to {stop - 1} of Y; the row numbers above "
+                         f"count from row {start})") from None
+    return block
 
 
 class _RowsWithoutNaN:
@@ -170,10 +251,9 @@ class _RowsWithoutNaN:
 class _RowWeights:
     """Row slices of the (N, G) group weights: w_ng = 1 when row n is observed in group g."""
 
-    def __init__(self, Y, groups: collapsed.MissingGroups):
+    def __init__(self, Y, column_group: np.ndarray):
         self.Y = Y
-        self.first = np.array([np.flatnonzero(np.asarray(groups.column_group) == g)[0]
-                               for g in range(len(groups.n_obs))])
+        self.first = _first_columns(column_group)
         self.shape = (Y.shape[0], len(self.first))
 
     def __getitem__(self, rows):

@@ -19,7 +19,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from gplvm._random import as_key
-from gplvm.inference import minimise
+from gplvm.inference import minimise, sharding
 from gplvm.inference.optimise import NonFiniteObjectiveError
 from gplvm.kernels import AbstractKernel
 from gplvm.linalg import CholeskyError, escalate_jitter
@@ -84,6 +84,16 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
             a time.  Iid latent prior only; no checkpoint yet.  See
             :mod:`gplvm.models.gplvm_family.svi_fit`.
         batch_size: rows per minibatch with ``inference='svi'`` (``None``: min(256, N)).
+        devices: ``None`` (the default: one device, as always), an int k (the first k of
+            ``jax.devices()``), a list of ``jax.Device`` or a :class:`jax.sharding.Mesh`:
+            the collapsed bound's sums over rows (ψ0, Ψ1ᵀY, Ψ2, Σ y², the KL of q(X)) are
+            computed by each device over its own block of rows and added
+            (:mod:`gplvm.inference.sharding`); Y is split by rows, padded to a multiple of
+            the device count with rows of weight 0.  The bound equals the one-device bound
+            up to the order of the additions.  q(X)'s parameters, Z, the kernel and the
+            optimiser's state are not split.  Not available (a ``ValueError`` says so before
+            any computation) with ``times=``, ``inference='svi'``, ``checkpoint`` or Monte
+            Carlo Ψ-statistics.  See docs/scaling.md.
 
     Attributes:
         X_mean_, X_var_ (N, Q); Z_ (M, Q); kernel_; noise_var_ (original units, per column);
@@ -104,7 +114,7 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
                  time_kernel: AbstractKernel | None = None, transform_max_iter: int = 300,
                  random_state=0, progress: bool = True, checkpoint=None,
                  checkpoint_interval: float = 60.0, inference: str = "collapsed",
-                 batch_size: Optional[int] = None):
+                 batch_size: Optional[int] = None, devices=None):
         self.n_components = n_components
         self.n_inducing = n_inducing
         self.kernel = kernel
@@ -123,6 +133,7 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
         self.checkpoint_interval = checkpoint_interval
         self.inference = inference
         self.batch_size = batch_size
+        self.devices = devices
 
     # ------------------------------------------------------------------ fit
     def fit(self, Y, y=None, *, times=None, groups=None):
@@ -135,6 +146,7 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
             groups: (N,) sequence labels: independent sequences (block-diagonal time prior).
         """
         del y
+        self._check_devices(times)
         if self.inference == "svi":
             return self._fit_svi(Y, times, groups)
         Y, times = self._validate_common(Y, times, groups)
@@ -264,9 +276,11 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
 
     def _set_fitted(self, u, problem, Y_mean, Y_std):
         summary = fam.fitted_from(u, problem, Y_mean, Y_std)
+        if problem.sharded is not None:     # devices=: the fitted values off the mesh
+            u, summary = sharding.to_default_device((u, summary))
         self.fitted_ = summary.fitted
         self.params_ = u
-        self._problem = problem
+        self._problem = problem._replace(sharded=None)  # rows on a mesh are not saved
         self.X_mean_, self.X_var_ = summary.X_mean, summary.X_var
         self.elbo_ = summary.bound
         self.jitter_ = problem.jitter

@@ -7,6 +7,10 @@ reads besides ``u``: the data, the column groups (missing-data patterns) and wei
 prior (:mod:`.latent`), the kernel's structure, the Ψ-statistic rule, the linear-algebra route
 (:mod:`.route`) and the Kuu jitter.  It is a pytree, so one compiled step serves every fit of the
 same shapes.  Estimators choose the pieces; the functions here do not know which estimator asked.
+
+With ``sharded`` set (``BayesianGPLVM(devices=...)``) the sums over rows — ψ0, Ψ1ᵀY, Ψ2, Σ y²
+and the KL of the iid q(X) — are computed block by block on the devices of a mesh and added
+(:func:`gplvm.inference.sharding.data_term`); the M × M algebra is the same.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import jax
 import jax.numpy as jnp
 
 from gplvm.expectations import psi_statistics
+from gplvm.inference import sharding
 from gplvm.objectives.collapsed import BoundParts, MissingGroups
 from gplvm.registry import register
 from gplvm.transforms import softplus
@@ -35,6 +40,9 @@ class Problem(NamedTuple):
         route: the linear-algebra route (:class:`~.route.DenseRoute`).
         jitter: added to K_uu's diagonal (:func:`gplvm.linalg.escalate_jitter`).
         column_weights: (D,) weights w_d, or None for all ones.
+        sharded: None, or the rows split over a mesh
+            (:class:`~gplvm.inference.sharding.ShardedData`; iid q(X) and the dense route
+            only); ``Y0`` is then None and ``groups.weights`` None (they live on the mesh).
     """
 
     Y0: jnp.ndarray
@@ -45,6 +53,7 @@ class Problem(NamedTuple):
     route: Any
     jitter: float
     column_weights: Optional[jnp.ndarray] = None
+    sharded: Optional[sharding.ShardedData] = None
 
 
 class Unpacked(NamedTuple):
@@ -84,12 +93,30 @@ def data_term(kernel_u, noise_u, Z, X_mean, X_var, problem: Problem, route_u=Non
     return value, parts, Unpacked(kernel, noise_var, X_mean, X_var, psi1)
 
 
+def sharded_data_term(kernel_u, noise_u, Z, X_mean, X_var, problem: Problem):
+    """:func:`data_term` with the sums over rows split over ``problem.sharded``'s mesh, and
+    the KL of q(X) under N(0, I) added over the mesh too (both from
+    :func:`gplvm.inference.sharding.data_term`); Ψ1 loses the padded rows."""
+    kernel = problem.kernel.from_unconstrained(kernel_u)
+    noise_var = softplus(noise_u)
+    value, parts, kl, psi1 = sharding.data_term(kernel, noise_var, Z, X_mean, X_var,
+                                                problem.sharded, problem.rule, problem.jitter,
+                                                problem.column_weights)
+    return value, parts, Unpacked(kernel, noise_var, X_mean, X_var,
+                                  psi1[:X_mean.shape[0]]), kl
+
+
 def bound_and_parts(u: dict, problem: Problem) -> tuple[jnp.ndarray, BoundParts, Unpacked]:
     """The collapsed bound (to maximise), the route's factors for q(U), and the unpacked values:
-    q(X)'s marginals and KL under its prior, then :func:`data_term` − KL (seed 001 eq. 32)."""
+    q(X)'s marginals and KL under its prior, then :func:`data_term` − KL (seed 001 eq. 32);
+    with ``problem.sharded`` both by :func:`sharded_data_term`."""
     X_mean, X_var, kl = problem.latent.marginals(u)
-    value, parts, unpacked = data_term(u["kernel"], u["noise_var"], u["Z"], X_mean, X_var,
-                                       problem, u.get("route"))
+    if problem.sharded is not None:
+        value, parts, unpacked, kl = sharded_data_term(u["kernel"], u["noise_var"], u["Z"],
+                                                       X_mean, X_var, problem)
+    else:
+        value, parts, unpacked = data_term(u["kernel"], u["noise_var"], u["Z"], X_mean, X_var,
+                                           problem, u.get("route"))
     return value - kl, parts, unpacked
 
 

@@ -21,6 +21,8 @@ from gplvm._random import as_key
 from gplvm._validation import (
     as_2d_float, as_float_array, check_magnitude, check_no_constant_columns, check_observed_columns,
 )
+from gplvm.expectations import MonteCarlo
+from gplvm.inference import sharding
 from gplvm.io import SaveMixin
 from gplvm.kernels import RBF
 from gplvm.models._common import check_is_fitted
@@ -41,6 +43,13 @@ def check_inducing(n_inducing: int, n_rows: int, what: str) -> None:
         raise ValueError(f"n_inducing={n_inducing} exceeds the {n_rows} {what}; inducing "
                          f"inputs summarise the rows, so use at most as many: pass "
                          f"n_inducing={n_rows} or fewer")
+
+
+def _is_monte_carlo(psi_rule) -> bool:
+    """Whether a ``psi_rule`` argument (a name or a rule object) is Monte Carlo."""
+    if isinstance(psi_rule, str):
+        return psi_rule.lower().replace("-", "_").replace(" ", "_") == "monte_carlo"
+    return isinstance(psi_rule, MonteCarlo)
 
 
 def ard_relevance(kernel, n_components: int) -> np.ndarray:
@@ -92,6 +101,34 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         check_inducing(self.n_inducing, Y.shape[0], "rows of Y")
         return Y, times
 
+    def _check_devices(self, times) -> None:
+        """``devices`` (when not None) names a mesh and the fit can split its rows over it;
+        checked before any computation (:func:`gplvm.inference.sharding.devices_problem`)."""
+        devices = getattr(self, "devices", None)
+        if devices is None:
+            return
+        name = type(self).__name__
+        problem = sharding.devices_problem(devices)
+        if problem is not None:
+            raise ValueError(f"{name}: devices={devices!r} is not valid: {problem}")
+        unsupported = [
+            (times is not None, "the dynamical prior (times=) couples the rows through its "
+                                "time GP, so its rows are not split yet: pass devices=None"),
+            (getattr(self, "inference", "collapsed") != "collapsed",
+             "inference='svi' does not split its minibatches over devices yet: pass "
+             "devices=None, or inference='collapsed'"),
+            (getattr(self, "checkpoint", None) is not None,
+             "a checkpoint cannot hold the rows split over devices yet: pass checkpoint=None "
+             "or devices=None"),
+            (_is_monte_carlo(self.psi_rule),
+             "Monte Carlo Ψ-statistics number their draws within each device's rows, so the "
+             "split would change the draws: pass psi_rule='unscented' or 'gauss_hermite', or "
+             "devices=None"),
+        ]
+        for found, why in unsupported:
+            if found:
+                raise ValueError(f"{name}: devices={devices!r}: {why}")
+
     def _standardisation(self, Y):
         """Column means and standard deviations (zeros and ones with ``standardize=False``)."""
         dtype = float_dtype()  # float32 in gplvm.config's float32 mode
@@ -104,7 +141,9 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
 
         PCA latents with unit-variance columns, Z by k-means, an ARD RBF whose length-scales
         start at 1/(fraction of variance) unless a kernel is given, noise at
-        ``init_noise_fraction`` of the variance, q(X) under the iid or dynamical prior.
+        ``init_noise_fraction`` of the variance, q(X) under the iid or dynamical prior.  An
+        estimator with a ``devices`` argument other than None gets its rows split over that
+        mesh (:func:`gplvm.inference.sharding.shard_data`; iid prior only, checked in fit).
         """
         Q, M = int(self.n_components), int(self.n_inducing)
         X0, fracs = initial_latents(Ys, Q)
@@ -120,9 +159,14 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         else:
             u.update(latent.initial_params(X0, 0.1 if self.init_X_var is None
                                            else self.init_X_var))
+        rule, jitter = resolve_rule(self.psi_rule, key), initial_jitter(kernel, Z0)
+        devices = getattr(self, "devices", None)
+        if devices is not None:     # the rows split over a mesh (BayesianGPLVM(devices=...))
+            data = sharding.shard_data(Ys, sharding.make_mesh(devices))
+            return u, Problem(None, data.groups, latent, kernel, rule, DenseRoute(), jitter,
+                              sharded=data)
         problem = Problem(jnp.asarray(np.nan_to_num(Ys)), collapsed.group_columns(Ys), latent,
-                          kernel, resolve_rule(self.psi_rule, key), DenseRoute(),
-                          initial_jitter(kernel, Z0))
+                          kernel, rule, DenseRoute(), jitter)
         return u, problem
 
     def _latent_prior(self, times, groups, n_rows):
