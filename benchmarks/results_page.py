@@ -143,11 +143,42 @@ def build(root: Path = RESULTS) -> str:
                 out.append("| " + " | ".join(_line(row, sorted(groups[tag], key=lambda c:
                                                                   c["seed"]), derive)) + " |")
             if row and row.get("note"):
-                notes[key[2]] = row["note"]
-        if notes:
-            out += [""] + [f"* **{name}**: {text}" for name, text in sorted(notes.items())]
+                notes.setdefault(row["note"], []).append(key[2])
+        pivot = next((by_row[k].get("pivot") for k in keys if k[:2] == (paper, table)
+                      and k in by_row and by_row[k].get("pivot")), None)
+        if pivot:
+            out += [""] + _pivot([k for k in keys if k[:2] == (paper, table)], by_row,
+                                 by_cells, pivot)
+        out += [""] + [f"* **{', '.join(dict.fromkeys(names))}**: {text}"
+                       for text, names in notes.items()] if notes else []
         out.append("")
     return "\n".join(out)
+
+
+def _pivot(keys, by_row, by_cells, column: str) -> list[str]:
+    """The table as its figure draws it: a line per method, a column per value of ``column``
+    (``"dataset"`` or a config key such as ``"M"``), entries mean ± sd (n)."""
+    table = defaultdict(dict)
+    for key in keys:
+        row = by_row.get(key) or {}
+        derive = row.get("derive") or {}
+        source = by_cells.get(key[:1] + (derive.get("from_table", key[1]),) + key[2:], [])
+        for c in source:
+            col = c["dataset"] if column == "dataset" else c["config"].get(column)
+            table[row.get("label") or key[3]].setdefault(str(col), []).append(
+                _values([c], derive if derive.get("detail") else None)[0])
+    columns = sorted({col for entries in table.values() for col in entries}, key=natural_key)
+    lines = ["| method | " + " | ".join(f"{column}={c}" if column != "dataset" else c
+                                        for c in columns) + " |",
+             "| --- |" + " --- |" * len(columns)]
+    for label, entries in table.items():
+        cells = []
+        for col in columns:
+            vals = np.asarray(entries.get(col, []), float)
+            sd = float(vals.std(ddof=1)) if len(vals) > 1 else float("nan")
+            cells.append(f"{_fmt(vals.mean(), sd)} ({len(vals)})" if len(vals) else "")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def main() -> None:

@@ -65,6 +65,9 @@ def test_figure1_smoke_writes_a_cell_per_model_and_M_with_the_protocol_mse(tmp_p
     f_table = page.split("MSE of F (the noiseless")[1]
     assert f"{np.mean(d.F ** 2):.4f} (n=1)" in f_table     # the derived detail, not the value
     assert page.index("M=4,") < page.index("M=6,")
+    # the figure as a table: a line per model, a column per M, the F errors in the F table
+    f_line = f"| {rflvm_figure1.LABELS['rflvm']} | {np.mean(d.F ** 2):.4f} (1) | "
+    assert "| method | M=4 | M=6 |" in f_table and f_line in f_table
     assert sorted(["M=10", "M=5", "M=200"], key=results_page.natural_key) == \
         ["M=5", "M=10", "M=200"]
 

@@ -119,10 +119,11 @@ def write_rows(root: Path) -> None:
     for model in MODELS:
         command = f".venv/bin/python {SCRIPT} --models {model}"
         write_row(PAPER, TABLE, DATASET, model, label=LABELS[model], command=command,
-                  note=note, metric="MSE of held-out Y", root=root)
+                  note=note, metric="MSE of held-out Y", extra={"pivot": "M"}, root=root)
         write_row(PAPER, TABLE + "F", DATASET, model, label=LABELS[model], command=command,
                   note=note, metric="MSE of F",
-                  extra={"derive": {"from_table": TABLE, "detail": "mse_F"}}, root=root)
+                  extra={"derive": {"from_table": TABLE, "detail": "mse_F"}, "pivot": "M"},
+                  root=root)
 
 
 def plot(root: Path) -> Path:
