@@ -13,6 +13,11 @@ A forced host device is a share of the CPU, not a core: with fewer cores than de
 machine's core count and thread settings are printed beside the table) more devices cannot be
 faster, and the table measures the cost of splitting instead.
 
+``--fit`` instead times a whole ``BayesianGPLVM(devices=d).fit`` (the estimator's switch; L-BFGS,
+``--iters`` iterations, the same random problem): the first fit (compilation included), a
+second identical fit (compiled), the bound reached (the same for every d, to round-off) and the
+peak resident set size.
+
 ``--rflvm`` instead checks item 2's chain claim on the full RFLVM: a Gaussian RFLVM with 4 chains
 fitted with 4 devices (``XLA_FLAGS=--xla_force_host_platform_device_count=4``) and with one
 (``GPLVM_CPU_DEVICES=1``) in two subprocesses; the draws of X must be identical bit for bit.
@@ -20,7 +25,7 @@ fitted with 4 devices (``XLA_FLAGS=--xla_force_host_platform_device_count=4``) a
 ~30 s to compile, twice, too long for the suite.)
 
     OPENBLAS_NUM_THREADS=1 XLA_FLAGS=--xla_cpu_multi_thread_eigen=false \\
-        .venv/bin/python benchmarks/sharding_scaling.py [--rows 2000 8000 32000] [--rflvm]
+        .venv/bin/python benchmarks/sharding_scaling.py [--rows 2000 8000 32000] [--fit] [--rflvm]
 """
 
 from __future__ import annotations
@@ -73,6 +78,32 @@ print("JSON" + json.dumps({"devices": mesh.size, "rows": n_rows, "compile_s": co
                            "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
+FIT_CHILD = r"""
+import json, resource, sys, time, warnings
+import numpy as np
+import jax
+import gplvm
+
+n_rows, iters = int(sys.argv[1]), int(sys.argv[2])
+devices = len(jax.devices())     # the count forced by XLA_FLAGS
+rng = np.random.default_rng(0)
+X = rng.normal(size=(n_rows, 2))
+Y = np.sin(X @ rng.normal(size=(2, 20))) + 0.1 * rng.normal(size=(n_rows, 20))
+Y[rng.random(Y.shape) < 0.01] = np.nan
+seconds = []
+for _ in range(2):
+    t = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = gplvm.BayesianGPLVM(n_inducing=30, max_iter=iters, progress=False,
+                                    devices=devices).fit(Y)
+    seconds.append(time.perf_counter() - t)
+print("JSON" + json.dumps({"devices": devices, "rows": n_rows, "first_s": seconds[0],
+                           "second_s": seconds[1], "n_iter": model.n_iter_,
+                           "bound": model.elbo_,
+                           "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
 RFLVM_CHILD = r"""
 import sys, time
 import numpy as np
@@ -103,8 +134,9 @@ def _devices_env(d: int) -> dict:
     return _env(XLA_FLAGS=f"--xla_force_host_platform_device_count={d}")
 
 
-def measure(rows: int, devices: int, repeats: int) -> dict:
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(rows), str(repeats)],
+def measure(rows: int, devices: int, repeats: int, child: str = CHILD) -> dict:
+    """One child (``CHILD`` or ``FIT_CHILD``) on ``devices`` forced CPU devices."""
+    proc = subprocess.run([sys.executable, "-c", child, str(rows), str(repeats)],
                           capture_output=True, text=True, env=_devices_env(devices))
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr[-2000:])
@@ -122,16 +154,23 @@ def settings() -> str:
             f"{os.getloadavg()[0]:.1f}")
 
 
-def scaling(rows_list, devices_list, repeats: int) -> None:
+def table(rows_list, devices_list, arg: int, fit: bool) -> None:
+    """One subprocess per (rows, devices): the bound-and-gradient table, or with ``fit`` the
+    whole-fit table; ``arg`` is the repeats or the L-BFGS iterations."""
     print(settings())
-    print(f"{'rows':>8} {'devices':>7} {'s/eval':>9} {'compile s':>9} {'XLA MiB/dev':>11} "
-          f"{'peak RSS MiB':>12}")
+    print(f"{'rows':>8} {'devices':>7} " + (
+        f"{'1st fit s':>9} {'2nd fit s':>9} {'iters':>5} {'bound':>14} " if fit else
+        f"{'s/eval':>9} {'compile s':>9} {'XLA MiB/dev':>11} ") + f"{'peak RSS MiB':>12}")
     for rows in rows_list:
         for d in devices_list:
-            r = measure(rows, d, repeats)
-            xla = "-" if r["xla_mib"] is None else f"{r['xla_mib']:.1f}"
-            print(f"{rows:>8} {d:>7} {r['seconds']:>9.4f} {r['compile_s']:>9.1f} {xla:>11} "
-                  f"{r['rss_mib']:>12.0f}", flush=True)
+            r = measure(rows, d, arg, FIT_CHILD if fit else CHILD)
+            if fit:
+                cells = (f"{r['first_s']:>9.1f} {r['second_s']:>9.1f} {r['n_iter']:>5} "
+                         f"{r['bound']:>14.6f}")
+            else:
+                xla = "-" if r["xla_mib"] is None else f"{r['xla_mib']:.1f}"
+                cells = f"{r['seconds']:>9.4f} {r['compile_s']:>9.1f} {xla:>11}"
+            print(f"{rows:>8} {d:>7} {cells} {r['rss_mib']:>12.0f}", flush=True)
 
 
 def rflvm_chains() -> bool:
@@ -156,12 +195,15 @@ def main() -> None:
     parser.add_argument("--rows", type=int, nargs="+", default=[2000, 8000, 32000])
     parser.add_argument("--devices", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--fit", action="store_true",
+                        help="time whole BayesianGPLVM(devices=d).fit calls instead")
+    parser.add_argument("--iters", type=int, default=50, help="L-BFGS iterations with --fit")
     parser.add_argument("--rflvm", action="store_true",
                         help="check 4 RFLVM chains on 4 devices against 1 device instead")
     args = parser.parse_args()
     if args.rflvm:
         raise SystemExit(0 if rflvm_chains() else 1)
-    scaling(args.rows, args.devices, args.repeats)
+    table(args.rows, args.devices, args.iters if args.fit else args.repeats, args.fit)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,16 @@ unchanged (:mod:`gplvm.distributed`).
 
 Deterministic Ψ-statistic rules (analytic, unscented, Gauss–Hermite) give the same sums however
 the rows are split; :class:`~gplvm.expectations.MonteCarlo` draws point n from
-``fold_in(key, n)`` with n counted within a device's block, so its draws depend on the split.
+``fold_in(key, n)`` with n counted within a device's block, so its draws depend on the split
+(a different, equally valid Monte Carlo estimate; ``BayesianGPLVM(devices=...)`` refuses it).
+Matching draws need the global row index in
+:func:`gplvm.expectations.quadrature.quadrature_psi` (an offset added to its ``index``).
+
+``BayesianGPLVM(devices=...)`` uses this module inside its fit: its
+:class:`~gplvm.models.gplvm_family.bound.Problem` carries the :class:`ShardedData`.
+:func:`shard_data` reads Y a chunk of rows at a time to check it and group its columns
+(:func:`scan_rows`) and then builds each device's rows on their own, so neither Y nor an
+(N, ·) array is ever whole on one device.
 
 Typical use::
 
