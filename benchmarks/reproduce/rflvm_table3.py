@@ -5,8 +5,8 @@ Run: ``.venv/bin/python benchmarks/reproduce/rflvm_table3.py [--datasets CMU,S-c
 Forex] [--methods "Bayesian GPLVM,PPCA,LDM,static RFLVM,dynamic RFLVM"] [--seeds 5]
 [--rflvm-seeds 5] [--n-iter 500] [--jobs 1] [--smoke]``; then ``.venv/bin/python
 benchmarks/results_page.py`` rebuilds ``benchmarks/RESULTS.md``.  A stored cell is not
-recomputed: re-running the command resumes it.  Cells run seed by seed (every data set's seed 0,
-then seed 1, ...), the cheap methods first, so a run stopped early leaves n seeds per column.
+recomputed: re-running the command resumes it.  Cells run seed by seed (every method and data
+set of seed 0, then seed 1, ...), so a run stopped early leaves n seeds per column.
 
 **Protocol** (seed 000 §4.2): in each run (seed s) 20% of the entries of Y are held out at
 random (``numpy.random.default_rng(s)``; a row losing every entry keeps its first), each method
@@ -185,14 +185,18 @@ def config_of(method: str, n_iter: int, smoke: bool = False) -> dict:
 
 
 def make_cells(datasets, methods, seeds, rflvm_seeds, n_iter, smoke=False):
-    """Seed-major order: the cheap methods' cells, then the RFLVMs', each seed over every data
-    set before the next seed."""
+    """Seed-major order, so that a run stopped early leaves whole seeds: for each seed, PPCA
+    and the LDM (seconds), the two RFLVMs, then the Bayesian GPLVM, the data sets smallest
+    first; the RFLVMs for the first ``rflvm_seeds`` seeds only."""
+    order = [m for m in ("PPCA", "LDM") + RFLVMS + ("Bayesian GPLVM",) if m in methods]
+    by_size = [d for d in ("Forex", "CMU", "S-curve", "Lorenz") if d in datasets]
     cells = []
-    for group, n_seeds in ((CHEAP, seeds), (RFLVMS, rflvm_seeds)):
-        for seed in range(n_seeds):
-            for name in datasets:
-                cells += [Cell(PAPER, TABLE, name, m, seed, config_of(m, n_iter, smoke))
-                          for m in methods if m in group]
+    for seed in range(max(seeds, rflvm_seeds)):
+        for method in order:
+            if seed >= (rflvm_seeds if method in RFLVMS else seeds):
+                continue
+            cells += [Cell(PAPER, TABLE, name, method, seed, config_of(method, n_iter, smoke))
+                      for name in by_size]
     return cells
 
 
