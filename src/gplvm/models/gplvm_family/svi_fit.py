@@ -8,8 +8,8 @@ step-size schedule).  With complete rows q(U) takes a natural-gradient step inst
 moments live in host NumPy arrays (N × Q each): a step gathers the batch's rows, applies Adam
 to each row with that row's own state (``vmap`` over rows: a row's moments and step count move
 only when the row is in a batch, the "lazy" Adam of sparse updates), and writes them back.
-The data are read by :class:`gplvm.data.minibatch.RowSource`, B rows per step, so a memmap is
-never loaded: memory is O(B·D + N·Q), time per epoch O(N)."""
+The data are read by :class:`gplvm.data.minibatch.RowSource`, B rows per step, so data on disk
+(a memmap, a backed .h5ad) are never loaded: memory is O(B·D + N·Q), time per epoch O(N)."""
 
 from __future__ import annotations
 
