@@ -127,19 +127,17 @@ def _json_line(stdout: str, prefix: str = "") -> dict:
     return json.loads(lines[0][len(prefix):])
 
 
-@pytest.fixture(scope="module")
-def two_processes():
-    """Two jax.distributed processes on localhost, 4 CPU devices each: process 0's local
-    checks, process 1's, and process 0's output of ``gplvm.distributed.main``."""
+def _four_device_env() -> dict:
     env = {k: v for k, v in os.environ.items()
            if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES", "GPLVM_CPU_DEVICES")}
-    env.update(OPENBLAS_NUM_THREADS="1", JAX_NUM_PROCESSES="2",
-               JAX_COORDINATOR_ADDRESS=f"127.0.0.1:{_free_port()}",
+    env.update(OPENBLAS_NUM_THREADS="1",
                XLA_FLAGS="--xla_cpu_multi_thread_eigen=false "
                          "--xla_force_host_platform_device_count=4")
-    procs = [subprocess.Popen([sys.executable, "-c", SCRIPT.format(n=N_ROWS)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=dict(env, JAX_PROCESS_ID=str(i))) for i in range(2)]
+    return env
+
+
+def _finish(procs) -> list:
+    """Each process's (stdout, stderr), all exited with status 0."""
     try:
         outs = [p.communicate(timeout=300) for p in procs]
     finally:                        # a process left waiting for a crashed peer is stopped
@@ -148,10 +146,44 @@ def two_processes():
                 p.kill()
     for p, (_, err) in zip(procs, outs):
         assert p.returncode == 0, err[-3000:]
+    return outs
+
+
+@pytest.fixture(scope="module")
+def subprocesses(tmp_path_factory):
+    """Every subprocess of this file at once, and meanwhile the one-device estimator fit here.
+
+    Two jax.distributed processes on localhost, 4 CPU devices each (process 0's local checks,
+    process 1's, and process 0's output of ``gplvm.distributed.main``), and one process with 4
+    CPU devices fitting ``BayesianGPLVM`` on its devices (:data:`FIT_SCRIPT`, its models saved
+    in a temporary folder)."""
+    env = dict(_four_device_env(), JAX_NUM_PROCESSES="2",
+               JAX_COORDINATOR_ADDRESS=f"127.0.0.1:{_free_port()}")
+    procs = [subprocess.Popen([sys.executable, "-c", SCRIPT.format(n=N_ROWS)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=dict(env, JAX_PROCESS_ID=str(i))) for i in range(2)]
+    folder = tmp_path_factory.mktemp("fits")
+    Y = _fit_data()
+    np.save(folder / "Y.npy", Y)
+    procs.append(subprocess.Popen([sys.executable, "-c", FIT_SCRIPT, str(folder / "Y.npy"),
+                                   str(folder)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, env=_four_device_env()))
+    try:
+        one = gplvm.BayesianGPLVM(**FIT).fit(Y)
+    finally:
+        outs = _finish(procs)
     # only process 0 prints the global result
     assert not any(ln.startswith("{") for ln in outs[1][0].splitlines())
-    return (_json_line(outs[0][0], "LOCAL"), _json_line(outs[1][0], "LOCAL"),
-            _json_line(outs[0][0]))
+    return {"local": (_json_line(outs[0][0], "LOCAL"), _json_line(outs[1][0], "LOCAL")),
+            "global": _json_line(outs[0][0]), "fit": _json_line(outs[2][0]), "Y": Y,
+            "one": one, "folder": folder}
+
+
+@pytest.fixture(scope="module")
+def two_processes(subprocesses):
+    """Process 0's local checks, process 1's, and process 0's output of
+    ``gplvm.distributed.main``."""
+    return (*subprocesses["local"], subprocesses["global"])
 
 
 def _close(a, b, rtol=RTOL):
@@ -288,7 +320,8 @@ FIT_SCRIPT = textwrap.dedent("""
     from jax.sharding import Mesh
 
     Y, out = np.load(sys.argv[1]), sys.argv[2]
-    kw = json.loads(sys.argv[3])
+    kw = dict(n_components=2, n_inducing=6, optimizer="adam", learning_rate=0.02,
+              max_iter=40, progress=False, random_state=3)
     four = gplvm.BayesianGPLVM(devices=4, **kw).fit(Y)
     # a user's 2 × 2 mesh: its devices in order, the program of devices=4
     grid = Mesh(np.array(jax.devices()).reshape(2, 2), ("a", "b"))
@@ -296,7 +329,12 @@ FIT_SCRIPT = textwrap.dedent("""
     two = gplvm.BayesianGPLVM(devices=2, **kw).fit(Y)
     four.save(out + "/four.npz")
     two.save(out + "/two.npz")
-    print(json.dumps({"devices": len(jax.devices()),
+    # the fitted values are back on one device: the verbs run the one-device code
+    arrays = [x for m in (four, two) for x in jax.tree_util.tree_leaves((m.fitted_, m.params_))
+              if isinstance(x, jax.Array)]
+    print(json.dumps({"devices": len(jax.devices()), "kw": repr(sorted(kw.items())),
+                      "one_device": bool(arrays) and all(len(x.devices()) == 1
+                                                         for x in arrays),
                       "mesh_identical": bool(mesh.elbo_ == four.elbo_ and np.array_equal(
                           mesh.X_mean_, four.X_mean_))}), flush=True)
 """)
@@ -312,7 +350,15 @@ def _fit_data() -> np.ndarray:
     return Y
 
 
-def test_bayesian_gplvm_on_four_and_two_devices_fits_as_on_one(tmp_path):
+def _leaves_close(a, b, rtol: float) -> bool:
+    """Every array of two pytrees (the same structure) equal to ``rtol`` of its largest
+    entry (:func:`_close`)."""
+    la, lb = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
+    return len(la) == len(lb) and all(_close(x, y, rtol) for x, y in zip(la, lb))
+
+
+@pytest.mark.parametrize("name, n_devices", [("four", 4), ("two", 2)])
+def test_bayesian_gplvm_on_devices_fits_as_on_one(subprocesses, name, n_devices):
     """``BayesianGPLVM(devices=4)`` (29 rows: 3 padded), ``devices=`` a 2 × 2 mesh and
     ``devices=2`` (1 padded row), with missing entries, in a process with 4 CPU devices,
     against ``devices=None`` here (same seed).  The sums over rows differ from the one-device
@@ -321,41 +367,25 @@ def test_bayesian_gplvm_on_four_and_two_devices_fits_as_on_one(tmp_path):
     rate (0.02) per step whatever the gradient's size, and both runs see gradients equal up to
     that round-off, so after 40 steps the latents agree to 1e-10 (round-off ~1e-15 carried
     through 40 steps, with room to spare), eight orders below one step: a sharded sum that
-    dropped or doubled a row would differ by a step's worth.  The fitted sharded models save,
-    load, transform, impute and score as the unsharded one does, to the same round-off carried
-    through each row's own optimisation (1e-9).
-    """
-    Y = _fit_data()
-    np.save(tmp_path / "Y.npy", Y)
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES", "GPLVM_CPU_DEVICES")}
-    env.update(OPENBLAS_NUM_THREADS="1", XLA_FLAGS="--xla_cpu_multi_thread_eigen=false "
-                                                   "--xla_force_host_platform_device_count=4")
-    child = subprocess.Popen([sys.executable, "-c", FIT_SCRIPT, str(tmp_path / "Y.npy"),
-                              str(tmp_path), json.dumps(FIT)], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=env)
-    try:            # the one-device fit here, while the child fits on its devices
-        one = gplvm.BayesianGPLVM(**FIT).fit(Y)
-        out, err = child.communicate(timeout=300)
-    finally:
-        if child.poll() is None:
-            child.kill()
-    assert child.returncode == 0, err[-3000:]
-    got = _json_line(out)
-    assert got == {"devices": 4, "mesh_identical": True}
-    Y_new = Y[:4].copy()
-    Y_new[0, 2] = np.nan
-    for name in ("four", "two"):
-        model = gplvm.load(tmp_path / f"{name}.npz")
-        assert model.devices == {"four": 4, "two": 2}[name]
-        assert abs(model.elbo_ - one.elbo_) <= RTOL * abs(one.elbo_)
-        assert model.n_iter_ == one.n_iter_ == FIT["max_iter"]
-        assert _close(model.history_, one.history_)
-        np.testing.assert_allclose(model.X_mean_, one.X_mean_, rtol=0, atol=1e-10)
-        np.testing.assert_allclose(model.X_var_, one.X_var_, rtol=0, atol=1e-10)
-        np.testing.assert_allclose(model.transform(Y_new), one.transform(Y_new), atol=1e-9)
-        np.testing.assert_allclose(model.impute(Y), one.impute(Y), rtol=0, atol=1e-9)
-        assert abs(model.score(Y_new) - one.score(Y_new)) <= 1e-9 * abs(one.score(Y_new))
+    dropped or doubled a row would differ by a step's worth.  The saved and loaded sharded
+    model holds the unsharded model's fitted value (``fitted_``: kernel, Z, the map at the
+    optimal q(U)) to the same round-off, on one device as the unsharded model's (checked in
+    the fitting process), and transform, score, predict and impute read only that value (and
+    q(X)), so they give the unsharded answers: predict and impute are checked here."""
+    one, folder, Y = subprocesses["one"], subprocesses["folder"], subprocesses["Y"]
+    assert subprocesses["fit"] == {"devices": 4, "mesh_identical": True, "one_device": True,
+                                   "kw": repr(sorted(FIT.items()))}
+    model = gplvm.load(folder / f"{name}.npz")
+    assert model.devices == n_devices
+    assert abs(model.elbo_ - one.elbo_) <= RTOL * abs(one.elbo_)
+    assert model.n_iter_ == one.n_iter_ == FIT["max_iter"]
+    assert _close(model.history_, one.history_)
+    np.testing.assert_allclose(model.X_mean_, one.X_mean_, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(model.X_var_, one.X_var_, rtol=0, atol=1e-10)
+    assert _leaves_close(model.fitted_, one.fitted_, rtol=1e-9)
+    np.testing.assert_allclose(model.predict(one.X_mean_[:5]), one.predict(one.X_mean_[:5]),
+                               rtol=0, atol=1e-9)
+    np.testing.assert_allclose(model.impute(Y), one.impute(Y), rtol=0, atol=1e-9)
 
 
 @pytest.mark.parametrize("devices, match", [
