@@ -21,8 +21,8 @@ even number: the cos and sin of M/2 frequencies; M = 5 and 25 run with 4 and 24)
 ``--n-iter`` sweeps with half burn-in (the paper: 2000 / 1000), DP-mixture kernel.  Bayesian
 GPLVM: ``n_inducing=M``, ARD RBF (starting at length-scale 0.5 for M >= 100, where the default
 start of 1 has a non-finite bound: :data:`START_LENGTHSCALE`), analytic psi-statistics,
-``--max-iter`` L-BFGS steps (the paper used GPy).  The paper's numbers are only drawn in its Figure 1, not printed in our copy: the
-page shows them as —.
+``--max-iter`` L-BFGS steps (the paper used GPy).  The paper's numbers are only drawn in its
+Figure 1, not printed in our copy: the page shows them as —.
 
 ``--smoke`` runs both models at M in {4, 6} on a 40 x 8 S-curve with 4 sweeps / 5 L-BFGS
 steps into ``--root`` (a temporary folder by default), for the test.
@@ -129,8 +129,8 @@ def write_rows(root: Path) -> None:
             "prints no number in our copy, so there is no paper figure.  Its text: the GPLVM "
             "estimates Y* better than the RFLVM, and both recover F. 20 % of the entries held "
             "out; the noise variance 0.25 is the floor of the Y* error. Bayesian GPLVM at "
-            "M >= 100: started at RBF length-scale 0.5 (the default start of 1 has a non-finite bound "
-            "there: Kuu is not factorisable and the library does not raise the jitter at the "
+            "M >= 100: started at RBF length-scale 0.5 (the default start of 1 has a "
+            "non-finite bound there: Kuu is not factorisable and the library does not raise the jitter at the "
             "start). RFLVM at M = 5, 25: 4, 24 features (an even number). Plot: "
             f"[mse_vs_M.png](results/{PLOT.as_posix()}).")
     for model in MODELS:
