@@ -130,8 +130,8 @@ def write_rows(root: Path) -> None:
             "estimates Y* better than the RFLVM, and both recover F. 20 % of the entries held "
             "out; the noise variance 0.25 is the floor of the Y* error. Bayesian GPLVM at "
             "M >= 100: started at RBF length-scale 0.5 (the default start of 1 has a "
-            "non-finite bound there: Kuu is not factorisable and the library does not raise the jitter at the "
-            "start). RFLVM at M = 5, 25: 4, 24 features (an even number). Plot: "
+            "non-finite bound there: Kuu is not factorisable and the library does not raise "
+            "the jitter at the start). RFLVM at M = 5, 25: 4, 24 features (an even number). Plot: "
             f"[mse_vs_M.png](results/{PLOT.as_posix()}).")
     for model in MODELS:
         command = f".venv/bin/python {SCRIPT} --models {model}"
