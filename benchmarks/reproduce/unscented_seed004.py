@@ -206,8 +206,9 @@ def write_rows(root: Path) -> None:
                 "own Monte Carlo error is part of every entry.  Ours agrees for D >= 2: the UT "
                 "has the smallest error of the five at every D from 2 to 10 (5 seeds; D = 10: "
                 "UT 0.73, GH(2^D) 1.35 with 1024 points, MC(200) 3.35, MC(2D) 10.9), and MC(2D) "
-                "is the worst at every D (at D <= 2 it is the same rule as MC(2^D)).  At D = 1 the UT is the 2-point Gauss-Hermite rule "
-                "(same points, same weights) and MC(200) beats both.  The UT's error falls with "
+                "is the worst at every D (at D <= 2 it is the same rule as MC(2^D)).  At "
+                "D = 1 the UT is the 2-point Gauss-Hermite rule (same points, same weights) and "
+                "MC(200) beats both.  The UT's error falls with "
                 "D here partly because the length-scale √D makes the kernel smoother relative "
                 "to q(x)'s variance as D grows.")
     for D in DIMS:
