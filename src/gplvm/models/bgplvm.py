@@ -93,7 +93,9 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
             up to the order of the additions.  q(X)'s parameters, Z, the kernel and the
             optimiser's state are not split.  Not available (a ``ValueError`` says so before
             any computation) with ``times=``, ``inference='svi'``, ``checkpoint`` or Monte
-            Carlo Ψ-statistics.  See docs/scaling.md.
+            Carlo Ψ-statistics.  ``save`` records None or a count, not a list of devices
+            or a mesh (they belong to the running process): ``set_params(devices=None)``
+            before saving such a model.  See docs/scaling.md.
 
     Attributes:
         X_mean_, X_var_ (N, Q); Z_ (M, Q); kernel_; noise_var_ (original units, per column);
