@@ -285,6 +285,7 @@ BAD_PARAMS = [
     *[("tol", v) for v in (-1, np.nan, "x")],
     *[("init", v) for v in ("kmeans", None)],
     *[("inference", v) for v in ("sgd", None)],
+    *[("devices", v) for v in (0, 10**6, "cpu", 2.5, [])],
     ("n_init_steps", -1), ("n_init", 0),
     *[("latent_kernel", v) for v in ("rbf", RBF(lengthscale=np.ones(5)))],
     *[("spatial_kernel", v) for v in ("matern", (Matern32(), "x"))],

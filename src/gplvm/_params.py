@@ -258,6 +258,14 @@ def pair(meaning: str, both_positive: bool) -> Rule:
                                               else "the second positive"), problem)
 
 
+def _devices_problem(value, est):
+    from gplvm.inference.sharding import devices_problem   # jax.sharding only when asked
+    return devices_problem(value)
+
+
+DEVICES = Rule("None, a device count from 1 to len(jax.devices()), a non-empty list of "
+               "jax.Device or a jax.sharding.Mesh", _devices_problem, "2")
+
 _GPLVM_FAMILY = {
     "n_components": POSITIVE_INT, "n_inducing": POSITIVE_INT, "kernel": LATENT_KERNEL,
     "psi_rule": PSI_RULE, "standardize": FLAG, "max_iter": POSITIVE_INT,
@@ -272,7 +280,7 @@ RULES: dict[str, dict[str, Rule]] = {
     "BayesianGPLVM": {**_GPLVM_FAMILY, "optimizer": _choice("lbfgs", "lbfgsb", "adam"),
                       "inference": _choice("collapsed", "svi"),
                       "batch_size": _optional(POSITIVE_INT, "256"),
-                      "learning_rate": POSITIVE},
+                      "learning_rate": POSITIVE, "devices": DEVICES},
     "DPGPLVM": {**_GPLVM_FAMILY, "truncation": _int(2),
                 "alpha_prior": pair("(shape s1, rate s2)", both_positive=True),
                 "kernel_prior_scale": POSITIVE,

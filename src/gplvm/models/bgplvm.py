@@ -80,8 +80,9 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
             step) or ``'svi'``: stochastic variational inference (Hensman, Fusi & Lawrence
             2013; q(U) = N(m_d, S) kept explicit, whitened, S shared by the columns) by Adam
             over minibatches of ``batch_size`` rows, ``max_iter`` epochs at ``learning_rate``.
-            Y may then be a NumPy memmap (``np.load(path, mmap_mode='r')``), read a batch at
-            a time.  Iid latent prior only; no checkpoint yet.  See
+            Y may then be a NumPy memmap (``np.load(path, mmap_mode='r')``), an h5py
+            dataset, or an AnnData opened with ``anndata.read_h5ad(path, backed='r')`` or its
+            ``X`` (dense or CSR), read a batch at a time.  Iid latent prior only; no checkpoint yet.  See
             :mod:`gplvm.models.gplvm_family.svi_fit`.
         batch_size: rows per minibatch with ``inference='svi'`` (``None``: min(256, N)).
         devices: ``None`` (the default: one device, as always), an int k (the first k of
