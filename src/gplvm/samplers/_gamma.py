@@ -9,33 +9,35 @@ for shape :math:`\alpha \ge 1`, with :math:`d = \alpha - 1/3` and :math:`v = (1 
 :math:`x \sim N(0, 1)`, accept :math:`d v` when :math:`\log U < x^2/2 + d - d v + d \log v`
 (acceptance above 0.95).  For :math:`\alpha < 1` they boost:
 :math:`G_\alpha = G_{\alpha + 1} U^{1/\alpha}`, computed in logs so that tiny shapes underflow
-to 0 rather than to NaN.
+to 0 rather than to NaN.  U is independent of :math:`G_{\alpha + 1}`, so it is drawn once per
+element after the rejection loop (and only when some shape is below 1), not with every attempt:
+an attempt then takes two uniforms, a log fewer and no power (the series of
+:mod:`.polya_gamma_series` draws shapes below 1 only when b < 1).
 """
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 from jax.scipy.special import ndtri
 
 from gplvm.samplers._rejection import open_uniforms, until_accepted
 
 
 def _attempt(key: jax.Array, params: tuple) -> tuple[jax.Array, jax.Array]:
+    """One Marsaglia–Tsang proposal and test for shapes ``alpha`` >= 1 (NaN: never accepted
+    otherwise, so invalid shapes are flagged accepted with value NaN)."""
     (alpha,) = params
-    u_normal, u_accept, u_boost = open_uniforms(key, (3,) + alpha.shape)
-    boost = alpha < 1.0
-    d = jnp.where(boost, alpha + 1.0, alpha) - 1.0 / 3.0
+    u_normal, u_accept = open_uniforms(key, (2,) + alpha.shape)
+    d = alpha - 1.0 / 3.0
     x = ndtri(u_normal)
     v = 1.0 + x / jnp.sqrt(9.0 * d)
     v = v * v * v
     safe_v = jnp.where(v > 0.0, v, 1.0)
     ok = (v > 0.0) & (jnp.log(u_accept) < 0.5 * x * x + d - d * safe_v + d * jnp.log(safe_v))
-    # The boost uniform is independent of the acceptance test, so drawing a fresh one with
-    # every attempt leaves G_{alpha+1} U^{1/alpha} exact.
-    g = d * safe_v * jnp.where(boost, jnp.exp(jnp.log(u_boost) / alpha), 1.0)
     bad = ~(alpha > 0.0) | ~jnp.isfinite(alpha)
-    return ok | bad, jnp.where(bad, jnp.nan, g)
+    return ok | bad, jnp.where(bad, jnp.nan, d * safe_v)
 
 
 def gamma(key: jax.Array, alpha: jax.Array, n_active=None) -> jax.Array:
@@ -50,4 +52,14 @@ def gamma(key: jax.Array, alpha: jax.Array, n_active=None) -> jax.Array:
     Returns:
         Array of shape (n,).
     """
-    return until_accepted(key, _attempt, (alpha,), n_active)
+    key, key_boost = jax.random.split(key)
+    boost = alpha < 1.0
+    g = until_accepted(key, _attempt, (jnp.where(boost, alpha + 1.0, alpha),), n_active)
+
+    def boosted():
+        u = open_uniforms(key_boost, alpha.shape)
+        return g * jnp.where(boost, jnp.exp(jnp.log(u) / alpha), 1.0)
+
+    # The boost is skipped when no shape needs it (b >= 1 in the series): a cond, not a select,
+    # so that it costs nothing there; under vmap it becomes a select, which is still exact.
+    return lax.cond(jnp.any(boost), boosted, lambda: g)

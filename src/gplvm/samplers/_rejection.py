@@ -8,12 +8,17 @@ pending elements and works through it in chunks of static size C:
 
 1. The list starts as all n elements.
 2. A pass attempts the list chunk by chunk; each chunk writes its still-rejected elements,
-   compacted, back into the list behind the chunks still to be read.
+   compacted, to the list of the next pass.
 3. At the end of a pass the rejected ones form the list of the next pass, until it is empty.
 
 So the work is the expected number of attempts plus at most one partly filled chunk per pass,
 and the attempt appears once in the compiled program, in a single ``while_loop`` (compile time
-matters: on CPU XLA compiles every loop body and every copy of the attempt separately).
+matters: on CPU XLA compiles every loop body and every copy of the attempt separately).  The
+first pass, which holds most of the work (acceptance is above 0.95 for the gamma sampler, 0.72
+for Devroye's), reads and writes whole chunks in place (``dynamic_update_slice``) instead of
+scattering single elements, and the lists are written the same way, two of them taking turns
+(the one being read is never written): scatters cost about 5 ns an element on CPU against 35
+to 45 for an attempt.
 
 Randomness: chunk number ``r`` (counted over all passes) uses ``fold_in(key, r)``; each slot
 of a chunk feeds at most one element and which element it feeds depends only on earlier
@@ -35,22 +40,36 @@ from jax import lax
 Attempt = Callable[[jax.Array, tuple], tuple[jax.Array, jax.Array]]
 
 
-def _compact(idx: jax.Array, keep: jax.Array, fill: int) -> jax.Array:
-    """The entries of ``idx`` where ``keep`` holds, moved to the front, the rest ``fill``.
+def _slots(keep: jax.Array) -> jax.Array:
+    """A numbering 0, 1, ... of the entries where ``keep`` holds, in column-major order of a
+    (rows, n/rows) view (any fixed order will do for a list of pending elements).
 
-    A prefix sum gives each kept entry its slot; a scatter puts it there (on CPU this is 2-3
-    times faster than ``jnp.nonzero(size=...)``).
+    The prefix sum runs down the rows, as a ``scan`` adding whole rows, which XLA vectorises
+    (2 ns an entry on CPU against 7 for ``cumsum`` along the entries), then along the column
+    totals.
     """
-    slot = jnp.cumsum(keep.astype(jnp.int32)) - 1
-    slot = jnp.where(keep, slot, idx.shape[0])
+    n = keep.shape[0]
+    rows = max(1, min(128, n // 32))
+    cols = -(-n // rows)
+    view = jnp.pad(keep.astype(jnp.int32), (0, rows * cols - n)).reshape(rows, cols)
+    down = lax.scan(lambda total, row: (total + row, total + row), view[0] * 0, view)[1]
+    before = jnp.cumsum(down[-1]) - down[-1]
+    return (down - view + before).ravel()[:n]
+
+
+def _compact(idx: jax.Array, keep: jax.Array, fill: int) -> jax.Array:
+    """The entries of ``idx`` where ``keep`` holds, moved to the front (in the order of
+    :func:`_slots`), the rest ``fill``.  A scatter puts each kept entry in its slot (on CPU this
+    is 2-3 times faster than ``jnp.nonzero(size=...)``)."""
+    slot = jnp.where(keep, _slots(keep), idx.shape[0])
     return jnp.full(idx.shape, fill, idx.dtype).at[slot].set(idx, mode="drop")
 
 
 def chunk_size(n: int) -> int:
-    """About n/16, within [256, 65536]: small enough that the partly filled chunk of each pass
-    wastes little and that a chunk's temporaries stay in cache, large enough that the loop
-    overhead per chunk (tens of microseconds on CPU) is small."""
-    return min(n, max(256, min(65536, -(-n // 16))))
+    """About n/32, within [256, 16384]: small enough that the partly filled chunk of each pass
+    wastes little (a gamma draw takes about four passes), large enough that the loop overhead
+    per chunk (microseconds on CPU) is small; n/16 to n/64 measured within 10% of each other."""
+    return min(n, max(256, min(16384, -(-n // 32))))
 
 
 def until_accepted(key: jax.Array, attempt: Attempt, params: tuple,
@@ -70,37 +89,43 @@ def until_accepted(key: jax.Array, attempt: Attempt, params: tuple,
     n = params[0].shape[0]
     size = chunk_size(n)
     offsets = jnp.arange(size, dtype=jnp.int32)
+    region = n + size           # layout of buf: [values | list 0 | list 1], each of this length
 
     def chunk(state):
-        r, first, read, end, write, buf = state
-        # The first pass reads 0..n-1 directly; later ones the list.  Entries past the end of
-        # the pass are stale: they become the padding index n, which reads the last element
-        # (mode="clip") and whose results are dropped.
-        listed = lax.dynamic_slice(buf, (n + read,), (size,)).astype(jnp.int32)
-        idx = jnp.where(read + offsets < end, jnp.where(first, read + offsets, listed), n)
+        r, first, parity, read, end, write, buf = state
+        # The first pass reads 0..n-1 directly; later ones the list of this pass.  Entries
+        # past the end of the pass are stale: they become the padding index n, which reads the
+        # last element (mode="clip") and whose results are dropped.
+        listed = lax.dynamic_slice(buf, ((1 + parity) * region + read,), (size,))
+        idx = jnp.where(read + offsets < end, jnp.where(first, read + offsets, listed.astype(
+            jnp.int32)), n)
         acc, val = attempt(jax.random.fold_in(key, r),
                            tuple(p.at[idx].get(mode="clip") for p in params))
         again = ~acc & (idx < n)
-        # Step 2, as one scatter into one buffer (two in-place updates of two loop-carried
-        # buffers make XLA copy them on every iteration): the values go to buf[idx], the
-        # rejected indices, compacted, to the list at the write position, which never passes
-        # the read position, so no unread entry is overwritten.
-        pos = jnp.concatenate([jnp.where(idx < n, idx, 2 * n + size), n + write + offsets])
-        new = jnp.concatenate([val, _compact(idx, again, n).astype(buf.dtype)])
-        buf = buf.at[pos].set(new, mode="drop")
+        # Step 2.  The values go to buf[idx]: in the first pass a contiguous block (padding
+        # writes 0, the value of elements past n_active), later by a scatter.
+        buf = lax.cond(first,
+                       lambda: lax.dynamic_update_slice(buf, jnp.where(idx < n, val, 0.0),
+                                                        (read,)),
+                       lambda: buf.at[jnp.where(idx < n, idx, 3 * region)].set(val,
+                                                                                 mode="drop"))
+        # The rejected indices, compacted, go to the other list at the write position; what
+        # follows them there is overwritten by the next chunk or never read.
+        buf = lax.dynamic_update_slice(buf, _compact(idx, again, n).astype(buf.dtype),
+                                       ((2 - parity) * region + write,))
         read, write = read + size, write + jnp.sum(again, dtype=jnp.int32)
         # Step 3: at the end of a pass, the rejected ones form the next pass's list.
         done = read >= end
-        return (r + 1, first & ~done, jnp.where(done, 0, read), jnp.where(done, write, end),
-                jnp.where(done, 0, write), buf)
+        return (r + 1, first & ~done, jnp.where(done, 1 - parity, parity),
+                jnp.where(done, 0, read), jnp.where(done, write, end), jnp.where(done, 0, write),
+                buf)
 
-    # Layout of buf: [values (n) | list of pending indices (n + one chunk of room)].  Indices
-    # are stored as float64, exact below 2^53.
+    # Indices are stored as float64, exact below 2^53.
     zero = jnp.asarray(0, jnp.int32)
     end = jnp.asarray(n if n_active is None else n_active, jnp.int32)
-    state = (jnp.asarray(0, jnp.uint32), jnp.asarray(True), zero, end, zero,
-             jnp.zeros(2 * n + size, dtype=jnp.float64))
-    return lax.while_loop(lambda s: s[3] > 0, chunk, state)[5][:n]
+    state = (jnp.asarray(0, jnp.uint32), jnp.asarray(True), zero, zero, end, zero,
+             jnp.zeros(3 * region, dtype=jnp.float64))
+    return lax.while_loop(lambda s: s[4] > 0, chunk, state)[6][:n]
 
 
 def open_uniforms(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
