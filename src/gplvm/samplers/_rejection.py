@@ -6,24 +6,25 @@ number of rounds is that of the unluckiest element: with acceptance 0.75 and 10^
 about 50 full passes for the work of 1.3.  :func:`until_accepted` instead keeps a list of the
 pending elements and works through it in chunks of static size C:
 
-1. The list starts as all n elements.
+1. The first attempt of every element runs on the whole batch at once, without the list (no
+   gather, no scatter); the rejected ones, compacted, form the list.
 2. A pass attempts the list chunk by chunk; each chunk writes its still-rejected elements,
-   compacted, to the list of the next pass.
+   compacted, back into the list behind the chunks still to be read.
 3. At the end of a pass the rejected ones form the list of the next pass, until it is empty.
 
-So the work is the expected number of attempts plus at most one partly filled chunk per pass,
-and the attempt appears once in the compiled program, in a single ``while_loop`` (compile time
-matters: on CPU XLA compiles every loop body and every copy of the attempt separately).  The
-first pass, which holds most of the work (acceptance is above 0.95 for the gamma sampler, 0.72
-for Devroye's), reads and writes whole chunks in place (``dynamic_update_slice``) instead of
-scattering single elements, and the lists are written the same way, two of them taking turns
-(the one being read is never written): scatters cost about 5 ns an element on CPU against 35
-to 45 for an attempt.
+So the work is the expected number of attempts plus at most one partly filled chunk per pass.
+Step 1 matters because the list's bookkeeping (gather the parameters, scatter the values and
+the compacted indices) cost about 20 ns an element on CPU against 45 ns for a gamma attempt,
+and most elements accept at once (the gamma sampler's acceptance is above 0.95).  The attempt
+appears twice in the compiled program, once in step 1 and once in the single ``while_loop``
+(compile time matters: on CPU XLA compiles every loop body and every copy of the attempt
+separately, so nothing else is duplicated).
 
-Randomness: chunk number ``r`` (counted over all passes) uses ``fold_in(key, r)``; each slot
-of a chunk feeds at most one element and which element it feeds depends only on earlier
-chunks, so every attempt of every element sees fresh independent uniforms and elements remain
-independent.  The same key gives the same draws.
+Randomness: step 1 uses ``fold_in(key, 0)``, one slot per element; chunk number ``r`` of the
+loop (counted over all passes from 1) uses ``fold_in(key, r)``; each slot of a chunk feeds at
+most one element and which element it feeds depends only on earlier chunks, so every attempt
+of every element sees fresh independent uniforms and elements remain independent.  The same
+key gives the same draws.
 """
 
 from __future__ import annotations
@@ -66,10 +67,12 @@ def _compact(idx: jax.Array, keep: jax.Array, fill: int) -> jax.Array:
 
 
 def chunk_size(n: int) -> int:
-    """About n/32, within [256, 16384]: small enough that the partly filled chunk of each pass
-    wastes little (a gamma draw takes about four passes), large enough that the loop overhead
-    per chunk (microseconds on CPU) is small; n/16 to n/64 measured within 10% of each other."""
-    return min(n, max(256, min(16384, -(-n // 32))))
+    """About n/64, within [256, 16384]: after the first attempt of all n elements (step 1)
+    the list holds the rejected ones only (5% of n for the gamma sampler, up to 28% for
+    Devroye's), so chunks must be small for the partly filled chunk of each pass to waste
+    little, yet large enough that the loop overhead per chunk (tens of microseconds on CPU)
+    is small."""
+    return min(n, max(256, min(16384, -(-n // 64))))
 
 
 def until_accepted(key: jax.Array, attempt: Attempt, params: tuple,
@@ -81,7 +84,7 @@ def until_accepted(key: jax.Array, attempt: Attempt, params: tuple,
         attempt: the proposal-and-test step (see :data:`Attempt`).
         params: tuple of arrays of shape (n,), the per-element parameters.
         n_active: only the first ``n_active`` elements are drawn (may be traced; default n);
-            the work is proportional to it, not to n.
+            the first attempt (step 1) costs n, the later ones are proportional to n_active.
 
     Returns:
         Array of shape (n,), one accepted value per element (0 past ``n_active``).
@@ -89,43 +92,44 @@ def until_accepted(key: jax.Array, attempt: Attempt, params: tuple,
     n = params[0].shape[0]
     size = chunk_size(n)
     offsets = jnp.arange(size, dtype=jnp.int32)
-    region = n + size           # layout of buf: [values | list 0 | list 1], each of this length
+    everyone = jnp.arange(n, dtype=jnp.int32)
+    end = jnp.asarray(n if n_active is None else n_active, jnp.int32)
+
+    # Step 1: every element's first attempt, on the whole batch.
+    acc, val = attempt(jax.random.fold_in(key, 0), params)
+    active = everyone < end
+    again = ~acc & active
+    pending = _compact(everyone, again, n)
 
     def chunk(state):
-        r, first, parity, read, end, write, buf = state
-        # The first pass reads 0..n-1 directly; later ones the list of this pass.  Entries
-        # past the end of the pass are stale: they become the padding index n, which reads the
-        # last element (mode="clip") and whose results are dropped.
-        listed = lax.dynamic_slice(buf, ((1 + parity) * region + read,), (size,))
-        idx = jnp.where(read + offsets < end, jnp.where(first, read + offsets, listed.astype(
-            jnp.int32)), n)
+        r, read, end, write, buf = state
+        # Entries of the list past the end of the pass are stale: they become the padding
+        # index n, which reads the last element (mode="clip") and whose results are dropped.
+        listed = lax.dynamic_slice(buf, (n + read,), (size,)).astype(jnp.int32)
+        idx = jnp.where(read + offsets < end, listed, n)
         acc, val = attempt(jax.random.fold_in(key, r),
                            tuple(p.at[idx].get(mode="clip") for p in params))
         again = ~acc & (idx < n)
-        # Step 2.  The values go to buf[idx]: in the first pass a contiguous block (padding
-        # writes 0, the value of elements past n_active), later by a scatter.
-        buf = lax.cond(first,
-                       lambda: lax.dynamic_update_slice(buf, jnp.where(idx < n, val, 0.0),
-                                                        (read,)),
-                       lambda: buf.at[jnp.where(idx < n, idx, 3 * region)].set(val,
-                                                                                 mode="drop"))
-        # The rejected indices, compacted, go to the other list at the write position; what
-        # follows them there is overwritten by the next chunk or never read.
-        buf = lax.dynamic_update_slice(buf, _compact(idx, again, n).astype(buf.dtype),
-                                       ((2 - parity) * region + write,))
+        # Step 2, as one scatter into one buffer (two in-place updates of two loop-carried
+        # buffers make XLA copy them on every iteration): the values go to buf[idx], the
+        # rejected indices, compacted, to the list at the write position, which never passes
+        # the read position, so no unread entry is overwritten.
+        pos = jnp.concatenate([jnp.where(idx < n, idx, 2 * n + size), n + write + offsets])
+        new = jnp.concatenate([val, _compact(idx, again, n).astype(buf.dtype)])
+        buf = buf.at[pos].set(new, mode="drop")
         read, write = read + size, write + jnp.sum(again, dtype=jnp.int32)
         # Step 3: at the end of a pass, the rejected ones form the next pass's list.
         done = read >= end
-        return (r + 1, first & ~done, jnp.where(done, 1 - parity, parity),
-                jnp.where(done, 0, read), jnp.where(done, write, end), jnp.where(done, 0, write),
-                buf)
+        return (r + 1, jnp.where(done, 0, read), jnp.where(done, write, end),
+                jnp.where(done, 0, write), buf)
 
-    # Indices are stored as float64, exact below 2^53.
+    # Layout of buf: [values (n) | list of pending indices (n + one chunk of room)].  Indices
+    # are stored as float64, exact below 2^53.
     zero = jnp.asarray(0, jnp.int32)
-    end = jnp.asarray(n if n_active is None else n_active, jnp.int32)
-    state = (jnp.asarray(0, jnp.uint32), jnp.asarray(True), zero, zero, end, zero,
-             jnp.zeros(3 * region, dtype=jnp.float64))
-    return lax.while_loop(lambda s: s[4] > 0, chunk, state)[6][:n]
+    buf = jnp.concatenate([jnp.where(active, val, 0.0).astype(jnp.float64),
+                           pending.astype(jnp.float64), jnp.zeros(size, jnp.float64)])
+    state = (jnp.asarray(1, jnp.uint32), zero, jnp.sum(again, dtype=jnp.int32), zero, buf)
+    return lax.while_loop(lambda s: s[2] > 0, chunk, state)[4][:n]
 
 
 def open_uniforms(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
