@@ -197,15 +197,19 @@ def make_cells(tasks, splits, revrand_splits: int, smoke: bool = False):
 def write_rows(root: Path, revrand_reason: str | None) -> None:
     """The page's rows: the report's figure (classification), commands, notes, reasons."""
     notes = {"regression": "stand-in for the report's Boston housing (removed from scikit-learn "
-                           "1.2, not in ../shared/data): diabetes, y standardised, 10 random "
-                           "70/30 splits; the report's Boston figures (R² SLM 0.8524 (0.0885), "
-                           "GLM 0.8340 (0.0491), GP 0.9064 (0.0134); MSLL -1.0492, -0.8763, "
-                           "-1.1821) are not comparable with diabetes and are left out of the "
-                           "paper column.",
-             "classification": "digits 3 vs 5 of scikit-learn's 8 x 8 digits, 10 stratified "
-                               "70/30 splits; the report names only 'handwritten digits' "
-                               "(its task and data set are not stated), so its figures, "
-                               "which have no spread, are shown for orientation only."}
+                           "1.2, not in ../shared/data): diabetes, y standardised, random 70/30 "
+                           "splits (revrand_models.py's; --splits 10 for its ten); the report's "
+                           "Boston figures (R² SLM 0.8524 (0.0885), GLM 0.8340 (0.0491), GP "
+                           "0.9064 (0.0134); MSLL -1.0492, -0.8763, -1.1821) are not comparable "
+                           "with diabetes and are left out of the paper column.",
+             "classification": "digits 3 vs 5 of scikit-learn's 8 x 8 digits, stratified 70/30 "
+                               "splits (revrand_models.py's); the report names only "
+                               "'handwritten digits' (its task and data set are not stated), "
+                               "so its figures, which have no spread, are shown for "
+                               "orientation only."}
+    notes = {k: v + "  revrand 1.0.0's GLM fits take minutes each here (SGD): "
+                    "--revrand-splits K runs revrand on the first K splits alone."
+             for k, v in notes.items()}
     for task in DATASETS:
         command = f".venv/bin/python {SCRIPT} --tasks {task}"
         for metric in METRICS[task]:
