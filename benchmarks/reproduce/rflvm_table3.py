@@ -42,6 +42,10 @@ runs give mean ± s.e.  The synthetic data are redrawn per run (``random_state=s
   file's gaps), 251 trading days, columns standardised (the folder README's setting); times
   the calendar day scaled to [-1, 1].
 
+``--cmu-gap G`` (a diagnostic) puts G frames of time between CMU's joined trials for the
+dynamic RFLVM (its cells carry ``cmu_gap=G`` in their config): the joins are where the
+dynamic RFLVM loses to the static one on CMU (``FINDINGS`` below, and the page).
+
 ``--smoke`` runs every data set's preparation and every method on one tiny shape (24 rows x 5
 columns, 4 sweeps, a few EM / optimiser steps, one seed) into ``--root`` (a temporary folder
 by default), for the test.
