@@ -26,6 +26,8 @@ Matching draws need the global row index in
 
 ``BayesianGPLVM(devices=...)`` uses this module inside its fit: its
 :class:`~gplvm.models.gplvm_family.bound.Problem` carries the :class:`ShardedData`.
+With ``inference='svi'`` each minibatch's rows are split instead (:func:`svi_row_sums`: the
+sums of the stochastic bound, Hensman, Fusi & Lawrence 2013, added with one ``psum``).
 :func:`shard_data` reads Y a chunk of rows at a time to check it and group its columns
 (:func:`scan_rows`) and then builds each device's rows on their own, so neither Y nor an
 (N, ·) array is ever whole on one device.
@@ -51,7 +53,7 @@ from gplvm._pytree import pytree_dataclass, static_field
 from gplvm._validation import as_2d_float, check_magnitude, check_observed_columns
 from gplvm.expectations import psi_statistics
 from gplvm.expectations.rules import resolve_rule
-from gplvm.objectives import collapsed
+from gplvm.objectives import collapsed, svi
 
 AXIS = "rows"
 
@@ -113,6 +115,11 @@ def to_default_device(tree):
     fitted on a mesh then predicts with the same compiled code as one fitted on one device."""
     return jax.tree_util.tree_map(lambda x: jnp.asarray(np.asarray(x))
                                   if isinstance(x, jax.Array) else x, tree)
+
+
+def replicate(tree, mesh: Mesh):
+    """Every array of ``tree`` placed whole on every device of ``mesh`` (``P()``)."""
+    return jax.device_put(tree, NamedSharding(mesh, PartitionSpec()))
 
 
 def padded_rows(n_rows: int, n_devices: int) -> int:
@@ -316,6 +323,54 @@ def row_statistics(kernel, Z, X_mean, X_var, data: ShardedData, rule=None):
     (sums, kl), psi1 = block(kernel, Z, _pad(X_mean, n_pad, 0.0), _pad(X_var, n_pad, 1.0),
                              data.Y0, data.weights_T, data.mask, rule)
     return sums, kl, psi1
+
+
+def _svi_block(kernel, Z, X_mean, X_var, Y0, observed, mask, rule):
+    """One device's rows of an SVI minibatch: their :class:`~gplvm.objectives.svi.RowSums`,
+    added over the mesh.  Padded rows (mask 0) have weight 0, y = 0 and q(x) = N(0, I)."""
+    real = mask[:, None] > 0
+    X_mean = jnp.where(real, X_mean, 0.0)
+    X_var = jnp.where(real, X_var, 1.0)
+    weights = mask[None, :] if observed is None else observed.T
+    psi0, psi1, psi2 = psi_statistics(kernel, Z, X_mean, X_var, rule=rule, weights=weights)
+    n_obs = (jnp.sum(mask) * jnp.ones(Y0.shape[1]) if observed is None
+             else jnp.sum(observed, axis=0))
+    sums = svi.RowSums(psi0, psi1.T @ Y0, psi2, jnp.sum(Y0**2, axis=0), n_obs,
+                       collapsed.kl_standard_normal(X_mean, X_var))
+    return jax.lax.psum(sums, AXIS)
+
+
+def svi_row_sums(kernel, Z, X_mean, X_var, Y0, observed, mesh: Mesh, rule=None):
+    """The sums over an SVI minibatch's rows (:class:`gplvm.objectives.svi.RowSums`), its B
+    rows split over ``mesh`` (padded to a multiple of the device count with rows of weight 0)
+    and each device's sums added with one ``psum``: the unsharded sums up to the order of
+    the additions.  Called inside a jitted step (the padding is traced, the rows' gradients
+    come back with B rows).
+
+    Args:
+        kernel, Z: replicated; X_mean, X_var: (B, Q) the rows' q(x_n) (constrained).
+        Y0: (B, D) rows, missing entries 0; observed: (B, D) 0/1, or None for complete rows
+            (then G = 1: one weighting of the rows for every column).
+        mesh: from :func:`make_mesh`; rule: the Ψ-statistic rule.
+    """
+    n_pad = padded_rows(Y0.shape[0], mesh.size)
+
+    def pad(A, fill=0.0):
+        return jnp.pad(A, ((0, n_pad - A.shape[0]),) + ((0, 0),) * (A.ndim - 1),
+                       constant_values=fill)
+
+    mask = pad(jnp.ones(Y0.shape[0]))
+    rows, rep = PartitionSpec(AXIS), PartitionSpec()
+    if observed is None:    # a function of the other arguments (None is no array to split)
+        def block(kernel, Z, X_mean, X_var, Y0, mask, rule):
+            return _svi_block(kernel, Z, X_mean, X_var, Y0, None, mask, rule)
+        arrays = (pad(X_mean), pad(X_var, 1.0), pad(Y0), mask)
+    else:
+        block, arrays = _svi_block, (pad(X_mean), pad(X_var, 1.0), pad(Y0), pad(observed), mask)
+    # check_vma=False as in row_statistics (the Ψ-statistics' chunk loop)
+    sharded = jax.shard_map(block, mesh=mesh, in_specs=(rep, rep) + (rows,) * len(arrays)
+                            + (rep,), out_specs=rep, check_vma=False)
+    return sharded(kernel, Z, *arrays, rule)
 
 
 def data_term(kernel, noise_var, Z, X_mean, X_var, data: ShardedData, rule=None, jitter=0.0,

@@ -92,9 +92,11 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
             (:mod:`gplvm.inference.sharding`); Y is split by rows, padded to a multiple of
             the device count with rows of weight 0.  The bound equals the one-device bound
             up to the order of the additions.  q(X)'s parameters, Z, the kernel and the
-            optimiser's state are not split.  Not available (a ``ValueError`` says so before
-            any computation) with ``times=``, ``inference='svi'``, ``checkpoint`` or Monte
-            Carlo Ψ-statistics.  ``save`` records None or a count, not a list of devices
+            optimiser's state are not split.  With ``inference='svi'`` each minibatch's rows
+            are split (ψ0, Ψ1ᵀY, Ψ2, Σ y², the rows' KL per device, added): the same
+            minibatches and steps as on one device, up to round-off.  Not available (a
+            ``ValueError`` says so before any computation) with ``times=``, ``checkpoint`` or
+            Monte Carlo Ψ-statistics.  ``save`` records None or a count, not a list of devices
             or a mesh (they belong to the running process): ``set_params(devices=None)``
             before saving such a model.  See docs/scaling.md.
 

@@ -78,6 +78,23 @@ def kl_q_u(a, L):
                   - 2.0 * D * jnp.sum(jnp.log(jnp.diagonal(L))))
 
 
+class RowSums(NamedTuple):
+    """The sums over a batch's rows that :func:`expected_log_lik` reads, and the rows' KL.
+
+    When the rows are split over devices (:func:`gplvm.inference.sharding.svi_row_sums`) each
+    device sums its own rows and the blocks are added: ``psi0`` (G,), ``psi1_Y`` (M, D) Ψ1ᵀY,
+    ``psi2`` (G, M, M), ``yy`` (D,) Σ_n y_nd², ``n_obs`` (D,) observed rows per column and
+    ``kl`` Σ_n KL(q(x_n) ‖ N(0, I)).
+    """
+
+    psi0: jnp.ndarray
+    psi1_Y: jnp.ndarray
+    psi2: jnp.ndarray
+    yy: jnp.ndarray
+    n_obs: jnp.ndarray
+    kl: jnp.ndarray
+
+
 def expected_log_lik(psi0, psi1, psi2, Kuu, Y0, cols: ColumnWeights, noise_var, a, L,
                      jitter=0.0):
     """Σ_d Σ_{n∈O_d} E[log N(y_nd | f_nd, σ²)] of the module docstring, for the rows given.
@@ -91,6 +108,24 @@ def expected_log_lik(psi0, psi1, psi2, Kuu, Y0, cols: ColumnWeights, noise_var, 
         noise_var: σ²; a: (M, D) whitened means; L: (M, M) whitened covariance factor.
         jitter: added to K_uu's diagonal.
     """
+    return _expected_log_lik(psi0, psi2, lambda V: jnp.sum(Y0 * (psi1 @ V), axis=0),
+                             jnp.sum(Y0**2, axis=0), cols.column_group, cols.n_obs, Kuu,
+                             noise_var, a, L, jitter)
+
+
+def expected_log_lik_from_sums(sums: RowSums, Kuu, noise_var, a, L, jitter=0.0):
+    """:func:`expected_log_lik` from the rows' sums (:class:`RowSums`): y_dᵀΨ1 v_d as the
+    d-th column of (Ψ1ᵀY) ∘ V summed (the same number, its additions in another order).
+    G = 1 (complete rows) or G = D (a weighting per column)."""
+    column_group = jnp.arange(sums.yy.shape[0]) if sums.psi2.shape[0] > 1 else jnp.zeros(
+        sums.yy.shape[0], dtype=int)
+    return _expected_log_lik(sums.psi0, sums.psi2, lambda V: jnp.sum(sums.psi1_Y * V, axis=0),
+                             sums.yy, column_group, sums.n_obs, Kuu, noise_var, a, L, jitter)
+
+
+def _expected_log_lik(psi0, psi2, cross_of, yy, column_group, n_obs, Kuu, noise_var, a, L,
+                      jitter):
+    """The algebra of :func:`expected_log_lik`; ``cross_of(V)`` gives (D,) y_dᵀ Ψ1 v_d."""
     beta = 1.0 / noise_var
     M = Kuu.shape[0]
     Lu = jnp.linalg.cholesky(Kuu + jitter * jnp.eye(M))
@@ -102,12 +137,11 @@ def expected_log_lik(psi0, psi1, psi2, Kuu, Y0, cols: ColumnWeights, noise_var, 
     if psi2.shape[0] == 1:      # complete rows: one Ψ2 for every column
         quad = jnp.sum(V * (psi2[0] @ V), axis=0)                      # (D,) v_dᵀ Ψ2 v_d
     else:
-        quad = jnp.einsum("md,dmk,kd->d", V, psi2[cols.column_group], V)
-    g = cols.column_group
-    cross = jnp.sum(Y0 * (psi1 @ V), axis=0)                           # (D,) y_dᵀ Ψ1 v_d
-    per_column = (-0.5 * cols.n_obs * jnp.log(2 * math.pi * noise_var)
-                  - 0.5 * beta * (jnp.sum(Y0**2, axis=0) - 2.0 * cross + quad + trace_g[g]
-                                  + psi0[g]))
+        quad = jnp.einsum("md,dmk,kd->d", V, psi2[column_group], V)
+    g = column_group
+    cross = cross_of(V)                                                # (D,) y_dᵀ Ψ1 v_d
+    per_column = (-0.5 * n_obs * jnp.log(2 * math.pi * noise_var)
+                  - 0.5 * beta * (yy - 2.0 * cross + quad + trace_g[g] + psi0[g]))
     return jnp.sum(per_column)
 
 
@@ -124,16 +158,16 @@ def optimal_whitened_q_u(psi1, psi2, Kuu, Y0, noise_var, scale=1.0, jitter=0.0):
     Returns:
         a (M, D) and L (M, M), the Cholesky factor of Σ.
     """
-    return _moments(*_natural_target(psi1, psi2, Kuu, Y0, scale / noise_var, jitter))
+    return _moments(*_natural_target(psi1.T @ Y0, psi2, Kuu, scale / noise_var, jitter))
 
 
-def _natural_target(psi1, psi2, Kuu, Y0, beta, jitter):
+def _natural_target(psi1_Y, psi2, Kuu, beta, jitter):
     """The optimum's natural parameters for the rows given: Λ = I + cβ Ψ̃2 and
-    η = cβ L_u⁻¹ Ψ1ᵀ Y (``beta`` is cβ)."""
+    η = cβ L_u⁻¹ Ψ1ᵀ Y (``beta`` is cβ, ``psi1_Y`` is Ψ1ᵀY)."""
     M = Kuu.shape[0]
     Lu = jnp.linalg.cholesky(Kuu + jitter * jnp.eye(M))
     Lam = jnp.eye(M) + beta * solve_triangular(Lu, solve_triangular(Lu, psi2).T)
-    return Lam, beta * solve_triangular(Lu, psi1.T @ Y0)
+    return Lam, beta * solve_triangular(Lu, psi1_Y)
 
 
 def _moments(Lam, eta):
@@ -160,8 +194,14 @@ def natural_step(a, L, psi1, psi2, Kuu, Y0, noise_var, scale, step, jitter=0.0):
     Returns:
         The new a (M, D) and L (M, M).
     """
+    return natural_step_from_sums(a, L, psi1.T @ Y0, psi2, Kuu, noise_var, scale, step, jitter)
+
+
+def natural_step_from_sums(a, L, psi1_Y, psi2, Kuu, noise_var, scale, step, jitter=0.0):
+    """:func:`natural_step` given the rows' sums Ψ1ᵀY (M, D) and Ψ2 (M, M) (for rows split
+    over devices, :func:`gplvm.inference.sharding.svi_row_sums`)."""
     L_inv = solve_triangular(L, jnp.eye(L.shape[0]))
     Lam = L_inv.T @ L_inv
-    Lam_target, eta_target = _natural_target(psi1, psi2, Kuu, Y0, scale / noise_var, jitter)
+    Lam_target, eta_target = _natural_target(psi1_Y, psi2, Kuu, scale / noise_var, jitter)
     return _moments((1.0 - step) * Lam + step * Lam_target,
                     (1.0 - step) * (Lam @ a) + step * eta_target)

@@ -114,9 +114,6 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         unsupported = [
             (times is not None, "the dynamical prior (times=) couples the rows through its "
                                 "time GP, so its rows are not split yet: pass devices=None"),
-            (getattr(self, "inference", "collapsed") != "collapsed",
-             "inference='svi' does not split its minibatches over devices yet: pass "
-             "devices=None, or inference='collapsed'"),
             (getattr(self, "checkpoint", None) is not None,
              "a checkpoint cannot hold the rows split over devices yet: pass checkpoint=None "
              "or devices=None"),

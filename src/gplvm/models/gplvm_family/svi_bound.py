@@ -13,6 +13,8 @@ For a minibatch b of B of the N rows
 whose expectation over uniformly random B-subsets is the bound (each row is in b with
 probability B/N).  The Ψ-statistics come from :func:`gplvm.expectations.psi_statistics` with
 any rule (analytic, unscented, Gauss–Hermite, Monte Carlo), exactly as in the collapsed bound.
+With a mesh (``BayesianGPLVM(devices=...)``) the minibatch's rows are split over its devices
+and their sums over rows added (:func:`gplvm.inference.sharding.svi_row_sums`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gplvm.expectations import psi_statistics
+from gplvm.inference import sharding
 from gplvm.linalg import inv_from_cholesky
 from gplvm.models.gplvm_family.fitted import FittedGPLVM
 from gplvm.objectives import svi
@@ -41,7 +44,7 @@ class SviSetup(NamedTuple):
     jitter: float
 
 
-def batch_terms(g: dict, xl: dict, Y0, observed, setup: SviSetup):
+def batch_terms(g: dict, xl: dict, Y0, observed, setup: SviSetup, mesh=None):
     """(Σ_{n∈b} E[log p(y_n|f_n)] − KL(q(x_n)‖p(x_n)), KL(q(U)‖p(U))) for the rows ``Y0``.
 
     Args:
@@ -49,43 +52,54 @@ def batch_terms(g: dict, xl: dict, Y0, observed, setup: SviSetup):
         Y0: (B, D) standardised rows, missing entries 0.
         observed: (B, D) 0/1 mask, or None when the data have no missing entry.
         setup: :class:`SviSetup`.
+        mesh: None, or a :class:`jax.sharding.Mesh` whose devices split the B rows: the sums
+            over rows are then computed per device and added
+            (:func:`gplvm.inference.sharding.svi_row_sums`), the same terms up to the order of
+            the additions.
     """
     kernel = setup.kernel.from_unconstrained(g["kernel"])
     noise_var = softplus(g["noise_var"])
     X_mean, X_var = xl["X_mean"], softplus(xl["X_var"])
+    L = svi.chol_from_raw(g["L"])
+    if mesh is not None:
+        sums = sharding.svi_row_sums(kernel, g["Z"], X_mean, X_var, Y0, observed, mesh,
+                                     setup.rule)
+        ell = svi.expected_log_lik_from_sums(sums, kernel(g["Z"]), noise_var, g["a"], L,
+                                             setup.jitter)
+        return ell - sums.kl, svi.kl_q_u(g["a"], L)
     cols = svi.column_weights(observed, Y0.shape[1], Y0.shape[0])
     psi0, psi1, psi2 = psi_statistics(kernel, g["Z"], X_mean, X_var, rule=setup.rule,
                                       weights=cols.weights)
-    L = svi.chol_from_raw(g["L"])
     ell = svi.expected_log_lik(psi0, psi1, psi2, kernel(g["Z"]), Y0, cols, noise_var, g["a"],
                                L, setup.jitter)
     return ell - kl_standard_normal(X_mean, X_var), svi.kl_q_u(g["a"], L)
 
 
-def minibatch_bound(g: dict, xl: dict, Y0, observed, scale, setup: SviSetup):
+def minibatch_bound(g: dict, xl: dict, Y0, observed, scale, setup: SviSetup, mesh=None):
     """The unbiased estimate N/B · (rows' terms) − KL(q(U)‖p(U)) (module docstring)."""
-    rows, kl_u = batch_terms(g, xl, Y0, observed, setup)
+    rows, kl_u = batch_terms(g, xl, Y0, observed, setup, mesh)
     return scale * rows - kl_u
 
 
-_batch_terms_jit = jax.jit(batch_terms)
+_batch_terms_jit = jax.jit(batch_terms, static_argnames="mesh")
 
 
 def full_bound(g: dict, X_mean, X_var_raw, rows_of, n_rows: int, setup: SviSetup,
-               chunk: int) -> float:
+               chunk: int, mesh=None) -> float:
     """The bound over all N rows, summed a chunk of rows at a time.
 
     Args:
         rows_of: function of a row index array giving (Y0, observed or None) for those rows.
         X_mean, X_var_raw: (N, Q) host arrays of the local parameters.
         chunk: rows per evaluation (the last chunk may be shorter).
+        mesh: None, or the mesh whose devices split each chunk's rows (:func:`batch_terms`).
     """
     total, kl_u = 0.0, 0.0
     for start in range(0, n_rows, chunk):
         index = np.arange(start, min(start + chunk, n_rows))
         Y0, observed = rows_of(index)
         xl = {"X_mean": jnp.asarray(X_mean[index]), "X_var": jnp.asarray(X_var_raw[index])}
-        rows, kl_u = _batch_terms_jit(g, xl, Y0, observed, setup)
+        rows, kl_u = _batch_terms_jit(g, xl, Y0, observed, setup, mesh)
         total += float(rows)
     return total - float(kl_u)
 

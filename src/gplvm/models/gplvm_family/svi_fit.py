@@ -9,11 +9,14 @@ moments live in host NumPy arrays (N × Q each): a step gathers the batch's rows
 to each row with that row's own state (``vmap`` over rows: a row's moments and step count move
 only when the row is in a batch, the "lazy" Adam of sparse updates), and writes them back.
 The data are read by :class:`gplvm.data.minibatch.RowSource`, B rows per step, so data on disk
-(a memmap, a backed .h5ad) are never loaded: memory is O(B·D + N·Q), time per epoch O(N)."""
+(a memmap, a backed .h5ad) are never loaded: memory is O(B·D + N·Q), time per epoch O(N).
+With ``devices`` each minibatch's rows are split over a mesh (:mod:`gplvm.inference.sharding`):
+the same minibatches, the same steps, their sums over rows added in another order."""
 
 from __future__ import annotations
 
 import warnings
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -26,6 +29,7 @@ from gplvm._pytree import replace
 from gplvm.data.minibatch import epoch_batches
 from gplvm.expectations import psi_statistics
 from gplvm.expectations.rules import MonteCarlo
+from gplvm.inference import sharding
 from gplvm.models.gplvm_family.svi_bound import SviSetup, full_bound, minibatch_bound
 from gplvm.models.gplvm_family.svi_init import Standardised, initial_state
 from gplvm.objectives import svi
@@ -61,33 +65,43 @@ def _adam_step(params, grads, state, learning_rate):
     return jax.tree_util.tree_map(lambda p, u: p - learning_rate * u, params, direction), state
 
 
-def _negative(g, xl, Y0, observed, scale, setup):
-    return -minibatch_bound(g, xl, Y0, observed, scale, setup)
+def _negative(g, xl, Y0, observed, scale, setup, mesh):
+    return -minibatch_bound(g, xl, Y0, observed, scale, setup, mesh)
 
 
-def _natural_q_u(g, xl, Y0, scale, setup, step):
-    """q(U) after :func:`gplvm.objectives.svi.natural_step` on the batch (complete rows)."""
+def _natural_q_u(g, xl, Y0, scale, setup, step, mesh):
+    """q(U) after :func:`gplvm.objectives.svi.natural_step` on the batch (complete rows; with
+    a mesh, from the rows' sums over its devices)."""
     kernel = setup.kernel.from_unconstrained(g["kernel"])
-    _, psi1, psi2 = psi_statistics(kernel, g["Z"], xl["X_mean"], softplus(xl["X_var"]),
-                                   rule=setup.rule)
-    a, L = svi.natural_step(g["a"], svi.chol_from_raw(g["L"]), psi1, psi2, kernel(g["Z"]), Y0,
-                            softplus(g["noise_var"]), scale, step, setup.jitter)
+    X_var = softplus(xl["X_var"])
+    args = (kernel(g["Z"]), softplus(g["noise_var"]), scale, step, setup.jitter)
+    if mesh is None:
+        _, psi1, psi2 = psi_statistics(kernel, g["Z"], xl["X_mean"], X_var, rule=setup.rule)
+        a, L = svi.natural_step(g["a"], svi.chol_from_raw(g["L"]), psi1, psi2, args[0], Y0,
+                                *args[1:])
+    else:
+        sums = sharding.svi_row_sums(kernel, g["Z"], xl["X_mean"], X_var, Y0, None, mesh,
+                                     setup.rule)
+        a, L = svi.natural_step_from_sums(g["a"], svi.chol_from_raw(g["L"]), sums.psi1_Y,
+                                          sums.psi2[0], *args)
     return {**g, "a": a, "L": svi.raw_from_chol(L)}
 
 
-@jax.jit
-def _step(g, g_state, xl, xl_state, Y0, observed, scale, setup, learning_rate, natural):
+@partial(jax.jit, static_argnames="mesh")
+def _step(g, g_state, xl, xl_state, Y0, observed, scale, setup, learning_rate, natural,
+          mesh=None):
     """One compiled step: the minibatch bound's gradient, Adam on the global parameters and,
     row by row with each row's own state, on the batch's local parameters.  With complete
     rows and ``natural`` > 0, q(U) instead takes a natural-gradient step of that size (its
     Adam update is discarded).  The learning rate and step are arguments, so every fit of the
     same shapes shares one compilation.  A step whose bound or gradient is not finite changes
-    nothing (and is counted by the caller)."""
+    nothing (and is counted by the caller).  With a mesh the batch's rows are split over its
+    devices (:func:`gplvm.models.gplvm_family.svi_bound.batch_terms`)."""
     value, (dg, dxl) = jax.value_and_grad(_negative, argnums=(0, 1))(
-        g, xl, Y0, observed, scale, setup)
+        g, xl, Y0, observed, scale, setup, mesh)
     g_new, g_state_new = _adam_step(g, dg, g_state, learning_rate)
     if observed is None:
-        g_nat = _natural_q_u(g, xl, Y0, scale, setup, natural)
+        g_nat = _natural_q_u(g, xl, Y0, scale, setup, natural, mesh)
         g_new = {**g_new, **{k: jnp.where(natural > 0, g_nat[k], g_new[k]) for k in "aL"}}
     xl_new, xl_state_new = jax.vmap(_adam_step, in_axes=(0, 0, 0, None))(
         xl, dxl, xl_state, learning_rate)
@@ -127,16 +141,21 @@ def fit_svi(est, rows_of: Standardised, n_rows: int, batch_size: int, n_epochs: 
 
     Args:
         est: the estimator (its constructor arguments: n_components, n_inducing, kernel,
-            psi_rule, init_X_var, init_noise_fraction, learning_rate, progress).
+            psi_rule, init_X_var, init_noise_fraction, learning_rate, progress, devices:
+            None, or the devices whose mesh splits each minibatch's rows).
         rows_of: standardised rows by index (:class:`Standardised`).
         n_rows: N; batch_size: B ≤ N; n_epochs: passes over the rows.
         key: the fit's PRNG key (starting values, the order of the rows).
     """
     start = initial_state(est, rows_of, n_rows, key)
+    devices = getattr(est, "devices", None)
+    mesh = None if devices is None else sharding.make_mesh(devices)
     g, setup = start.g, start.setup
     learning_rate = jnp.asarray(float(est.learning_rate))
     natural = jnp.asarray(float(NATURAL_STEP))
     g_state = ADAM.init(g)
+    if mesh is not None:    # replicated on the mesh from the start: one compilation of _step
+        g, g_state = sharding.replicate((g, g_state), mesh)
     Q = start.X_mean.shape[1]
     local = {"X_mean": np.array(start.X_mean), "X_var": np.array(start.X_var_raw)}
     local_state = _host_tree(ADAM.init({"X_mean": jnp.zeros(Q), "X_var": jnp.zeros(Q)}), n_rows)
@@ -153,7 +172,7 @@ def fit_svi(est, rows_of: Standardised, n_rows: int, batch_size: int, n_epochs: 
                 Y0, observed = rows_of(index)
                 (g, g_state, xl, xl_state), value, ok = _step(
                     g, g_state, _gather(local, index), _gather(local_state, index), Y0,
-                    observed, scale, _step_setup(setup, n_step), learning_rate, natural)
+                    observed, scale, _step_setup(setup, n_step), learning_rate, natural, mesh)
                 _scatter(local, index, xl)
                 _scatter(local_state, index, xl_state)
                 values.append((value, ok))
@@ -171,7 +190,10 @@ def fit_svi(est, rows_of: Standardised, n_rows: int, batch_size: int, n_epochs: 
         warnings.warn(f"BayesianGPLVM (svi): {n_bad} of {n_step} minibatch steps had a "
                       f"non-finite bound or gradient and were skipped; lower learning_rate",
                       RuntimeWarning, stacklevel=3)
-    bound = full_bound(g, local["X_mean"], local["X_var"], rows_of, n_rows, setup, batch_size)
+    bound = full_bound(g, local["X_mean"], local["X_var"], rows_of, n_rows, setup, batch_size,
+                       mesh)
+    if mesh is not None:    # the fitted values back on the default device, as a collapsed fit's
+        g = sharding.to_default_device(g)
     X_var = np.asarray(softplus(jnp.asarray(local["X_var"])))
     return SviResult(g, local["X_mean"], X_var, setup, bound, np.asarray(history),
                      len(history), interrupted)
