@@ -72,6 +72,20 @@ def test_page_shows_mean_sd_n_difference_and_reasons(tmp_path):
     assert "1.0000 ± 0.7071 (n=2) CPU" in t2         # 0.5 and 1.5 minutes per 100 sweeps
 
 
+def test_page_meets_a_mean_and_standard_error_with_ours(tmp_path):
+    """A paper figure given as mean ± s.e. (seed 000 Table 3) is shown beside our s.e., and
+    the difference is counted in the s.e. of the difference."""
+    _cells.write_row("000", "3", "toy", "PPCA", paper_figure={"mean": 0.5, "sd": 0.03,
+                                                             "spread": "se"}, root=tmp_path)
+    for seed, value in enumerate((0.5, 0.6, 0.7, 0.8)):
+        cell = _cells.Cell("000", "3", "toy", "PPCA", seed)
+        _cells.atomic_write_json(cell.path(tmp_path), _cells._record(cell, value, 1.0, {}))
+    line = next(row for row in results_page.build(tmp_path).splitlines()
+                if row.startswith("| toy | PPCA"))
+    # mean 0.65, sd 0.1291, s.e. 0.0645; (0.65 - 0.5) / hypot(0.03, 0.0645) = +2.1
+    assert "0.6500 ± 0.0645 (n=4, s.e.)" in line and "| +2.1 |" in line
+
+
 def test_spam_counts_recover_planted_word_counts():
     rng = np.random.default_rng(3)
     n, words = 50, 48
