@@ -250,3 +250,37 @@ def test_bgplvm_fit_with_a_persistent_fault_keeps_the_last_finite_state(monkeypa
         assert np.all(np.isfinite(np.asarray(leaf)))
     assert np.all(np.isfinite(faulty.X_mean_)) and np.isfinite(faulty.elbo_)
     assert np.all(np.isfinite(faulty.predict(faulty.X_mean_[:3])))
+
+
+def test_bgplvm_non_finite_at_the_start_climbs_the_jitter_ladder_then_names_the_start(
+        monkeypatch):
+    """A bound that is NaN at the start at every jitter: the fit climbs the Kuu jitter rungs
+    from the start (a warning per rung) and, when the policy gives up, raises the start's own
+    NonFiniteObjectiveError (it names the starting parameters), not a fitted model."""
+    from gplvm.models import bgplvm as bgplvm_module
+    Y = np.random.default_rng(1).normal(size=(20, 4))
+    real, flag = bgplvm_module.minimise, np.full((), np.nan)
+    monkeypatch.setattr(bgplvm_module, "minimise", lambda fun, params, *, args, **options:
+                        real(_bound_with_flag, params, args=(flag, *args), **options))
+    with warnings.catch_warnings(record=True) as caught, \
+            pytest.raises(NonFiniteObjectiveError, match="starting parameters"):
+        warnings.simplefilter("always")
+        gplvm.BayesianGPLVM(n_components=2, n_inducing=5, max_iter=8, random_state=0,
+                            progress=False).fit(Y)
+    rungs = [w for w in caught if "raising the Kuu jitter" in str(w.message)]
+    assert len(rungs) >= 2
+
+
+def test_bgplvm_many_inducing_points_in_two_dimensions_start_at_a_larger_jitter():
+    """M = 100 inducing points in Q = 2 (200 S-curve rows): at the default jitter K_uu is
+    singular to round-off and the bound is NaN at the start; the fit raises the jitter from
+    the start (warned) and runs, instead of blaming the data."""
+    from gplvm.data import make_s_curve
+    Y = make_s_curve("gaussian", n_samples=200, n_outputs=20, random_state=0).Y
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = gplvm.BayesianGPLVM(n_components=2, n_inducing=100, max_iter=2, random_state=0,
+                                    progress=False).fit(Y)
+    assert any("raising the Kuu jitter" in str(w.message) for w in caught)
+    assert np.isfinite(model.elbo_) and np.all(np.isfinite(model.history_))
+    assert model.jitter_ > 0 and model.n_iter_ == 2

@@ -188,7 +188,10 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
 
         When the bound turns non-finite the run restarts from the last finite iterate with the
         next jitter rung of :func:`gplvm.linalg.escalate_jitter` on Kuu (the library's one
-        jitter policy); the history and iteration count span every restart.  ``run`` is
+        jitter policy); the history and iteration count span every restart.  A bound that is
+        non-finite at the start itself (many inducing points in few latent dimensions make Kuu
+        singular to round-off, e.g. M = 100 in Q = 2) climbs the same ladder from the start;
+        only when the ladder ends without a finite bound is the start's error raised.  ``run`` is
         ``_resume_``: the start (``u``, ``problem``), the histories of earlier restarts and
         the optimiser state to continue from; on Ctrl-C it is updated for :meth:`resume`.
         """
@@ -196,6 +199,7 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
         u, problem, state = run["u"], run["problem"], run["state"]
         histories = list(run["earlier"])
         n_done = sum(len(h) for h in histories)
+        start_error = None      # the bound is non-finite at the start, at every jitter so far
         while True:
             try:
                 result = minimise(fun, u, method=self.optimizer, n_iter=self.max_iter - n_done,
@@ -203,9 +207,11 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
                                   desc="BayesianGPLVM", args=(problem,), start=state,
                                   **self._checkpointing(self._recorder(problem, histories)))
             except NonFiniteObjectiveError as err:
-                if not histories:       # at the very start: no finite point, no remedy
-                    raise
-                result = err.result     # after a restart: the next jitter rung, as before
+                if n_done == 0:         # no finite point yet: the next rung, from the start
+                    start_error = err
+                result = err.result     # the next jitter rung from the last finite point
+            else:
+                start_error = None
             u, state = result.params, None
             if result.interrupted:      # Ctrl-C: keep where this run stands for resume()
                 self._resume_ = {**run, "u": u, "problem": problem,
@@ -219,6 +225,8 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
             try:
                 jitter = escalate_jitter(problem.jitter, scale, name="Kuu")
             except CholeskyError as err:
+                if start_error is not None:     # no rung gave a finite start
+                    raise start_error from err
                 warnings.warn(f"BayesianGPLVM: the bound stayed non-finite ({err}); keeping "
                               f"the last finite parameters", RuntimeWarning, stacklevel=4)
                 break
