@@ -387,7 +387,8 @@ def test_jit_vmap_and_keys():
     np.testing.assert_array_equal(eager, _jitted(key, b, c))
     np.testing.assert_array_equal(eager, draw(key, b, c))              # same key, same draws
     assert not np.array_equal(eager, draw(jax.random.key(1), b, c))
-    assert draw(jax.random.PRNGKey(0), b, c).shape == (N_KS,)          # raw uint32 keys too
+    # raw uint32 keys are traced too (eval_shape: the same trace, without a second compile)
+    assert jax.eval_shape(lambda k: polya_gamma(k, b, c), jax.random.PRNGKey(0)).shape == (N_KS,)
     keys = jax.random.split(key, 3)
     batched = jax.vmap(lambda k, ci: polya_gamma(k, b[:5], ci))(keys, jnp.asarray([0.0, 1.0, 30.0]))
     assert batched.shape == (3, 5) and np.all(np.isfinite(batched)) and np.all(batched > 0)
