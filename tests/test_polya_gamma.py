@@ -135,10 +135,15 @@ def k3_zscore(x: np.ndarray, k: dict[int, float]) -> float:
 # ------------------------------------------------------------------ exact identities
 
 def test_batched_gamma_matches_scipy():
-    """The Marsaglia-Tsang sampler behind the series (boosted below shape 1): one-sample KS."""
-    alpha = jnp.repeat(jnp.asarray([0.01, 0.3, 1.0, 2.5, 2500.7]), 20_000)
-    g = np.asarray(jax.jit(gamma)(jax.random.key(5), alpha)).reshape(5, -1)
-    for a, x in zip([0.01, 0.3, 1.0, 2.5, 2500.7], g):
+    """The Marsaglia-Tsang sampler behind the series (boosted below shape 1): one-sample KS;
+    shapes that are not positive and finite give NaN (and end: a boosted -0.8 would be a
+    shape -1/3 + 0.2 < 0 that no attempt accepts)."""
+    invalid = [0.0, -0.5, -0.8, -3.0, np.nan, np.inf]
+    alpha = jnp.concatenate([jnp.repeat(jnp.asarray([0.01, 0.3, 1.0, 2.5, 2500.7]), 20_000),
+                             jnp.asarray(invalid)])
+    draws = np.asarray(jax.jit(gamma)(jax.random.key(5), alpha))
+    assert np.all(np.isnan(draws[-len(invalid):]))
+    for a, x in zip([0.01, 0.3, 1.0, 2.5, 2500.7], draws[:-len(invalid)].reshape(5, -1)):
         assert st.kstest(x, st.gamma(a).cdf).pvalue > 1e-3, a
 
 

@@ -33,10 +33,18 @@ def _backed_types() -> tuple:
     if "h5py" in sys.modules:
         types.append(sys.modules["h5py"].Dataset)
     if "anndata" in sys.modules:
-        import anndata.abc
-
-        types += [anndata.abc.CSRDataset, anndata.abc.CSCDataset]
+        types += list(_anndata_sparse_types())
     return tuple(types)
+
+
+def _anndata_sparse_types() -> tuple:
+    """anndata's backed (CSR, CSC) dataset classes: ``anndata.abc`` from 0.11,
+    ``anndata.experimental`` in 0.10."""
+    try:
+        from anndata.abc import CSCDataset, CSRDataset
+    except ImportError:
+        from anndata.experimental import CSCDataset, CSRDataset
+    return CSRDataset, CSCDataset
 
 
 def _is_anndata(Y) -> bool:
@@ -70,7 +78,7 @@ class RowSource:
     """
 
     def __init__(self, Y):
-        if "anndata" in sys.modules and isinstance(Y, sys.modules["anndata"].abc.CSCDataset):
+        if "anndata" in sys.modules and isinstance(Y, _anndata_sparse_types()[1]):
             raise ValueError("Y is a backed CSC (column-compressed) matrix: reading rows from it "
                              "reads whole columns; write X as CSR (adata.X = adata.X.tocsr() "
                              "before write_h5ad) or load it in memory")

@@ -29,8 +29,8 @@ Matching draws need the global row index in
 With ``inference='svi'`` each minibatch's rows are split instead (:func:`svi_row_sums`: the
 sums of the stochastic bound, Hensman, Fusi & Lawrence 2013, added with one ``psum``).
 :func:`shard_data` reads Y a chunk of rows at a time to check it and group its columns
-(:func:`scan_rows`) and then builds each device's rows on their own, so neither Y nor an
-(N, ·) array is ever whole on one device.
+(:func:`scan_rows`) and then builds each device's rows on their own, so no (N, D) data array
+is ever whole on one device (q(X), N × Q, is replicated).
 
 Typical use::
 

@@ -82,8 +82,8 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
             over minibatches of ``batch_size`` rows, ``max_iter`` epochs at ``learning_rate``.
             Y may then be a NumPy memmap (``np.load(path, mmap_mode='r')``), an h5py
             dataset, or an AnnData opened with ``anndata.read_h5ad(path, backed='r')`` or its
-            ``X`` (dense or CSR), read a batch at a time.  Iid latent prior only; no checkpoint yet.  See
-            :mod:`gplvm.models.gplvm_family.svi_fit`.
+            ``X`` (dense or CSR), read a batch at a time.  Iid latent prior only; no
+            checkpoint yet.  See :mod:`gplvm.models.gplvm_family.svi_fit`.
         batch_size: rows per minibatch with ``inference='svi'`` (``None``: min(256, N)).
         devices: ``None`` (the default: one device, as always), an int k (the first k of
             ``jax.devices()``), a list of ``jax.Device`` or a :class:`jax.sharding.Mesh`:
@@ -223,6 +223,8 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
             kernel = problem.kernel.from_unconstrained(u["kernel"])
             scale = float(jnp.mean(kernel.diag(u["Z"])))
             try:
+                if not np.isfinite(scale):      # no rung is finite: the ladder would not end
+                    raise CholeskyError(f"the kernel's variance at Z is {scale}")
                 jitter = escalate_jitter(problem.jitter, scale, name="Kuu")
             except CholeskyError as err:
                 if start_error is not None:     # no rung gave a finite start
@@ -294,6 +296,8 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
         self.fitted_ = summary.fitted
         self.params_ = u
         self._problem = problem._replace(sharded=None)  # rows on a mesh are not saved
+        if problem.sharded is not None:     # nor its replicated arrays (column groups)
+            self._problem = sharding.to_default_device(self._problem)
         self.X_mean_, self.X_var_ = summary.X_mean, summary.X_var
         self.elbo_ = summary.bound
         self.jitter_ = problem.jitter

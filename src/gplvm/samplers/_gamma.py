@@ -54,7 +54,10 @@ def gamma(key: jax.Array, alpha: jax.Array, n_active=None) -> jax.Array:
     """
     key, key_boost = jax.random.split(key)
     boost = alpha < 1.0
-    g = until_accepted(key, _attempt, (jnp.where(boost, alpha + 1.0, alpha),), n_active)
+    # only valid shapes are boosted: 0, negative and NaN shapes reach the attempt unchanged,
+    # which flags them and gives NaN (a boosted -0.8 would never be accepted)
+    boosted_alpha = jnp.where(boost & (alpha > 0.0), alpha + 1.0, alpha)
+    g = until_accepted(key, _attempt, (boosted_alpha,), n_active)
 
     def boosted():
         u = open_uniforms(key_boost, alpha.shape)
