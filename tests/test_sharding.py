@@ -13,6 +13,7 @@ devices change only the order of the additions, hence 1e-10 relative.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -445,3 +446,12 @@ def test_devices_with_what_is_not_sharded_yet_names_the_alternative(kwargs, fit_
     a ValueError naming the combination and the way out (devices=None), before Y is read."""
     with pytest.raises(ValueError, match=rf"devices=1: .*{re.escape(match)}.*devices=None"):
         gplvm.BayesianGPLVM(devices=1, **kwargs).fit(None, **fit_kwargs)
+
+
+def test_save_refuses_device_objects_and_says_how(subprocesses, tmp_path):
+    """``devices=`` a list of jax devices (or a mesh) belongs to the process: save refuses it
+    with the fix, before writing anything."""
+    model = copy.copy(subprocesses["one"]).set_params(devices=jax.devices()[:1])
+    with pytest.raises(TypeError, match=r"set_params\(devices=None\)"):
+        model.save(tmp_path / "model.npz")
+    assert not list(tmp_path.iterdir())

@@ -134,6 +134,12 @@ def _entries(model: Any) -> dict[str, np.ndarray]:
         raise TypeError(f"gplvm files hold gplvm's estimators; got {type(model).__name__}")
     encoder = Encoder()
     params = model.get_params(deep=False)
+    devices = params.get("devices")
+    if devices is not None and not isinstance(devices, (int, np.integer)):
+        raise TypeError(f"{type(model).__name__}(devices=...) holds {type(devices).__name__} "
+                        f"of jax devices, which a file cannot hold (they belong to this "
+                        f"process); set_params(devices=None) or devices=<a count> before "
+                        f"saving: the fitted values are on one device already")
     document = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
