@@ -272,11 +272,11 @@ def test_bgplvm_non_finite_at_the_start_climbs_the_jitter_ladder_then_names_the_
 
 
 def test_bgplvm_many_inducing_points_in_two_dimensions_start_at_a_larger_jitter():
-    """M = 100 inducing points in Q = 2 (200 S-curve rows): at the default jitter K_uu is
+    """M = 100 inducing points in Q = 2 (200 S-curve rows, 5 columns): at the default jitter K_uu is
     singular to round-off and the bound is NaN at the start; the fit raises the jitter from
     the start (warned) and runs, instead of blaming the data."""
     from gplvm.data import make_s_curve
-    Y = make_s_curve("gaussian", n_samples=200, n_outputs=20, random_state=0).Y
+    Y = make_s_curve("gaussian", n_samples=200, n_outputs=5, random_state=0).Y
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model = gplvm.BayesianGPLVM(n_components=2, n_inducing=100, max_iter=2, random_state=0,

@@ -114,7 +114,7 @@ def test_sampler_info_is_kept_per_chain_and_sweep(poisson_fit):
 def test_same_random_state_same_result():
     d = make_s_curve("poisson", n_samples=40, n_outputs=10, random_state=3)
     kw = dict(likelihood="poisson", n_features=10, n_iter=20, burn_in=10, n_chains=2,
-              block_size=10, progress=False)
+              block_size=10, learn_kernel=False, progress=False)   # the DP path: test_rflvm_resume
     a = gplvm.RFLVM(random_state=5, **kw).fit(d.Y)
     b = gplvm.RFLVM(random_state=5, **kw).fit(d.Y)
     c = gplvm.RFLVM(random_state=6, **kw).fit(d.Y)
@@ -353,7 +353,8 @@ def test_interrupted_during_burn_in_leaves_a_usable_model(monkeypatch):
                         lambda *a, **kw: real(*a, **{**kw, "callback": interrupt}))
     Y = np.random.default_rng(6).poisson(3.0, (30, 6)).astype(float)
     model = gplvm.RFLVM(likelihood="poisson", n_features=10, n_iter=16, burn_in=8,
-                        n_chains=2, block_size=4, progress=False, random_state=0)
+                        n_chains=2, block_size=4, learn_kernel=False, progress=False,
+                        random_state=0)
     with pytest.warns(RuntimeWarning, match="during burn-in"):
         model.fit(Y)
     assert model.interrupted_ and model.n_iter_ == 4 and not model.converged_
