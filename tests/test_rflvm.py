@@ -246,7 +246,7 @@ def test_likelihood_by_name_in_any_case_or_by_object():
         other = gplvm.RFLVM(likelihood=lik, random_state=0, **SMALL).fit(Y)
         np.testing.assert_array_equal(other.X_samples_, ref.X_samples_)
     # The binomial's trials come from the object or from fit(n_trials=...), the same either
-    # way (test_count_likelihoods_run_and_keep_their_parameters fits with the object).
+    # way (test_rflvm_recovery fits the binomial with fit(n_trials=...)).
     from gplvm.models._rflvm.checks import resolve_likelihood
     for lik, n_trials in [("binomial", 5), ("Binomial", np.full(6, 5)),
                           (Binomial(n_trials=5), None)]:
@@ -295,15 +295,13 @@ def test_convergence_warning_follows_split_rhat():
 
 
 def test_count_likelihoods_run_and_keep_their_parameters():
-    from gplvm.likelihoods import Binomial
     rng = np.random.default_rng(4)
     kw = SMALL
-    # (Bernoulli runs the binomial code path with one trial; its recovery is in benchmarks.)
-    for kind in ("negative_binomial", Binomial(n_trials=5), "multinomial"):
-        if isinstance(kind, str):
-            Y = rng.poisson(3.0, (30, 6)).astype(float)
-        else:                                    # the binomial, trials given by the object
-            Y = rng.integers(0, 6, (30, 6)).astype(float)
+    # (the binomial and Bernoulli fits: the recovery tests of test_rflvm_recovery; trials from
+    # a likelihood object resolve as from fit(n_trials=...):
+    # test_likelihood_by_name_in_any_case_or_by_object)
+    for kind in ("negative_binomial", "multinomial"):
+        Y = rng.poisson(3.0, (30, 6)).astype(float)
         # two NB chains: one per device where there are two (every leaf of the chain state,
         # the CRT layout's included, must be placed by chain; a zero-size one was not)
         chains = dict(n_chains=2) if kind == "negative_binomial" else {}
@@ -320,16 +318,21 @@ def test_negative_binomial_dispersion_starts_large_and_is_held_during_the_x_warm
     # r_j starts at spec.initial_dispersion; the prior is on the log-mean c_j + log r_j,
     # centred at log ȳ_j, so the intercepts start at log(ȳ_j / r0) (ψ = log(mean / r) under
     # the logit link); r_j is not resampled while X warms up
+    # the model's spec and data as fit() builds them, without a fit (one compiled sweep here)
     import jax
-    from gplvm.models._rflvm.init import init_state
+    from gplvm.kernels import RBF
+    from gplvm.models._rflvm.init import init_state, prepare_data
     from gplvm.models._rflvm.sweep import sweep as rflvm_sweep
-    Y = np.random.default_rng(5).poisson(20.0, (30, 6)).astype(float)
-    model = gplvm.RFLVM(likelihood="negative_binomial", random_state=0, **SMALL).fit(Y)
-    spec, data = model._spec_, model._data_
+    rng = np.random.default_rng(5)
+    Y = rng.poisson(20.0, (30, 6)).astype(float)
+    model = gplvm.RFLVM(likelihood="negative_binomial", random_state=0, **SMALL)
+    spec = model._spec("negative_binomial", 6, False)
+    data = prepare_data(spec, model._standardise_fit(Y, "negative_binomial"), None, None,
+                        RBF(lengthscale=1.0), None)
     r0 = spec.initial_dispersion
     assert r0 >= 10 and spec.map_sweeps == 4
     np.testing.assert_allclose(data.beta_prior_mean[-1], np.log(Y.mean(0)), rtol=1e-12)
-    state = init_state(jax.random.PRNGKey(0), spec, data, model.X_mean_, 0.0, 5)
+    state = init_state(jax.random.PRNGKey(0), spec, data, rng.normal(size=(30, 2)), 0.0, 5)
     np.testing.assert_array_equal(state.dispersion, np.full(6, r0))
     np.testing.assert_allclose(state.beta[-1], np.log(Y.mean(0) / r0), rtol=1e-12)
     one = jax.jit(lambda key, st: rflvm_sweep(key, st, spec, data, None))
