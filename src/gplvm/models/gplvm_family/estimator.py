@@ -108,9 +108,7 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         if devices is None:
             return
         name = type(self).__name__
-        problem = sharding.devices_problem(devices)
-        if problem is not None:
-            raise ValueError(f"{name}: devices={devices!r} is not valid: {problem}")
+        check_params(self)      # the value itself: the devices rule of gplvm._params
         unsupported = [
             (times is not None, "the dynamical prior (times=) couples the rows through its "
                                 "time GP, so its rows are not split yet: pass devices=None"),
