@@ -296,3 +296,58 @@ def test_backed_h5ad_gives_the_memmap_fit_bit_for_bit(planted_fit, tmp_path):
         _fit(anndata.read_h5ad(tmp_path / "csc.h5ad", backed="r"))
     with pytest.raises(ValueError, match="in-memory AnnData; give its matrix"):
         _fit(anndata.AnnData(Y))
+
+
+def test_checkpoint_kill_or_ctrl_c_then_resume_equals_one_run(planted_fit, tmp_path,
+                                                             monkeypatch):
+    """A run interrupted mid-epoch (Ctrl-C in the process, or killed: the file of an earlier
+    step) and resumed replays the uninterrupted run's steps on the same numbers: the same
+    latents, parameters, history and bound, bit for bit.  Data read from disk must be passed
+    to resume(Y) when the process that read them is gone."""
+    from gplvm.models.gplvm_family import svi_fit
+
+    _, Y, _ = planted_fit
+    epochs = 3                                     # 160 rows in batches of 40: 4 steps each
+    one = _fit(Y, max_iter=epochs)
+    real_step, calls, path = svi_fit._step, [0], tmp_path / "run.npz"
+
+    def step_then_stop(*args, **kwargs):          # Ctrl-C before the 8th step (epoch 2)
+        calls[0] += 1
+        if calls[0] == 6:                         # a killed process leaves this file behind
+            (tmp_path / "killed.npz").write_bytes(path.read_bytes())
+        if calls[0] == 8:
+            raise KeyboardInterrupt
+        return real_step(*args, **kwargs)
+
+    np.save(tmp_path / "Y.npy", Y)
+    on_disk = np.load(tmp_path / "Y.npy", mmap_mode="r")
+    disk_one = _fit(on_disk, max_iter=epochs)
+    monkeypatch.setattr(svi_fit, "_step", step_then_stop)
+    stopped = _fit(Y, max_iter=epochs, checkpoint=path, checkpoint_interval=0)
+    monkeypatch.setattr(svi_fit, "_step", real_step)
+    assert stopped.interrupted_ and len(stopped.history_) == 1 and np.isfinite(stopped.elbo_)
+    killed = gplvm.load(tmp_path / "killed.npz")
+    assert killed.interrupted_ and np.isnan(killed.elbo_)       # written mid-run
+    for model in (stopped, gplvm.load(path), killed):   # Ctrl-C in this process, files
+        model.resume()
+        assert not model.interrupted_ and not hasattr(model, "_resume_")
+        np.testing.assert_array_equal(model.X_mean_, one.X_mean_)
+        np.testing.assert_array_equal(model.X_var_, one.X_var_)
+        np.testing.assert_array_equal(model.history_, one.history_)
+        assert model.elbo_ == one.elbo_
+        for a, b in zip(jax.tree_util.tree_leaves(model.params_),
+                        jax.tree_util.tree_leaves(one.params_), strict=True):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert not gplvm.load(path).interrupted_                     # the finished run's file
+    # data on disk: a checkpoint does not hold them
+    calls[0] = 0
+    monkeypatch.setattr(svi_fit, "_step", step_then_stop)
+    _fit(on_disk, max_iter=epochs, checkpoint=path, checkpoint_interval=0)
+    monkeypatch.setattr(svi_fit, "_step", real_step)
+    with pytest.raises(ValueError, match="read its rows from disk.*resume\\(Y\\)"):
+        gplvm.load(path).resume()
+    with pytest.raises(ValueError, match="shape"):
+        gplvm.load(path).resume(Y[:-1])
+    resumed = gplvm.load(path).resume(on_disk)
+    np.testing.assert_array_equal(resumed.X_mean_, disk_one.X_mean_)
+    assert resumed.elbo_ == disk_one.elbo_

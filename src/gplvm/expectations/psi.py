@@ -49,8 +49,8 @@ def _check_shapes(Z, X_mean, X_var, weights):
 def psi_statistics(kernel: AbstractKernel, Z: Real[ArrayLike, "M _Q"],
                    X_mean: Real[ArrayLike, "N _Q"], X_var: Real[ArrayLike, "_N _Q"],
                    rule: RuleLike = None,
-                   weights: Real[ArrayLike, " _N"] | Real[ArrayLike, "_G _N"] | None = None
-                   ) -> PsiStatistics | PsiStatisticsBatch:
+                   weights: Real[ArrayLike, " _N"] | Real[ArrayLike, "_G _N"] | None = None,
+                   row_offset=0) -> PsiStatistics | PsiStatisticsBatch:
     r"""Expectations of kernel values under a diagonal Gaussian q(X).
 
     A boundary function (:mod:`gplvm.typing`): the shapes of ``Z``, ``X_var`` and ``weights``
@@ -68,6 +68,11 @@ def psi_statistics(kernel: AbstractKernel, Z: Real[ArrayLike, "M _Q"],
             pass rule objects, not strings, as traced arguments of a jitted function).
         weights: ``None`` (all ones), ``Float[Array, "N"]``, or ``Float[Array, "G N"]`` for G
             weightings at once.
+        row_offset: the index of the first row among all rows (an int, or a traced integer
+            such as a device's ``axis_index`` times its rows).  Only :class:`MonteCarlo` reads
+            it: row n draws from ``fold_in(key, row_offset + n)``, so a block of rows gets the
+            draws those rows get in one call over all of them
+            (:mod:`gplvm.inference.sharding`).
 
     Returns:
         ``(psi0, psi1, psi2)``: psi0 a scalar and psi2 ``(M, M)`` for ``weights`` None or
@@ -88,13 +93,13 @@ def psi_statistics(kernel: AbstractKernel, Z: Real[ArrayLike, "M _Q"],
         raise ValueError(f"no closed-form psi-statistics for {type(kernel).__name__} kernels "
                          f"(closed forms: RBF, Linear, White, Constant and their sums); pass "
                          f"rule=Unscented() or GaussHermite(n_points=...) instead")
-    return _psi_statistics(kernel, Z, X_mean, X_var, rule, w)
+    return _psi_statistics(kernel, Z, X_mean, X_var, rule, w, row_offset)
 
 
 @jax.jit
 def _psi_statistics(kernel: AbstractKernel, Z: Float[Array, "M Q"], X_mean: Float[Array, "N Q"],
                     X_var: Float[Array, "N Q"], rule: AbstractRule | None,
-                    w: Float[Array, " N"] | Float[Array, "G N"] | None
+                    w: Float[Array, " N"] | Float[Array, "G N"] | None, row_offset=0
                     ) -> PsiStatistics | PsiStatisticsBatch:
     """The traced part of :func:`psi_statistics`; jitted so eager callers do not pay for
     op-by-op dispatch of the chunk loops (inside an outer ``jit`` it is simply inlined)."""
@@ -104,7 +109,7 @@ def _psi_statistics(kernel: AbstractKernel, Z: Float[Array, "M Q"], X_mean: Floa
     if isinstance(rule, Analytic):
         psi0, psi1, psi2 = analytic_psi(kernel, Z, X_mean, X_var, W, rule.chunk_size)
     else:
-        psi0, psi1, psi2 = quadrature_psi(kernel, Z, X_mean, X_var, W, rule)
+        psi0, psi1, psi2 = quadrature_psi(kernel, Z, X_mean, X_var, W, rule, row_offset)
     # symmetric up to round-off; mirror the upper triangle so that it is exactly symmetric
     M = Z.shape[0]
     upper = jnp.arange(M)[:, None] <= jnp.arange(M)[None, :]

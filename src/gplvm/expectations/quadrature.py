@@ -69,9 +69,11 @@ def _monte_carlo_eps(key, index, n_samples: int, Q: int):
 
 
 def quadrature_psi(kernel: AbstractKernel, Z: Float[Array, "M Q"], mu: Float[Array, "N Q"],
-                   S: Float[Array, "N Q"], W: Float[Array, "G N"], rule: AbstractRule
+                   S: Float[Array, "N Q"], W: Float[Array, "G N"], rule: AbstractRule,
+                   row_offset=0
                    ) -> tuple[Float[Array, " G"], Float[Array, "N M"], Float[Array, "G M M"]]:
-    """(psi0 (G,), psi1 (N, M), psi2 (G, M, M)) by the quadrature ``rule`` (see module doc)."""
+    """(psi0 (G,), psi1 (N, M), psi2 (G, M, M)) by the quadrature ``rule`` (see module doc);
+    ``row_offset``: the global index of the first row (the Monte Carlo draws' key)."""
     N, Q = mu.shape
     M, G = Z.shape[0], W.shape[0]
     if isinstance(rule, Unscented):
@@ -99,6 +101,6 @@ def quadrature_psi(kernel: AbstractKernel, Z: Float[Array, "M Q"], mu: Float[Arr
         return (Wt_c.T @ e0, psi2), psi1
 
     chunk = choose_chunk(N, n_nodes * (M * (G + 1) + Q), rule.chunk_size)
-    index = jnp.arange(N)
+    index = row_offset + jnp.arange(N)
     (psi0, psi2), psi1 = map_reduce_points(body, (mu, S, W.T, index), (0.0, 1.0, 0.0, 0), chunk)
     return psi0, psi1, psi2

@@ -282,13 +282,21 @@ def _pad(X, n_pad: int, fill: float):
                                                  constant_values=fill)
 
 
+def _first_row(X_block):
+    """The index of a device's first row among all rows (blocks are consecutive, in the
+    mesh's order): Monte Carlo Ψ-statistics key their draws by it, so a sharded bound draws
+    what the unsharded one does row by row."""
+    return jax.lax.axis_index(AXIS) * X_block.shape[0]
+
+
 def _block_sums(kernel, Z, X_mean, X_var, Y0, weights_T, mask, rule):
     """One device's block: its RowSums and KL, added over the mesh, and its rows of Ψ1."""
     real = mask[:, None] > 0
     # padded rows are q(x) = N(0, I): KL 0 and finite gradients whatever is stored there
     X_mean = jnp.where(real, X_mean, 0.0)
     X_var = jnp.where(real, X_var, 1.0)
-    psi0, psi1, psi2 = psi_statistics(kernel, Z, X_mean, X_var, rule=rule, weights=weights_T.T)
+    psi0, psi1, psi2 = psi_statistics(kernel, Z, X_mean, X_var, rule=rule, weights=weights_T.T,
+                                      row_offset=_first_row(X_mean))
     sums = collapsed.row_sums(psi0, psi1, psi2, Y0)
     kl = collapsed.kl_standard_normal(X_mean, X_var)
     return jax.lax.psum((sums, kl), AXIS), psi1
@@ -332,7 +340,8 @@ def _svi_block(kernel, Z, X_mean, X_var, Y0, observed, mask, rule):
     X_mean = jnp.where(real, X_mean, 0.0)
     X_var = jnp.where(real, X_var, 1.0)
     weights = mask[None, :] if observed is None else observed.T
-    psi0, psi1, psi2 = psi_statistics(kernel, Z, X_mean, X_var, rule=rule, weights=weights)
+    psi0, psi1, psi2 = psi_statistics(kernel, Z, X_mean, X_var, rule=rule, weights=weights,
+                                      row_offset=_first_row(X_mean))
     n_obs = (jnp.sum(mask) * jnp.ones(Y0.shape[1]) if observed is None
              else jnp.sum(observed, axis=0))
     sums = svi.RowSums(psi0, psi1.T @ Y0, psi2, jnp.sum(Y0**2, axis=0), n_obs,

@@ -12,6 +12,7 @@ Lawrence (2013), maximised over minibatches of rows (:mod:`.gplvm_family.svi_fit
 from __future__ import annotations
 
 import warnings
+import weakref
 from typing import Optional
 
 import jax.numpy as jnp
@@ -19,6 +20,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from gplvm._random import as_key
+from gplvm.data.minibatch import RowSource, out_of_core
 from gplvm.inference import minimise, sharding
 from gplvm.inference.optimise import NonFiniteObjectiveError
 from gplvm.kernels import AbstractKernel
@@ -34,6 +36,10 @@ from gplvm.models.gplvm_family.latent import DynamicalLatent
 from gplvm.models.gplvm_family.new_rows import infer_latents
 from gplvm.models.gplvm_family.svi_bound import fitted_from_svi
 from gplvm.registry import register
+
+#: the rows each SVI fit of this process reads, so that ``resume()`` after Ctrl-C needs no data
+#: argument (a file cannot hold a memmap or a backed AnnData; the entry goes with the model)
+_SVI_ROWS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 @register("gplvm.BayesianGPLVM", estimator=True)
@@ -82,8 +88,12 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
             over minibatches of ``batch_size`` rows, ``max_iter`` epochs at ``learning_rate``.
             Y may then be a NumPy memmap (``np.load(path, mmap_mode='r')``), an h5py
             dataset, or an AnnData opened with ``anndata.read_h5ad(path, backed='r')`` or its
-            ``X`` (dense or CSR), read a batch at a time.  Iid latent prior only; no
-            checkpoint yet.  See :mod:`gplvm.models.gplvm_family.svi_fit`.
+            ``X`` (dense or CSR), read a batch at a time.  Iid latent prior only.  A
+            ``checkpoint`` is written between minibatch steps and ``resume()`` replays the
+            rest of the run exactly (``resume(Y)`` with data read from disk, which the file
+            does not hold); a checkpoint file's ``elbo_`` is NaN (the bound over all rows is
+            computed when the run ends or is interrupted).  See
+            :mod:`gplvm.models.gplvm_family.svi_fit`.
         batch_size: rows per minibatch with ``inference='svi'`` (``None``: min(256, N)).
         devices: ``None`` (the default: one device, as always), an int k (the first k of
             ``jax.devices()``), a list of ``jax.Device`` or a :class:`jax.sharding.Mesh`:
@@ -95,10 +105,12 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
             optimiser's state are not split.  With ``inference='svi'`` each minibatch's rows
             are split (ψ0, Ψ1ᵀY, Ψ2, Σ y², the rows' KL per device, added): the same
             minibatches and steps as on one device, up to round-off.  Not available (a
-            ``ValueError`` says so before any computation) with ``times=``, ``checkpoint`` or
-            Monte Carlo Ψ-statistics.  ``save`` records None or a count, not a list of devices
-            or a mesh (they belong to the running process): ``set_params(devices=None)``
-            before saving such a model.  See docs/scaling.md.
+            ``ValueError`` says so before any computation) with ``times=``, nor with
+            ``checkpoint`` for the collapsed bound (an SVI fit checkpoints with devices=<a
+            count>).  Monte Carlo Ψ-statistics draw the same per row on any split.
+            ``save`` records None or a count, not a list of devices or a mesh (they belong
+            to the running process): ``set_params(devices=None)`` before saving such a
+            model.  See docs/scaling.md.
 
     Attributes:
         X_mean_, X_var_ (N, Q); Z_ (M, Q); kernel_; noise_var_ (original units, per column);
@@ -260,34 +272,91 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
         return record
 
     def _fit_svi(self, Y, times, groups):
-        """``inference='svi'``: Adam over minibatches (:func:`svi_fit.fit_svi`)."""
+        """``inference='svi'``: Adam over minibatches (:mod:`.gplvm_family.svi_fit`), from a
+        resume point kept in ``_resume_["svi"]`` while the run is unfinished."""
         rows_of, train_Y, batch_size = svi_init.svi_data(self, Y, times, groups)
-        vars(self).pop("_resume_", None)  # an earlier collapsed run's resume point
         N, D = rows_of.source.shape
-        result = svi_fit.fit_svi(self, rows_of, N, batch_size, int(self.max_iter),
-                                 as_key(self.random_state))
-        self.fitted_ = fitted_from_svi(result.g, result.setup, D, rows_of.Y_mean,
-                                       rows_of.Y_std)
-        self.params_, self._problem, self.jitter_ = result.g, None, result.setup.jitter
-        self.X_mean_, self.X_var_, self.elbo_ = result.X_mean, result.X_var, result.bound
-        self.history_, self.n_iter_ = result.history, result.n_epochs
-        self.converged_, self.interrupted_ = False, result.interrupted
         self.times_ = self.groups_ = None
         self._train_Y, self.n_features_in_ = train_Y, D
         # a memmap is not kept: new rows start from the latents of a subsample of its rows
         self._start_index = (None if train_Y is not None else
                              np.linspace(0, N - 1, min(N, svi_init.INIT_ROWS)).astype(int))
         self._start_Y = None if train_Y is not None else rows_of.source.rows(self._start_index)
+        self._resume_ = {"svi": svi_fit.start_run(self, rows_of, N, batch_size,
+                                                  as_key(self.random_state))}
+        _SVI_ROWS[self] = rows_of
+        return self._run_svi(rows_of)
+
+    def _run_svi(self, rows_of):
+        """Run from ``_resume_["svi"]`` to ``max_iter`` epochs, checkpointing as it goes."""
+        run, N = self._resume_["svi"], rows_of.source.shape[0]
+
+        def write(run):         # a checkpoint: the model of this step, flagged interrupted
+            self._set_svi(svi_fit.result_of(run, np.nan, True), rows_of)
+            self.save(self.checkpoint)
+
+        result = svi_fit.run_svi(self, rows_of, N, run, int(self.max_iter),
+                                 checkpoint=None if self.checkpoint is None else write)
+        self._set_svi(result, rows_of)
+        self._end_run(result.interrupted)
         return self
 
-    def resume(self):
-        """Finish an interrupted collapsed fit (:meth:`ResumableMixin.resume`); an SVI fit
-        cannot be resumed yet."""
-        if self.inference == "svi" and getattr(self, "interrupted_", False):
-            raise ValueError("resume() is not available for inference='svi' yet: an interrupted "
-                             "SVI fit keeps its epochs so far; fit again (with max_iter epochs) "
-                             "to finish it")
+    def _set_svi(self, result, rows_of):
+        """The fitted attributes of an SVI result (:class:`svi_fit.SviResult`)."""
+        self.fitted_ = fitted_from_svi(result.g, result.setup, rows_of.source.shape[1],
+                                       rows_of.Y_mean, rows_of.Y_std)
+        self.params_, self._problem, self.jitter_ = result.g, None, result.setup.jitter
+        self.X_mean_, self.X_var_ = np.array(result.X_mean), result.X_var
+        self.elbo_, self.history_, self.n_iter_ = result.bound, result.history, result.n_epochs
+        self.converged_, self.interrupted_ = False, result.interrupted
+
+    def resume(self, Y=None):
+        """Finish an interrupted (or checkpointed) fit from its stored state: the result equals
+        an uninterrupted fit's bit for bit (``checkpoint`` says when it cannot).
+
+        Typical use: ``gplvm.load(path).resume()`` after a run with ``checkpoint=path`` was
+        killed, or ``model.resume()`` after Ctrl-C.  A finished fit is returned unchanged.
+
+        Args:
+            Y: an SVI fit of data read from disk (a memmap, an h5py dataset, a backed AnnData):
+                the same data again, which a checkpoint does not hold (in the process that was
+                interrupted they are still known).  Otherwise leave it None: an in-memory Y is
+                kept with the model.
+        """
+        check_is_fitted(self, "fitted_")
+        run = getattr(self, "_resume_", None)
+        if isinstance(run, dict) and "svi" in run:
+            return self._run_svi(self._svi_rows(run["svi"], Y))
+        if Y is not None:
+            raise ValueError("resume(Y) takes the data of an SVI fit read from disk; this fit "
+                             + ("is finished" if run is None else "keeps its data") +
+                             ": call resume() without arguments")
         return super().resume()
+
+    def _svi_rows(self, run: dict, Y):
+        """The standardised rows an unfinished SVI run reads: ``Y`` when given (checked against
+        the fit's shape), else the ones this process fitted, else the in-memory data kept."""
+        N, D = run["X_mean"].shape[0], int(self.n_features_in_)
+        if Y is None:
+            known = _SVI_ROWS.get(self)
+            if known is not None:
+                return known
+            if self._train_Y is None:
+                raise ValueError("this SVI fit read its rows from disk (a memmap, an h5py "
+                                 "dataset or a backed AnnData), which a checkpoint does not "
+                                 "hold: pass the same data again, resume(Y)")
+            source = RowSource(self._train_Y)
+        else:
+            source = out_of_core(Y)
+            if source is None:
+                source = RowSource(self._validate_common(Y, None, None)[0])
+            if source.shape != (N, D):
+                raise ValueError(f"resume(Y): the fit read data of shape {(N, D)}; got "
+                                 f"{source.shape}: pass the same data")
+        rows_of = svi_init.Standardised(source, run["Y_mean"], run["Y_std"],
+                                        bool(run["has_missing"]))
+        _SVI_ROWS[self] = rows_of
+        return rows_of
 
     def _set_fitted(self, u, problem, Y_mean, Y_std):
         summary = fam.fitted_from(u, problem, Y_mean, Y_std)

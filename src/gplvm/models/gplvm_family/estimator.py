@@ -21,7 +21,6 @@ from gplvm._random import as_key
 from gplvm._validation import (
     as_2d_float, as_float_array, check_magnitude, check_no_constant_columns, check_observed_columns,
 )
-from gplvm.expectations import MonteCarlo
 from gplvm.inference import sharding
 from gplvm.io import SaveMixin
 from gplvm.kernels import RBF
@@ -43,13 +42,6 @@ def check_inducing(n_inducing: int, n_rows: int, what: str) -> None:
         raise ValueError(f"n_inducing={n_inducing} exceeds the {n_rows} {what}; inducing "
                          f"inputs summarise the rows, so use at most as many: pass "
                          f"n_inducing={n_rows} or fewer")
-
-
-def _is_monte_carlo(psi_rule) -> bool:
-    """Whether a ``psi_rule`` argument (a name or a rule object) is Monte Carlo."""
-    if isinstance(psi_rule, str):
-        return psi_rule.lower().replace("-", "_").replace(" ", "_") == "monte_carlo"
-    return isinstance(psi_rule, MonteCarlo)
 
 
 def ard_relevance(kernel, n_components: int) -> np.ndarray:
@@ -112,13 +104,14 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         unsupported = [
             (times is not None, "the dynamical prior (times=) couples the rows through its "
                                 "time GP, so its rows are not split yet: pass devices=None"),
-            (getattr(self, "checkpoint", None) is not None,
+            (getattr(self, "checkpoint", None) is not None
+             and getattr(self, "inference", "collapsed") != "svi",
              "a checkpoint cannot hold the rows split over devices yet: pass checkpoint=None "
-             "or devices=None"),
-            (_is_monte_carlo(self.psi_rule),
-             "Monte Carlo Ψ-statistics number their draws within each device's rows, so the "
-             "split would change the draws: pass psi_rule='unscented' or 'gauss_hermite', or "
-             "devices=None"),
+             "or devices=None (inference='svi' can checkpoint on devices=<a count>)"),
+            (getattr(self, "checkpoint", None) is not None
+             and not isinstance(devices, (int, np.integer)),
+             "a checkpoint file records the devices as a count, not jax devices or a mesh "
+             "(they belong to this process): pass devices=<a count>"),
         ]
         for found, why in unsupported:
             if found:

@@ -32,9 +32,11 @@ from gplvm.models.gplvm_family.fitted import FittedGPLVM
 from gplvm.objectives import svi
 from gplvm.objectives.collapsed import kl_standard_normal
 from gplvm.objectives.new_rows import fitted_map
+from gplvm.registry import register
 from gplvm.transforms import softplus
 
 
+@register("gplvm.state.SviSetup")   # saved in an SVI checkpoint's resume point
 class SviSetup(NamedTuple):
     """What the stochastic bound reads besides the parameters: the kernel's structure (its
     values come from ``g["kernel"]``), the Ψ-statistic rule and the K_uu jitter."""

@@ -15,9 +15,11 @@ the same minibatches, the same steps, their sums over rows added in another orde
 
 from __future__ import annotations
 
+import signal
+import threading
 import warnings
 from functools import partial
-from typing import NamedTuple
+from typing import Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -135,9 +137,170 @@ def _step_setup(setup: SviSetup, step: int) -> SviSetup:
     return setup
 
 
+def _rng_state(rng: np.random.Generator) -> dict:
+    """The generator's state with every number as a decimal string (PCG64's are 128-bit)."""
+    state = rng.bit_generator.state
+    return {k: v if k == "bit_generator" else
+            {kk: str(vv) for kk, vv in v.items()} if isinstance(v, dict) else str(v)
+            for k, v in state.items()}
+
+
+def _rng_from(saved: dict) -> np.random.Generator:
+    rng = np.random.default_rng(0)
+    rng.bit_generator.state = {k: v if k == "bit_generator" else
+                               {kk: int(vv) for kk, vv in v.items()} if isinstance(v, dict)
+                               else int(v) for k, v in saved.items()}
+    return rng
+
+
+def start_run(est, rows_of: Standardised, n_rows: int, batch_size: int, key) -> dict:
+    """The resume point of a new fit: the starting values (:func:`initial_state`), fresh Adam
+    states and the generator of the minibatches, before the first step.
+
+    The dict holds only what a gplvm file can (arrays, numbers, strings and registered types):
+    the optax states as their leaves, rebuilt on use from ``ADAM.init`` (as
+    :class:`gplvm.inference.optimise.OptimState` does), the generator as its state.  Keys:
+    ``g``, ``g_state`` (leaves), ``X_mean``, ``X_var_raw`` (N, Q host arrays, updated in place
+    by the run), ``local_state`` (leaves, (N, ...) host arrays, likewise), ``setup``,
+    ``batch_size``, ``rng`` (the state at the start of the current epoch), ``step_in_epoch``
+    (steps of that epoch done), ``epoch_values``/``epoch_ok`` (their minibatch bounds),
+    ``history``, ``n_step``, ``n_bad``, ``Y_mean``, ``Y_std``, ``has_missing``."""
+    start = initial_state(est, rows_of, n_rows, key)
+    Q = start.X_mean.shape[1]
+    local_state = _host_tree(ADAM.init({"X_mean": jnp.zeros(Q), "X_var": jnp.zeros(Q)}), n_rows)
+    rng = np.random.default_rng(int(jax.random.randint(jax.random.fold_in(key, 4), (), 0,
+                                                       2**31 - 1)))
+    return {"g": start.g, "g_state": jax.tree_util.tree_leaves(ADAM.init(start.g)),
+            "X_mean": np.array(start.X_mean), "X_var_raw": np.array(start.X_var_raw),
+            "local_state": jax.tree_util.tree_leaves(local_state), "setup": start.setup,
+            "batch_size": int(batch_size), "rng": _rng_state(rng), "step_in_epoch": 0,
+            "epoch_values": [], "epoch_ok": [], "history": [], "n_step": 0, "n_bad": 0,
+            "Y_mean": np.asarray(rows_of.Y_mean), "Y_std": np.asarray(rows_of.Y_std),
+            "has_missing": bool(rows_of.has_missing)}
+
+
+def _tree_like(template, leaves):
+    treedef = jax.tree_util.tree_structure(template)
+    return treedef.unflatten(list(leaves))
+
+
+class _DeferInterrupt:
+    """Ctrl-C held back until the block ends, so that a step's results are written to the
+    host arrays and the resume point all together or not at all (main thread only; elsewhere
+    Python delivers no SIGINT anyway)."""
+
+    def __enter__(self):
+        self.caught, self.previous = False, None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.getsignal(signal.SIGINT)
+            signal.signal(signal.SIGINT, self._hold)
+        return self
+
+    def _hold(self, signum, frame):
+        self.caught = True
+
+    def __exit__(self, *exc):
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+        if self.caught and exc[0] is None:
+            raise KeyboardInterrupt
+        return False
+
+
+def run_svi(est, rows_of: Standardised, n_rows: int, run: dict, n_epochs: int,
+            checkpoint: Optional[Callable[[dict], None]] = None) -> SviResult:
+    """Adam over minibatches from the resume point ``run`` (:func:`start_run`, or one a
+    checkpoint saved) until ``n_epochs`` epochs are done.
+
+    ``run`` is brought up to date after every step (its host arrays in place), so after Ctrl-C
+    or at a checkpoint it is exactly where the next step starts: continuing from it replays
+    the steps of an uninterrupted run on the same numbers (the same minibatches, from the
+    generator's state at the epoch's start and the steps of that epoch already done), and
+    gives its result bit for bit.  ``checkpoint(run)``, when given, is called after a step at
+    most every ``est.checkpoint_interval`` seconds (:class:`gplvm.models._checkpoint.Interval`).
+
+    Args:
+        est: the estimator (its constructor arguments: learning_rate, progress, devices:
+            None, or the devices whose mesh splits each minibatch's rows).
+        rows_of: standardised rows by index (:class:`Standardised`); n_rows: N.
+    """
+    from gplvm.models._checkpoint import Interval
+    devices = getattr(est, "devices", None)
+    mesh = None if devices is None else sharding.make_mesh(devices)
+    setup, batch_size = run["setup"], int(run["batch_size"])
+    g = jax.tree_util.tree_map(jnp.asarray, run["g"])
+    g_state = _tree_like(ADAM.init(g), [jnp.asarray(x) for x in run["g_state"]])
+    learning_rate = jnp.asarray(float(est.learning_rate))
+    natural = jnp.asarray(float(NATURAL_STEP))
+    if mesh is not None:    # replicated on the mesh from the start: one compilation of _step
+        g, g_state = sharding.replicate((g, g_state), mesh)
+    Q = run["X_mean"].shape[1]
+    local = {"X_mean": run["X_mean"], "X_var": run["X_var_raw"]}
+    local_state = _tree_like(ADAM.init({"X_mean": jnp.zeros(Q), "X_var": jnp.zeros(Q)}),
+                             run["local_state"])
+    scale = n_rows / batch_size
+    interrupted = False
+    interval = Interval(float(getattr(est, "checkpoint_interval", 0.0)))
+    bar = tqdm(total=n_epochs, initial=len(run["history"]), desc="BayesianGPLVM (svi)",
+               disable=not est.progress, leave=False)
+    try:
+        while len(run["history"]) < n_epochs:
+            rng = _rng_from(run["rng"])
+            batches = epoch_batches(rng, n_rows, batch_size)
+            for index in batches[run["step_in_epoch"]:]:
+                Y0, observed = rows_of(index)
+                (g_new, g_state_new, xl, xl_state), value, ok = _step(
+                    g, g_state, _gather(local, index), _gather(local_state, index), Y0,
+                    observed, scale, _step_setup(setup, run["n_step"]), learning_rate,
+                    natural, mesh)
+                xl, xl_state = jax.device_get((xl, xl_state))
+                value, ok = float(value), bool(ok)
+                with _DeferInterrupt():
+                    g, g_state = g_new, g_state_new
+                    _scatter(local, index, xl)
+                    _scatter(local_state, index, xl_state)
+                    run.update(g=g, g_state=jax.tree_util.tree_leaves(g_state),
+                               step_in_epoch=run["step_in_epoch"] + 1,
+                               n_step=run["n_step"] + 1,
+                               epoch_values=run["epoch_values"] + [value],
+                               epoch_ok=run["epoch_ok"] + [ok])
+                    if run["step_in_epoch"] == len(batches):       # the epoch is done
+                        value, ok = np.asarray(run["epoch_values"]), np.asarray(run["epoch_ok"])
+                        run.update(history=run["history"] + [
+                                       float(np.mean(value[ok])) if ok.any() else np.nan],
+                                   n_bad=run["n_bad"] + int(np.sum(~ok)),
+                                   rng=_rng_state(rng), step_in_epoch=0, epoch_values=[],
+                                   epoch_ok=[])
+                if checkpoint is not None and interval.due():
+                    checkpoint(run)
+            bar.update()
+            bar.set_postfix(bound=f"{run['history'][-1]:.4g}")
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        bar.close()
+    if run["n_bad"]:
+        warnings.warn(f"BayesianGPLVM (svi): {run['n_bad']} of {run['n_step']} minibatch steps "
+                      f"had a non-finite bound or gradient and were skipped; lower "
+                      f"learning_rate", RuntimeWarning, stacklevel=3)
+    bound = full_bound(g, local["X_mean"], local["X_var"], rows_of, n_rows, setup, batch_size,
+                       mesh)
+    return result_of(run, bound, interrupted, mesh is not None)
+
+
+def result_of(run: dict, bound: float, interrupted: bool, on_mesh: bool = False) -> SviResult:
+    """The :class:`SviResult` of the resume point ``run``; ``on_mesh``: its ``g`` is on a mesh
+    and is copied to the default device, as a collapsed fit's fitted values."""
+    g = sharding.to_default_device(run["g"]) if on_mesh else run["g"]
+    X_var = np.asarray(softplus(jnp.asarray(run["X_var_raw"])))
+    return SviResult(g, run["X_mean"], X_var, run["setup"], bound,
+                     np.asarray(run["history"], dtype=float), len(run["history"]), interrupted)
+
+
 def fit_svi(est, rows_of: Standardised, n_rows: int, batch_size: int, n_epochs: int,
             key) -> SviResult:
-    """Maximise the stochastic bound by Adam over ``n_epochs`` passes of minibatches.
+    """Maximise the stochastic bound by Adam over ``n_epochs`` passes of minibatches from the
+    start (:func:`start_run` then :func:`run_svi`, without checkpoints).
 
     Args:
         est: the estimator (its constructor arguments: n_components, n_inducing, kernel,
@@ -147,53 +310,5 @@ def fit_svi(est, rows_of: Standardised, n_rows: int, batch_size: int, n_epochs: 
         n_rows: N; batch_size: B ≤ N; n_epochs: passes over the rows.
         key: the fit's PRNG key (starting values, the order of the rows).
     """
-    start = initial_state(est, rows_of, n_rows, key)
-    devices = getattr(est, "devices", None)
-    mesh = None if devices is None else sharding.make_mesh(devices)
-    g, setup = start.g, start.setup
-    learning_rate = jnp.asarray(float(est.learning_rate))
-    natural = jnp.asarray(float(NATURAL_STEP))
-    g_state = ADAM.init(g)
-    if mesh is not None:    # replicated on the mesh from the start: one compilation of _step
-        g, g_state = sharding.replicate((g, g_state), mesh)
-    Q = start.X_mean.shape[1]
-    local = {"X_mean": np.array(start.X_mean), "X_var": np.array(start.X_var_raw)}
-    local_state = _host_tree(ADAM.init({"X_mean": jnp.zeros(Q), "X_var": jnp.zeros(Q)}), n_rows)
-    rng = np.random.default_rng(int(jax.random.randint(jax.random.fold_in(key, 4), (), 0,
-                                                       2**31 - 1)))
-    scale = n_rows / batch_size
-    history, n_step, n_bad, interrupted = [], 0, 0, False
-    bar = tqdm(total=n_epochs, desc="BayesianGPLVM (svi)", disable=not est.progress,
-               leave=False)
-    try:
-        for _ in range(n_epochs):
-            values = []
-            for index in epoch_batches(rng, n_rows, batch_size):
-                Y0, observed = rows_of(index)
-                (g, g_state, xl, xl_state), value, ok = _step(
-                    g, g_state, _gather(local, index), _gather(local_state, index), Y0,
-                    observed, scale, _step_setup(setup, n_step), learning_rate, natural, mesh)
-                _scatter(local, index, xl)
-                _scatter(local_state, index, xl_state)
-                values.append((value, ok))
-                n_step += 1
-            value, ok = (np.asarray(v) for v in zip(*values))
-            n_bad += int(np.sum(~ok))
-            history.append(float(np.mean(value[ok])) if ok.any() else np.nan)
-            bar.update()
-            bar.set_postfix(bound=f"{history[-1]:.4g}")
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        bar.close()
-    if n_bad:
-        warnings.warn(f"BayesianGPLVM (svi): {n_bad} of {n_step} minibatch steps had a "
-                      f"non-finite bound or gradient and were skipped; lower learning_rate",
-                      RuntimeWarning, stacklevel=3)
-    bound = full_bound(g, local["X_mean"], local["X_var"], rows_of, n_rows, setup, batch_size,
-                       mesh)
-    if mesh is not None:    # the fitted values back on the default device, as a collapsed fit's
-        g = sharding.to_default_device(g)
-    X_var = np.asarray(softplus(jnp.asarray(local["X_var"])))
-    return SviResult(g, local["X_mean"], X_var, setup, bound, np.asarray(history),
-                     len(history), interrupted)
+    return run_svi(est, rows_of, n_rows, start_run(est, rows_of, n_rows, batch_size, key),
+                   n_epochs)

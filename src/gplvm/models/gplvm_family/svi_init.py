@@ -56,9 +56,6 @@ def svi_data(est, Y, times, groups):
     if times is not None or groups is not None:
         raise ValueError("inference='svi' has the iid latent prior only; fit without times= "
                          "and groups=, or use inference='collapsed' for the dynamical prior")
-    if est.checkpoint is not None:
-        raise ValueError("checkpoint= is not available with inference='svi' yet; pass "
-                         "checkpoint=None, or use inference='collapsed'")
     source = out_of_core(Y)
     if source is not None:
         train_Y, (n_rows, _) = None, source.shape
