@@ -456,6 +456,15 @@ def profile(name, kind, Y, n_trials, args):
     print(f"\n{name} {kind}: N={N} D={D} M={2 * spec.n_freq}  compile {compile_s:.1f} s  "
           f"accept_W {info['accept_W']:.3f}  ellipse points/row {info['n_proposals_X']:.2f}"
           + (f"  /beta column {info['n_proposals_beta']:.2f}" if kind == "poisson" else ""))
+    if spec.polya_gamma and kind != "multinomial":
+        # the Pólya-gamma draws' cost depends on b per entry (polya_gamma_speed.py's regimes)
+        b = np.asarray(sw._pg_params(spec, data, state.dispersion)[0])[
+            np.asarray(data.observed) > 0]
+        r = np.asarray(state.dispersion)
+        print(f"  PG b per entry: {np.mean(b < 1):.1%} below 1 (the series with exact terms), "
+              f"{np.mean((b == 1) | (b == 2)):.1%} exact b = 1 or 2, the rest series"
+              + (f"; dispersion r median {np.median(r):.3g}, {np.mean(r < 1):.1%} of columns "
+                 f"below 1" if kind == "negative_binomial" else ""))
     print(f"  {'step':>12} {'ms':>9} {'floor ms':>9} {'ratio':>7}")
     for step, ms, fl in rows:
         print(f"  {step:>12} {ms:9.2f} {fl:9.3f} {ms / fl:7.1f}")
