@@ -279,8 +279,12 @@ def test_supervised_contract(fitted_supervised):
     again = case.make().fit(X, y)
     np.testing.assert_array_equal(again.predict(X), model.predict(X))
     P = model.predict(X[:5])
-    for i in range(5):
-        np.testing.assert_array_equal(model.predict(X[i:i + 1])[0], P[i])
+    for i in range(5):      # up to the rounding of a program compiled for 1 row, not 5
+        one = model.predict(X[i:i + 1])[0]
+        if np.issubdtype(P.dtype, np.number):
+            np.testing.assert_allclose(one, P[i], rtol=1e-13, atol=1e-15)
+        else:               # class labels
+            assert one == P[i]
     if hasattr(model, "predict_proba"):
         assert set(model.classes_) == set(np.unique(y))
         proba = model.predict_proba(X[:5])

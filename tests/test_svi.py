@@ -351,3 +351,26 @@ def test_checkpoint_kill_or_ctrl_c_then_resume_equals_one_run(planted_fit, tmp_p
     resumed = gplvm.load(path).resume(on_disk)
     np.testing.assert_array_equal(resumed.X_mean_, disk_one.X_mean_)
     assert resumed.elbo_ == disk_one.elbo_
+
+
+def test_ctrl_c_during_a_steps_commit_waits_for_its_end():
+    """Ctrl-C while a step's results are written lands after the write (all or nothing);
+    an ignored SIGINT stays ignored."""
+    import os
+    import signal
+
+    from gplvm.models.gplvm_family.svi_fit import _DeferInterrupt
+
+    written = []
+    with pytest.raises(KeyboardInterrupt):
+        with _DeferInterrupt():
+            os.kill(os.getpid(), signal.SIGINT)
+            written.append("after the signal")
+    assert written == ["after the signal"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with _DeferInterrupt():
+            os.kill(os.getpid(), signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, previous)

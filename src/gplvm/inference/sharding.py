@@ -17,12 +17,10 @@ gradient.  The result equals the unsharded bound up to the order of the addition
 Under :mod:`jax.distributed` the mesh spans the devices of every process and the same code runs
 unchanged (:mod:`gplvm.distributed`).
 
-Deterministic Ψ-statistic rules (analytic, unscented, Gauss–Hermite) give the same sums however
-the rows are split; :class:`~gplvm.expectations.MonteCarlo` draws point n from
-``fold_in(key, n)`` with n counted within a device's block, so its draws depend on the split
-(a different, equally valid Monte Carlo estimate; ``BayesianGPLVM(devices=...)`` refuses it).
-Matching draws need the global row index in
-:func:`gplvm.expectations.quadrature.quadrature_psi` (an offset added to its ``index``).
+Every Ψ-statistic rule gives the same sums however the rows are split: the analytic,
+unscented and Gauss–Hermite rules are deterministic, and :class:`~gplvm.expectations.MonteCarlo`
+draws row n from ``fold_in(key, n)`` with n its global index (each device passes its first
+row's index as ``psi_statistics(row_offset=)``, :func:`_first_row`).
 
 ``BayesianGPLVM(devices=...)`` uses this module inside its fit: its
 :class:`~gplvm.models.gplvm_family.bound.Problem` carries the :class:`ShardedData`.

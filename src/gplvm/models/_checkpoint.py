@@ -15,8 +15,9 @@ Two places take a checkpoint:
   :class:`~gplvm.inference.optimise.OptimState` to the callback of
   :meth:`ResumableMixin._checkpointing` every ``checkpoint_interval`` seconds (``BayesianGLM``,
   ``BayesianGPLVM``, ``StructuredGPLVM``);
-* between the steps of an estimator's own loop (``DPGPLVM``'s sweeps), timed by
-  :class:`Interval`.
+* between the steps of an estimator's own loop (``DPGPLVM``'s sweeps, the minibatch steps of
+  ``BayesianGPLVM(inference='svi')`` in :func:`gplvm.models.gplvm_family.svi_fit.run_svi`),
+  timed by :class:`Interval`.
 """
 
 from __future__ import annotations

@@ -174,6 +174,7 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
         self._train_Y = Y
         for svi_start in ("_start_Y", "_start_index"):  # an earlier SVI fit's start rows
             vars(self).pop(svi_start, None)
+        _SVI_ROWS.pop(self, None)                         # and the rows it read
         self.n_features_in_ = Y.shape[1]
         # what resume() needs to go on: the start, the histories of the runs before the last
         # jitter restart and, once stopped, the optimiser's state
@@ -275,15 +276,17 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
         """``inference='svi'``: Adam over minibatches (:mod:`.gplvm_family.svi_fit`), from a
         resume point kept in ``_resume_["svi"]`` while the run is unfinished."""
         rows_of, train_Y, batch_size = svi_init.svi_data(self, Y, times, groups)
+        vars(self).pop("_resume_", None)        # an earlier run's resume point goes first
+        _SVI_ROWS.pop(self, None)
         N, D = rows_of.source.shape
+        run = svi_fit.start_run(self, rows_of, N, batch_size, as_key(self.random_state))
         self.times_ = self.groups_ = None
         self._train_Y, self.n_features_in_ = train_Y, D
         # a memmap is not kept: new rows start from the latents of a subsample of its rows
         self._start_index = (None if train_Y is not None else
                              np.linspace(0, N - 1, min(N, svi_init.INIT_ROWS)).astype(int))
         self._start_Y = None if train_Y is not None else rows_of.source.rows(self._start_index)
-        self._resume_ = {"svi": svi_fit.start_run(self, rows_of, N, batch_size,
-                                                  as_key(self.random_state))}
+        self._resume_ = {"svi": run}
         _SVI_ROWS[self] = rows_of
         return self._run_svi(rows_of)
 
@@ -298,6 +301,8 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
         result = svi_fit.run_svi(self, rows_of, N, run, int(self.max_iter),
                                  checkpoint=None if self.checkpoint is None else write)
         self._set_svi(result, rows_of)
+        if not result.interrupted:              # nothing left to resume: let the rows go
+            _SVI_ROWS.pop(self, None)
         self._end_run(result.interrupted)
         return self
 

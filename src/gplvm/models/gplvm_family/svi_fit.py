@@ -191,8 +191,11 @@ class _DeferInterrupt:
 
     def __enter__(self):
         self.caught, self.previous = False, None
-        if threading.current_thread() is threading.main_thread():
-            self.previous = signal.getsignal(signal.SIGINT)
+        # only Python's own handler (the one raising KeyboardInterrupt) is held back; an
+        # ignored SIGINT, a handler of the user's or one set from C is left as it is
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            self.previous = signal.default_int_handler
             signal.signal(signal.SIGINT, self._hold)
         return self
 
@@ -295,20 +298,3 @@ def result_of(run: dict, bound: float, interrupted: bool, on_mesh: bool = False)
     X_var = np.asarray(softplus(jnp.asarray(run["X_var_raw"])))
     return SviResult(g, run["X_mean"], X_var, run["setup"], bound,
                      np.asarray(run["history"], dtype=float), len(run["history"]), interrupted)
-
-
-def fit_svi(est, rows_of: Standardised, n_rows: int, batch_size: int, n_epochs: int,
-            key) -> SviResult:
-    """Maximise the stochastic bound by Adam over ``n_epochs`` passes of minibatches from the
-    start (:func:`start_run` then :func:`run_svi`, without checkpoints).
-
-    Args:
-        est: the estimator (its constructor arguments: n_components, n_inducing, kernel,
-            psi_rule, init_X_var, init_noise_fraction, learning_rate, progress, devices:
-            None, or the devices whose mesh splits each minibatch's rows).
-        rows_of: standardised rows by index (:class:`Standardised`).
-        n_rows: N; batch_size: B ≤ N; n_epochs: passes over the rows.
-        key: the fit's PRNG key (starting values, the order of the rows).
-    """
-    return run_svi(est, rows_of, n_rows, start_run(est, rows_of, n_rows, batch_size, key),
-                   n_epochs)
