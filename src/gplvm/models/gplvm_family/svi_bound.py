@@ -47,7 +47,16 @@ class SviSetup(NamedTuple):
 
 
 def batch_terms(g: dict, xl: dict, Y0, observed, setup: SviSetup, mesh=None):
-    """(Σ_{n∈b} E[log p(y_n|f_n)] − KL(q(x_n)‖p(x_n)), KL(q(U)‖p(U))) for the rows ``Y0``.
+    """(Σ_{n∈b} E[log p(y_n|f_n)] − KL(q(x_n)‖p(x_n)), KL(q(U)‖p(U))) for the rows ``Y0``
+    (:func:`batch_terms_and_sums` without its sums)."""
+    rows, kl_u, _ = batch_terms_and_sums(g, xl, Y0, observed, setup, mesh)
+    return rows, kl_u
+
+
+def batch_terms_and_sums(g: dict, xl: dict, Y0, observed, setup: SviSetup, mesh=None):
+    """:func:`batch_terms` and, for complete rows, the rows' sums (Ψ1ᵀY (M, D), Ψ2 (M, M))
+    that the natural-gradient step on q(U) reads (None with missing entries), so that a step
+    computes the Ψ-statistics once (issue 18: the natural step used to compute them again).
 
     Args:
         g: global parameters; xl: the rows' local parameters.
@@ -68,19 +77,27 @@ def batch_terms(g: dict, xl: dict, Y0, observed, setup: SviSetup, mesh=None):
                                      setup.rule)
         ell = svi.expected_log_lik_from_sums(sums, kernel(g["Z"]), noise_var, g["a"], L,
                                              setup.jitter)
-        return ell - sums.kl, svi.kl_q_u(g["a"], L)
+        natural = None if observed is not None else (sums.psi1_Y, sums.psi2[0])
+        return ell - sums.kl, svi.kl_q_u(g["a"], L), natural
     cols = svi.column_weights(observed, Y0.shape[1], Y0.shape[0])
     psi0, psi1, psi2 = psi_statistics(kernel, g["Z"], X_mean, X_var, rule=setup.rule,
                                       weights=cols.weights)
     ell = svi.expected_log_lik(psi0, psi1, psi2, kernel(g["Z"]), Y0, cols, noise_var, g["a"],
                                L, setup.jitter)
-    return ell - kl_standard_normal(X_mean, X_var), svi.kl_q_u(g["a"], L)
+    natural = None if observed is not None else (psi1.T @ Y0, psi2[0])
+    return ell - kl_standard_normal(X_mean, X_var), svi.kl_q_u(g["a"], L), natural
 
 
 def minibatch_bound(g: dict, xl: dict, Y0, observed, scale, setup: SviSetup, mesh=None):
     """The unbiased estimate N/B · (rows' terms) − KL(q(U)‖p(U)) (module docstring)."""
-    rows, kl_u = batch_terms(g, xl, Y0, observed, setup, mesh)
-    return scale * rows - kl_u
+    return minibatch_bound_and_sums(g, xl, Y0, observed, scale, setup, mesh)[0]
+
+
+def minibatch_bound_and_sums(g: dict, xl: dict, Y0, observed, scale, setup: SviSetup,
+                             mesh=None):
+    """(:func:`minibatch_bound`, the rows' sums of :func:`batch_terms_and_sums`)."""
+    rows, kl_u, sums = batch_terms_and_sums(g, xl, Y0, observed, setup, mesh)
+    return scale * rows - kl_u, sums
 
 
 _batch_terms_jit = jax.jit(batch_terms, static_argnames="mesh")

@@ -29,10 +29,9 @@ from tqdm.auto import tqdm
 
 from gplvm._pytree import replace
 from gplvm.data.minibatch import epoch_batches
-from gplvm.expectations import psi_statistics
 from gplvm.expectations.rules import MonteCarlo
 from gplvm.inference import sharding
-from gplvm.models.gplvm_family.svi_bound import SviSetup, full_bound, minibatch_bound
+from gplvm.models.gplvm_family.svi_bound import SviSetup, full_bound, minibatch_bound_and_sums
 from gplvm.models.gplvm_family.svi_init import Standardised, initial_state
 from gplvm.objectives import svi
 from gplvm.transforms import softplus
@@ -68,24 +67,19 @@ def _adam_step(params, grads, state, learning_rate):
 
 
 def _negative(g, xl, Y0, observed, scale, setup, mesh):
-    return -minibatch_bound(g, xl, Y0, observed, scale, setup, mesh)
+    value, sums = minibatch_bound_and_sums(g, xl, Y0, observed, scale, setup, mesh)
+    return -value, sums
 
 
-def _natural_q_u(g, xl, Y0, scale, setup, step, mesh):
-    """q(U) after :func:`gplvm.objectives.svi.natural_step` on the batch (complete rows; with
-    a mesh, from the rows' sums over its devices)."""
+def _natural_q_u(g, sums, scale, setup, step):
+    """q(U) after :func:`gplvm.objectives.svi.natural_step_from_sums` on the batch (complete
+    rows), from the rows' sums Ψ1ᵀY and Ψ2 the bound's evaluation computed (on one device or
+    added over a mesh's)."""
     kernel = setup.kernel.from_unconstrained(g["kernel"])
-    X_var = softplus(xl["X_var"])
-    args = (kernel(g["Z"]), softplus(g["noise_var"]), scale, step, setup.jitter)
-    if mesh is None:
-        _, psi1, psi2 = psi_statistics(kernel, g["Z"], xl["X_mean"], X_var, rule=setup.rule)
-        a, L = svi.natural_step(g["a"], svi.chol_from_raw(g["L"]), psi1, psi2, args[0], Y0,
-                                *args[1:])
-    else:
-        sums = sharding.svi_row_sums(kernel, g["Z"], xl["X_mean"], X_var, Y0, None, mesh,
-                                     setup.rule)
-        a, L = svi.natural_step_from_sums(g["a"], svi.chol_from_raw(g["L"]), sums.psi1_Y,
-                                          sums.psi2[0], *args)
+    psi1_Y, psi2 = sums
+    a, L = svi.natural_step_from_sums(g["a"], svi.chol_from_raw(g["L"]), psi1_Y, psi2,
+                                      kernel(g["Z"]), softplus(g["noise_var"]), scale, step,
+                                      setup.jitter)
     return {**g, "a": a, "L": svi.raw_from_chol(L)}
 
 
@@ -99,11 +93,11 @@ def _step(g, g_state, xl, xl_state, Y0, observed, scale, setup, learning_rate, n
     same shapes shares one compilation.  A step whose bound or gradient is not finite changes
     nothing (and is counted by the caller).  With a mesh the batch's rows are split over its
     devices (:func:`gplvm.models.gplvm_family.svi_bound.batch_terms`)."""
-    value, (dg, dxl) = jax.value_and_grad(_negative, argnums=(0, 1))(
+    (value, sums), (dg, dxl) = jax.value_and_grad(_negative, argnums=(0, 1), has_aux=True)(
         g, xl, Y0, observed, scale, setup, mesh)
     g_new, g_state_new = _adam_step(g, dg, g_state, learning_rate)
     if observed is None:
-        g_nat = _natural_q_u(g, xl, Y0, scale, setup, natural, mesh)
+        g_nat = _natural_q_u(g, sums, scale, setup, natural)
         g_new = {**g_new, **{k: jnp.where(natural > 0, g_nat[k], g_new[k]) for k in "aL"}}
     xl_new, xl_state_new = jax.vmap(_adam_step, in_axes=(0, 0, 0, None))(
         xl, dxl, xl_state, learning_rate)
