@@ -35,7 +35,17 @@ from gplvm.models.gplvm_family.format1 import upgrade_format1
 from gplvm.models.gplvm_family.latent import DynamicalLatent
 from gplvm.models.gplvm_family.new_rows import infer_latents
 from gplvm.models.gplvm_family.svi_bound import fitted_from_svi
+from gplvm.objectives import collapsed
 from gplvm.registry import register
+
+def _portable(problem):
+    """A fit's problem without its rows on a mesh (``Problem.sharded``: a mesh belongs to the
+    process and a file cannot hold it) and with its arrays on the default device; the rows
+    come back in :meth:`BayesianGPLVM._with_rows`.  A one-device problem is returned as is."""
+    if problem.sharded is None:
+        return problem
+    return sharding.to_default_device(problem._replace(sharded=None))
+
 
 #: the rows each SVI fit of this process reads, so that ``resume()`` after Ctrl-C needs no data
 #: argument (a file cannot hold a memmap or a backed AnnData; the entry goes with the model)
@@ -105,9 +115,10 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
             optimiser's state are not split.  With ``inference='svi'`` each minibatch's rows
             are split (ψ0, Ψ1ᵀY, Ψ2, Σ y², the rows' KL per device, added): the same
             minibatches and steps as on one device, up to round-off.  Not available (a
-            ``ValueError`` says so before any computation) with ``times=``, nor with
-            ``checkpoint`` for the collapsed bound (an SVI fit checkpoints with devices=<a
-            count>).  Monte Carlo Ψ-statistics draw the same per row on any split.
+            ``ValueError`` says so before any computation) with ``times=``; ``checkpoint``
+            needs devices=<a count> (the file holds the resume point without the rows on the
+            mesh, which ``resume()`` splits again).  Monte Carlo Ψ-statistics draw the same
+            per row on any split.
             ``save`` records None or a count, not a list of devices or a mesh (they belong
             to the running process): ``set_params(devices=None)`` before saving such a
             model.  See docs/scaling.md.
@@ -209,7 +220,7 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
         the optimiser state to continue from; on Ctrl-C it is updated for :meth:`resume`.
         """
         fun = negative_bound_keyed if self.optimizer == "adam" else negative_bound
-        u, problem, state = run["u"], run["problem"], run["state"]
+        u, problem, state = run["u"], self._with_rows(run), run["state"]
         histories = list(run["earlier"])
         n_done = sum(len(h) for h in histories)
         start_error = None      # the bound is non-finite at the start, at every jitter so far
@@ -227,7 +238,7 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
                 start_error = None
             u, state = result.params, None
             if result.interrupted:      # Ctrl-C: keep where this run stands for resume()
-                self._resume_ = {**run, "u": u, "problem": problem,
+                self._resume_ = {**run, "u": u, "problem": _portable(problem),
                                  "earlier": tuple(histories), "state": result.state}
             histories.append(result.history)
             n_done += result.n_iter
@@ -256,6 +267,22 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
         return (u, np.concatenate(histories), n_done, bool(result.converged),
                 bool(result.interrupted), problem)
 
+    def _with_rows(self, run):
+        """The resume point's problem with its rows: a fit on devices keeps its resume point
+        without them (:func:`_portable`, so that a checkpoint or an interrupted fit can be
+        saved); they are split again over ``devices`` (one pass over the standardised data),
+        or, with ``devices=None`` now, the problem is rebuilt on one device (the same fit up to
+        the order of the additions)."""
+        problem = run["problem"]
+        if problem.sharded is not None or problem.Y0 is not None:
+            return problem
+        Ys = (self._train_Y - run["Y_mean"]) / run["Y_std"]
+        if self.devices is None:
+            return problem._replace(Y0=jnp.asarray(np.nan_to_num(Ys)),
+                                    groups=collapsed.group_columns(Ys))
+        data = sharding.shard_data(Ys, sharding.make_mesh(self.devices))
+        return problem._replace(groups=data.groups, sharded=data)
+
     def _recorder(self, problem, histories):
         """``minimise``'s checkpoint (:meth:`ResumableMixin._checkpointing` saves after it): a
         model of the current iterate, flagged interrupted, that resume() continues from the
@@ -263,8 +290,8 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
         earlier = tuple(histories)
 
         def record(state):
-            self._resume_ = {**self._resume_, "problem": problem, "earlier": earlier,
-                             "state": state}
+            self._resume_ = {**self._resume_, "problem": _portable(problem),
+                             "earlier": earlier, "state": state}
             history = np.concatenate([*earlier, state.history])
             self._finish(state.params, problem, (self._resume_["Y_mean"],
                                                  self._resume_["Y_std"]), history,

@@ -105,10 +105,6 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
             (times is not None, "the dynamical prior (times=) couples the rows through its "
                                 "time GP, so its rows are not split yet: pass devices=None"),
             (getattr(self, "checkpoint", None) is not None
-             and getattr(self, "inference", "collapsed") != "svi",
-             "a checkpoint cannot hold the rows split over devices yet: pass checkpoint=None "
-             "or devices=None (inference='svi' can checkpoint on devices=<a count>)"),
-            (getattr(self, "checkpoint", None) is not None
              and not isinstance(devices, (int, np.integer)),
              "a checkpoint file records the devices as a count, not jax devices or a mesh "
              "(they belong to this process): pass devices=<a count>"),
