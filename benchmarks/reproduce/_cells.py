@@ -74,6 +74,27 @@ class Cell:
             _safe(self.tag()) / f"seed{self.seed}.json"
 
 
+def add_store_args(parser) -> None:
+    """The options every experiment script shares: ``--jobs`` (parallel single-threaded
+    processes), ``--smoke`` (the code path on a tiny subset, into a temporary folder) and
+    ``--root`` (the results folder)."""
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="cells computed by this many single-threaded processes")
+    parser.add_argument("--smoke", action="store_true",
+                        help="every code path on a tiny subset, into --root or a temporary "
+                             "folder")
+    parser.add_argument("--root", default=None, help="results folder (default "
+                        "benchmarks/results; with --smoke a temporary folder)")
+
+
+def store_root(args, smoke_prefix: str = "smoke-") -> Path:
+    """The results folder of :func:`add_store_args`' options: ``--root`` when given, else a new
+    temporary folder (named ``smoke_prefix``...) with ``--smoke``, else :data:`RESULTS`."""
+    if args.root:
+        return Path(args.root)
+    return Path(tempfile.mkdtemp(prefix=smoke_prefix)) if args.smoke else RESULTS
+
+
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.,=+-]", "_", name)
 

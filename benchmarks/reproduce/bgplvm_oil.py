@@ -29,7 +29,6 @@ import functools
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -43,7 +42,8 @@ from gplvm.kernels import Matern32
 from gplvm.metrics import loo_1nn_errors
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cells import RESULTS, Cell, _record, atomic_write_json, run_cells, write_row  # noqa: E402
+from _cells import (  # noqa: E402
+    Cell, RESULTS, _record, add_store_args, atomic_write_json, run_cells, store_root, write_row)
 
 PAPER, DATASET, SCRIPT = "004", "oil_flow", "benchmarks/reproduce/bgplvm_oil.py"
 KERNELS = {"Bayesian GPLVM (RBF, analytic)": "ARD RBF (analytic)",
@@ -184,18 +184,15 @@ def main(argv=None):
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--max-iter", type=int, default=2000)
     parser.add_argument("--parts", nargs="+", default=["nn", "impute", "new"])
-    parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("--smoke", action="store_true")
-    parser.add_argument("--root", default=None, help="results folder (default "
-                        "benchmarks/results; with --smoke a temporary folder)")
+    add_store_args(parser)
     args = parser.parse_args(argv)
     print("threads:", {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "XLA_FLAGS")},
           "cpus:", os.cpu_count(), "gplvm", gplvm.__version__)
     if args.smoke:
-        root = Path(args.root or tempfile.mkdtemp(prefix="oil-smoke-"))
+        root = store_root(args, "oil-smoke-")
         cells = make_cells(args.parts, args.seeds[:1], 3, smoke=True)
     else:
-        root = Path(args.root) if args.root else RESULTS
+        root = store_root(args)
         write_rows(root)
         cells = make_cells(args.parts, args.seeds, args.max_iter)
     run_cells(functools.partial(compute, root=root), cells, jobs=args.jobs, root=root,

@@ -41,7 +41,6 @@ import functools
 import json
 import os
 import sys
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -49,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cells import RESULTS, Cell, run_cells, write_row  # noqa: E402
+from _cells import Cell, add_store_args, run_cells, store_root, write_row  # noqa: E402
 
 PAPER, SCRIPT = "001", "benchmarks/reproduce/dpgplvm_mocap.py"
 METHODS = {"DP-GP-LVM": "DPGPLVM", "Bayesian GPLVM": "BayesianGPLVM"}
@@ -197,18 +196,15 @@ def main(argv=None):
     parser.add_argument("--truncation", type=int, default=10)
     parser.add_argument("--max-iter", type=int, default=2000)
     parser.add_argument("--skip-factorisation", action="store_true")
-    parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("--smoke", action="store_true")
-    parser.add_argument("--root", default=None, help="results folder (default "
-                        "benchmarks/results; with --smoke a temporary folder)")
+    add_store_args(parser)
     args = parser.parse_args(argv)
     print(f"threads: OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')} "
           f"XLA_FLAGS={os.environ.get('XLA_FLAGS')}")
     if args.smoke:
         vars(args).update(SMOKE, seeds=args.seeds[:1])
-        root = Path(args.root or tempfile.mkdtemp(prefix="mocap-smoke-"))
+        root = store_root(args, "mocap-smoke-")
     else:
-        root = Path(args.root) if args.root else RESULTS
+        root = store_root(args)
         write_rows(root, args.trial)
     amb, period, shift = _ambiguity(args.trial, args.smoke)
     N, D = amb.Y.shape

@@ -33,7 +33,6 @@ import functools
 import itertools
 import json
 import os
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -46,7 +45,8 @@ from sklearn.metrics import adjusted_rand_score
 if __package__ in (None, ""):
     import sys
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cells import RESULTS, Cell, _record, atomic_write_json, run_cells, write_row  # noqa: E402
+from _cells import (  # noqa: E402
+    Cell, RESULTS, _record, add_store_args, atomic_write_json, run_cells, store_root, write_row)
 
 PAPER, TABLE, DATASET = "001", "synthetic", "synthetic"
 METHOD, MATCH = "DP-GP-LVM", "DP-GP-LVM (active sets match)"
@@ -139,16 +139,13 @@ def main(argv=None):
     parser.add_argument("--max-merge-trials", type=int, default=3)
     parser.add_argument("--merge-every", type=int, default=20)
     parser.add_argument("--plot", default=None, help="write the factorisation plot here")
-    parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("--smoke", action="store_true")
-    parser.add_argument("--root", default=None, help="results folder (default "
-                        "benchmarks/results; with --smoke a temporary folder)")
+    add_store_args(parser)
     args = parser.parse_args(argv)
     if args.smoke:
         vars(args).update(SMOKE, seeds=args.seeds[:1])
-        root = Path(args.root or tempfile.mkdtemp(prefix="dpgplvm-synthetic-smoke-"))
+        root = store_root(args, "dpgplvm-synthetic-smoke-")
     else:
-        root = Path(args.root) if args.root else RESULTS
+        root = store_root(args)
         write_rows(root)
     print(f"threads: OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')} "
           f"XLA_FLAGS={os.environ.get('XLA_FLAGS')}")

@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -48,7 +47,7 @@ if __package__ in (None, ""):
     import sys
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _cells import RESULTS, Cell, run_cells, write_row  # noqa: E402
+from _cells import Cell, add_store_args, run_cells, store_root, write_row  # noqa: E402
 
 PAPER = "002"
 SCRIPT = "benchmarks/reproduce/revrand_seed002.py"
@@ -230,24 +229,21 @@ def main(argv=None) -> list[dict]:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--splits", type=int, default=10)
     p.add_argument("--tasks", default="regression,classification")
-    p.add_argument("--jobs", type=int, default=1)
+    add_store_args(p)
     p.add_argument("--revrand-splits", type=int, default=None,
                    help="revrand on the first K splits only (default all; its GLM fits take "
                         "minutes each)")
     p.add_argument("--no-revrand", action="store_true", help="leave revrand 1.0.0 out")
-    p.add_argument("--smoke", action="store_true")
-    p.add_argument("--root", default=None, help="results folder (default benchmarks/results; "
-                   "with --smoke a temporary folder)")
     args = p.parse_args(argv)
     tasks = args.tasks.split(",")
     for t in tasks:
         if t not in DATASETS:
             raise ValueError(f"--tasks: unknown {t!r}; choose from {tuple(DATASETS)}")
     if args.smoke:
-        root = Path(args.root or tempfile.mkdtemp(prefix="seed002-smoke-"))
+        root = store_root(args, "seed002-smoke-")
         splits, revrand = 1, False
     else:
-        root = Path(args.root) if args.root else RESULTS
+        root = store_root(args)
         splits = args.splits
         present = revrand_python() is not None
         revrand = present and not args.no_revrand

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +39,8 @@ import numpy as np
 if __package__ in (None, ""):
     import sys
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cells import RESULTS, Cell, load_records, run_cells, write_row  # noqa: E402
+from _cells import (  # noqa: E402
+    Cell, add_store_args, load_records, run_cells, store_root, write_row)
 
 PAPER, TABLE, DATASET = "000", "Fig1", "S-curve"
 SCRIPT = "benchmarks/reproduce/rflvm_figure1.py"
@@ -188,20 +188,18 @@ def main(argv=None) -> list[dict]:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--n-iter", type=int, default=200)
     p.add_argument("--max-iter", type=int, default=500)
-    p.add_argument("--jobs", type=int, default=1)
-    p.add_argument("--smoke", action="store_true")
+    add_store_args(p)
     p.add_argument("--plot", action="store_true", help="only redraw the PNG from stored cells")
-    p.add_argument("--root", default=None)
     args = p.parse_args(argv)
     models = args.models.split(",")
     for m in models:
         if m not in MODELS:
             raise ValueError(f"--models: unknown {m!r}; choose from {MODELS}")
     if args.smoke:
-        root = Path(args.root or tempfile.mkdtemp(prefix="figure1-smoke-"))
+        root = store_root(args, "figure1-smoke-")
         Ms, seeds, n_iter, max_iter = (4, 6), 1, 4, 5
     else:
-        root = Path(args.root) if args.root else RESULTS
+        root = store_root(args)
         Ms, seeds = [int(m) for m in args.M.split(",")], args.seeds
         n_iter, max_iter = args.n_iter, args.max_iter
         write_rows(root)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -25,7 +24,7 @@ import numpy as np
 if __package__ in (None, ""):
     import sys
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cells import RESULTS, Cell, run_cells, write_row  # noqa: E402
+from _cells import Cell, RESULTS, add_store_args, run_cells, store_root, write_row  # noqa: E402
 
 ALL = ("gaussian", "poisson", "negative_binomial", "bernoulli", "binomial", "multinomial")
 PAPER, TABLE, DATASET = "000", "Fig2", "S-curve"
@@ -94,20 +93,17 @@ def main(argv=None) -> list[dict]:
     p.add_argument("--chains", type=int, default=1)
     p.add_argument("--seeds", type=int, default=1)
     p.add_argument("--likelihoods", default=None, help=f"comma-separated (default all: {ALL})")
-    p.add_argument("--jobs", type=int, default=1)
-    p.add_argument("--smoke", action="store_true")
-    p.add_argument("--root", default=None, help="results folder (default benchmarks/results; "
-                   "with --smoke a temporary folder)")
+    add_store_args(p)
     args = p.parse_args(argv)
     kinds = (args.likelihoods or ("poisson" if args.smoke else ",".join(ALL))).split(",")
     for kind in kinds:
         if kind not in ALL:
             raise ValueError(f"--likelihoods: unknown {kind!r}; choose from {ALL}")
     if args.smoke:
-        root = Path(args.root or tempfile.mkdtemp(prefix="scurve-smoke-"))
+        root = store_root(args, "scurve-smoke-")
         seeds, n_iter, sizes = 1, 4, SMOKE
     else:
-        root = Path(args.root) if args.root else RESULTS
+        root = store_root(args)
         seeds, n_iter, sizes = args.seeds, args.n_iter, FULL
         write_rows(root)
     print(f"XLA_FLAGS={os.environ.get('XLA_FLAGS', '(unset)')} "

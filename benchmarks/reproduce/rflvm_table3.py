@@ -56,7 +56,6 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -65,7 +64,7 @@ import numpy as np
 if __package__ in (None, ""):
     import sys
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cells import RESULTS, Cell, run_cells, write_row  # noqa: E402
+from _cells import Cell, RESULTS, add_store_args, run_cells, store_root, write_row  # noqa: E402
 
 PAPER, TABLE = "000", "3"
 SCRIPT = "benchmarks/reproduce/rflvm_table3.py"
@@ -302,21 +301,18 @@ def main(argv=None) -> list[dict]:
     p.add_argument("--seeds", type=int, default=5, help="runs of PPCA, LDM, Bayesian GPLVM")
     p.add_argument("--rflvm-seeds", type=int, default=5, help="runs of the two RFLVMs")
     p.add_argument("--n-iter", type=int, default=500)
-    p.add_argument("--jobs", type=int, default=1)
+    add_store_args(p)
     p.add_argument("--cmu-gap", type=int, default=0, help="diagnostic: frames of time put "
                    "between CMU's joined trials for the dynamic RFLVM (0: one sequence)")
-    p.add_argument("--smoke", action="store_true")
-    p.add_argument("--root", default=None, help="results folder (default benchmarks/results; "
-                   "with --smoke a temporary folder)")
     args = p.parse_args(argv)
     datasets = _split(args.datasets, DATASETS, "--datasets")
     methods = _split(args.methods, METHODS, "--methods")
     if args.smoke:
-        root = Path(args.root or tempfile.mkdtemp(prefix="table3-smoke-"))
+        root = store_root(args, "table3-smoke-")
         seeds = rflvm_seeds = 1
         n_iter = 4
     else:
-        root = Path(args.root) if args.root else RESULTS
+        root = store_root(args)
         seeds, rflvm_seeds, n_iter = args.seeds, args.rflvm_seeds, args.n_iter
         write_rows(root)
     print(f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')} "

@@ -34,7 +34,6 @@ import functools
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -47,7 +46,8 @@ from gplvm.data import load_frey_faces  # noqa: E402
 from gplvm.kernels import Coincidence  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cells import RESULTS, Cell, _record, atomic_write_json, run_cells, write_row  # noqa: E402
+from _cells import (  # noqa: E402
+    Cell, RESULTS, _record, add_store_args, atomic_write_json, run_cells, store_root, write_row)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_DATA = os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared", "data",
@@ -186,10 +186,7 @@ def main(argv=None):
                         help="write Figure 1 (observed / reconstructed / truth) of the first "
                              "SGPLVM fit to this path")
     parser.add_argument("--data", default=DEFAULT_DATA)
-    parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("--smoke", action="store_true")
-    parser.add_argument("--root", default=None, help="results folder (default "
-                        "benchmarks/results; with --smoke a temporary folder)")
+    add_store_args(parser)
     args = parser.parse_args(argv)
     for key in args.models:
         if key not in LABELS:
@@ -198,10 +195,10 @@ def main(argv=None):
         os.environ.get("OPENBLAS_NUM_THREADS"), os.environ.get("XLA_FLAGS")))
     base = {"max_iter": args.max_iter, "transform_max_iter": args.transform_max_iter}
     if args.smoke:
-        root = Path(args.root or tempfile.mkdtemp(prefix="frey-smoke-"))
+        root = store_root(args, "frey-smoke-")
         n_trains, seeds, base = [10], args.seeds[:1], {**SMOKE, "smoke": True}
     else:
-        root = Path(args.root) if args.root else RESULTS
+        root = store_root(args)
         n_trains, seeds = args.n_train, args.seeds
         write_rows(root)
     _PLOT["path"] = args.plot

@@ -47,7 +47,6 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -56,7 +55,7 @@ import numpy as np
 if __package__ in (None, ""):
     import sys
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cells import RESULTS, Cell, run_cells, write_row  # noqa: E402
+from _cells import Cell, add_store_args, run_cells, store_root, write_row  # noqa: E402
 
 PAPER = "004"
 SCRIPT = "benchmarks/reproduce/unscented_seed004.py"
@@ -228,19 +227,17 @@ def main(argv=None) -> list[dict]:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--psi-seeds", type=int, default=5)
     p.add_argument("--max-iter", type=int, default=1000)
-    p.add_argument("--jobs", type=int, default=1)
-    p.add_argument("--smoke", action="store_true")
-    p.add_argument("--root", default=None)
+    add_store_args(p)
     args = p.parse_args(argv)
     parts = args.parts.split(",")
     for part in parts:
         if part not in ("nn", "psi"):
             raise ValueError(f"--parts: unknown {part!r}; choose from nn, psi")
     if args.smoke:
-        root = Path(args.root or tempfile.mkdtemp(prefix="seed004-smoke-"))
+        root = store_root(args, "seed004-smoke-")
         seeds, psi_seeds, max_iter = 1, 1, 3
     else:
-        root = Path(args.root) if args.root else RESULTS
+        root = store_root(args)
         seeds, psi_seeds, max_iter = args.seeds, args.psi_seeds, args.max_iter
         write_rows(root)
     print(f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')} "
