@@ -15,15 +15,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _cells import RESULTS, load_records, write_row  # noqa: E402
 
-PY = ".venv/bin/python benchmarks"
-README = "measured in benchmarks/README.md § {}; not yet in the store"
-NOT_RUN = "not yet run into the store"
-
-
-def _fig(mean, spread=None, kind="sd"):
-    return {"mean": mean, "sd": spread, "spread": kind}
-
-
 def table3_rows() -> None:
     """Seed 000 Table 3: the rows are written by ``rflvm_table3.py``'s ``write_rows`` (paper
     figures, commands, notes), the cells by that script's command."""
