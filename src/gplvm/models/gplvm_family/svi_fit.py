@@ -252,22 +252,21 @@ def run_svi(est, rows_of: Standardised, n_rows: int, run: dict, n_epochs: int,
                     natural, mesh)
                 xl, xl_state = jax.device_get((xl, xl_state))
                 value, ok = float(value), bool(ok)
-                with _DeferInterrupt():
+                with _DeferInterrupt():     # the step's results, all written or none
                     g, g_state = g_new, g_state_new
                     _scatter(local, index, xl)
                     _scatter(local_state, index, xl_state)
+                    run["epoch_values"].append(value)
+                    run["epoch_ok"].append(ok)
                     run.update(g=g, g_state=jax.tree_util.tree_leaves(g_state),
                                step_in_epoch=run["step_in_epoch"] + 1,
-                               n_step=run["n_step"] + 1,
-                               epoch_values=run["epoch_values"] + [value],
-                               epoch_ok=run["epoch_ok"] + [ok])
+                               n_step=run["n_step"] + 1)
                     if run["step_in_epoch"] == len(batches):       # the epoch is done
                         value, ok = np.asarray(run["epoch_values"]), np.asarray(run["epoch_ok"])
-                        run.update(history=run["history"] + [
-                                       float(np.mean(value[ok])) if ok.any() else np.nan],
-                                   n_bad=run["n_bad"] + int(np.sum(~ok)),
-                                   rng=_rng_state(rng), step_in_epoch=0, epoch_values=[],
-                                   epoch_ok=[])
+                        run["history"].append(float(np.mean(value[ok])) if ok.any()
+                                              else np.nan)
+                        run.update(n_bad=run["n_bad"] + int(np.sum(~ok)), rng=_rng_state(rng),
+                                   step_in_epoch=0, epoch_values=[], epoch_ok=[])
                 if checkpoint is not None and interval.due():
                     checkpoint(run)
             bar.update()
