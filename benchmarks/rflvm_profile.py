@@ -63,6 +63,7 @@ os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
 
 import argparse  # noqa: E402
 import statistics  # noqa: E402
+from functools import partial  # noqa: E402
 import time  # noqa: E402
 
 import jax  # noqa: E402
@@ -473,9 +474,68 @@ def profile(name, kind, Y, n_trials, args):
     print(f"  {'sweep vmap':>12} {whole_v:9.2f}   (one chain under vmap)")
     print(f"  {'sweep map':>12} {whole_p:9.2f}   (one chain under lax.map, the driver's "
           f"default)", flush=True)
+    if args.beta_parts and kind in ("poisson", "negative_binomial") and not spec.polya_gamma:
+        print_beta_parts(spec, data, state, args.repeats)
     if args.ess_sweeps > 0:
         print_mixing(spec, data, state, args.ess_sweeps, args.ess_burn)
     return rows, whole_v, whole_p
+
+
+def print_beta_parts(spec, data, state, repeats: int) -> None:
+    """``--beta-parts``: ms of each part of the elliptical-slice β step
+    (:func:`gplvm.models._rflvm.weights_ess.sample_beta_ess`) on the profiled state: the
+    working Gaussian, the three N × P × D products, the slice rounds (compacted, and over all
+    columns in every round), and one evaluation of every column's log-target."""
+    from gplvm.inference.mcmc import ess_init, ess_step
+    from gplvm.models._rflvm import weights_ess as wess
+    nb = spec.likelihood == "negative_binomial"
+    r = state.dispersion if nb else None
+    Phi = design(state.X, state.W, spec.intercept)
+    prior_mean = nb_prior_mean(spec, data, state.dispersion)
+    P = Phi.shape[1]
+    key = jax.random.PRNGKey(3)
+
+    def working(Phi):
+        return wess.working_gaussian(Phi, data.Y, data.observed, data.offset, prior_mean,
+                                     data.beta_prior_prec, r)
+
+    def products(Phi, B):
+        return Phi @ jnp.concatenate([B, B, B], axis=1)
+
+    mu, lam, scale, s = jax.jit(working)(Phi)
+    eps = jax.random.normal(key, state.beta.shape)
+    nu_c = scale @ (eps / jnp.sqrt(lam[None, :] * s[:, None] + 1.0))
+    g, Phi_g, Phi_nu, Phi_mu = state.beta - mu, Phi @ (state.beta - mu), Phi @ nu_c, Phi @ mu
+    c = (data.beta_prior_prec[:, None] * (mu - prior_mean)).T
+    Yo = (data.Y * data.observed).T
+    per_column = ((Yo, ((data.Y + r) * data.observed).T, (Phi_mu + data.offset).T, lam, c)
+                  if nb else (Yo, (data.observed * jnp.exp(Phi_mu + data.offset)).T, lam, c))
+    stack = lambda a, b: jnp.concatenate([a.T, b.T], axis=1)      # noqa: E731
+
+    def rounds(key, g, Phi_g, nu_c, Phi_nu, per_column, compacted=True):
+        on = wess._column_ll_on(per_column, P)
+        fn = on(None)
+        out, info = ess_step(key, ess_init(stack(g, Phi_g), fn), fn, stack(nu_c, Phi_nu),
+                             log_lik_on=on if compacted else None)
+        return out.position, info.n_proposals
+
+    def one_eval(blocks, per_column):
+        return wess._column_ll_on(per_column, P)(None)(blocks)
+
+    parts = {
+        "whole step": (jax.jit(lambda k, Phi, b: wess.sample_beta_ess(
+            k, Phi, b, data.Y, data.observed, data.offset, prior_mean, data.beta_prior_prec,
+            r)[0]), (key, Phi, state.beta)),
+        "working Gaussian": (jax.jit(working), (Phi,)),
+        "3 products N×P×D": (jax.jit(products), (Phi, state.beta)),
+        "slice rounds": (jax.jit(rounds), (key, g, Phi_g, nu_c, Phi_nu, per_column)),
+        "  (no compaction)": (jax.jit(partial(rounds, compacted=False)),
+                              (key, g, Phi_g, nu_c, Phi_nu, per_column)),
+        "one log-target pass": (jax.jit(one_eval), (stack(g, Phi_g), per_column)),
+    }
+    print("  beta step, by part (ms):")
+    for name, (fn, fn_args) in parts.items():
+        print(f"  {name:>22} {median_ms(fn, lambda i: fn_args, repeats):9.2f}", flush=True)
 
 
 def main() -> None:
@@ -496,6 +556,9 @@ def main() -> None:
                    help="skip the step timings: only the acceptance and ESS, from the start")
     p.add_argument("--vmap", action="store_true",
                    help="time the steps under vmap (the driver's form before issue 14)")
+    p.add_argument("--beta-parts", action="store_true",
+                   help="also time each part of the elliptical-slice beta step (Poisson, or "
+                        "negative binomial with --nb-beta slice)")
     args = p.parse_args()
     if args.cpu is not None:
         os.sched_setaffinity(0, {args.cpu})
