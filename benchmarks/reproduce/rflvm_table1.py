@@ -304,7 +304,7 @@ def write_rows(root: Path) -> None:
                 "with variance equal to the mean (~100 per pixel at intensities 0-255) it "
                 "weighs the bright pixels' lighting far above identity (suspected, not "
                 "measured; the multinomial, equally without overdispersion, is low too: "
-                "0.47 at 2 seeds).",
+                "0.47 at 5 seeds).",
         "congress": "the paper's data (congress109); the Poisson and NB RFLVMs get log row "
                     "totals as offset (config offset=log_total), the size factor of count data.",
     }
