@@ -484,54 +484,38 @@ def profile(name, kind, Y, n_trials, args):
 def print_beta_parts(spec, data, state, repeats: int) -> None:
     """``--beta-parts``: ms of each part of the elliptical-slice β step
     (:func:`gplvm.models._rflvm.weights_ess.sample_beta_ess`) on the profiled state: the
-    working Gaussian, the three N × P × D products, the slice rounds (compacted, and over all
-    columns in every round), and one evaluation of every column's log-target."""
+    working Gaussian, the three N × P × D products, the slice's set-up as a whole
+    (:func:`~gplvm.models._rflvm.weights_ess.slice_inputs`: those two and the layout by
+    column), the slice rounds (compacted, and over all columns in every round), and one
+    evaluation of every column's log-target."""
     from gplvm.inference.mcmc import ess_init, ess_step
     from gplvm.models._rflvm import weights_ess as wess
-    nb = spec.likelihood == "negative_binomial"
-    r = state.dispersion if nb else None
+    r = state.dispersion if spec.likelihood == "negative_binomial" else None
     Phi = design(state.X, state.W, spec.intercept)
-    prior_mean = nb_prior_mean(spec, data, state.dispersion)
     P = Phi.shape[1]
     key = jax.random.PRNGKey(3)
+    args = (data.Y, data.observed, data.offset, nb_prior_mean(spec, data, state.dispersion),
+            data.beta_prior_prec, r)
+    setup = jax.jit(lambda k, Phi, b: wess.slice_inputs(k, Phi, b, *args))
+    inputs = setup(key, Phi, state.beta)
 
-    def working(Phi):
-        return wess.working_gaussian(Phi, data.Y, data.observed, data.offset, prior_mean,
-                                     data.beta_prior_prec, r)
-
-    def products(Phi, B):
-        return Phi @ jnp.concatenate([B, B, B], axis=1)
-
-    mu, lam, scale, s = jax.jit(working)(Phi)
-    eps = jax.random.normal(key, state.beta.shape)
-    nu_c = scale @ (eps / jnp.sqrt(lam[None, :] * s[:, None] + 1.0))
-    g, Phi_g, Phi_nu, Phi_mu = state.beta - mu, Phi @ (state.beta - mu), Phi @ nu_c, Phi @ mu
-    c = (data.beta_prior_prec[:, None] * (mu - prior_mean)).T
-    Yo = (data.Y * data.observed).T
-    per_column = ((Yo, ((data.Y + r) * data.observed).T, (Phi_mu + data.offset).T, lam, c)
-                  if nb else (Yo, (data.observed * jnp.exp(Phi_mu + data.offset)).T, lam, c))
-    stack = lambda a, b: jnp.concatenate([a.T, b.T], axis=1)      # noqa: E731
-
-    def rounds(key, g, Phi_g, nu_c, Phi_nu, per_column, compacted=True):
-        on = wess._column_ll_on(per_column, P)
-        fn = on(None)
-        out, info = ess_step(key, ess_init(stack(g, Phi_g), fn), fn, stack(nu_c, Phi_nu),
-                             log_lik_on=on if compacted else None)
+    def rounds(key, inputs, compacted=True):
+        on = wess._column_ll_on(inputs.per_column, P)
+        out, info = ess_step(key, ess_init(inputs.blocks, on(None)), on(None),
+                             inputs.nu_blocks, log_lik_on=on if compacted else None)
         return out.position, info.n_proposals
 
-    def one_eval(blocks, per_column):
-        return wess._column_ll_on(per_column, P)(None)(blocks)
-
     parts = {
-        "whole step": (jax.jit(lambda k, Phi, b: wess.sample_beta_ess(
-            k, Phi, b, data.Y, data.observed, data.offset, prior_mean, data.beta_prior_prec,
-            r)[0]), (key, Phi, state.beta)),
-        "working Gaussian": (jax.jit(working), (Phi,)),
-        "3 products N×P×D": (jax.jit(products), (Phi, state.beta)),
-        "slice rounds": (jax.jit(rounds), (key, g, Phi_g, nu_c, Phi_nu, per_column)),
-        "  (no compaction)": (jax.jit(partial(rounds, compacted=False)),
-                              (key, g, Phi_g, nu_c, Phi_nu, per_column)),
-        "one log-target pass": (jax.jit(one_eval), (stack(g, Phi_g), per_column)),
+        "whole step": (jax.jit(lambda k, Phi, b: wess.sample_beta_ess(k, Phi, b, *args)[0]),
+                       (key, Phi, state.beta)),
+        "slice set-up": (setup, (key, Phi, state.beta)),
+        "  working Gaussian": (jax.jit(lambda Phi: wess.working_gaussian(Phi, *args)), (Phi,)),
+        "  3 products N×P×D": (jax.jit(lambda Phi, B: Phi @ jnp.concatenate([B, B, B], axis=1)),
+                               (Phi, state.beta)),
+        "slice rounds": (jax.jit(rounds), (key, inputs)),
+        "  (no compaction)": (jax.jit(partial(rounds, compacted=False)), (key, inputs)),
+        "one log-target pass": (jax.jit(lambda blocks, pc: wess._column_ll_on(pc, P)(None)(
+            blocks)), (inputs.blocks, inputs.per_column)),
     }
     print("  beta step, by part (ms):")
     for name, (fn, fn_args) in parts.items():

@@ -244,7 +244,7 @@ def _optax_loop(fun, params, method, n_iter, learning_rate, tol, patience, key, 
         init = _compile(init, params)
         state = init(params)
         if opt_leaves:
-            state = _restored(state, opt_leaves)
+            state = restored_opt_state(state, opt_leaves)
         step = _compile(step, params, state, key, args)
     stochastic = method == "adam"
     if not stochastic and quiet >= patience:    # resumed just as the stopping test was met
@@ -277,7 +277,7 @@ def _optax_loop(fun, params, method, n_iter, learning_rate, tol, patience, key, 
             return
 
 
-def _restored(template, opt_leaves):
+def restored_opt_state(template, opt_leaves):
     """The optax state of ``template``'s tree with the checkpointed leaves, each of its
     template's dtype (a file keeps dtypes; this guards against a weakly typed leaf, which would
     not match the compiled step)."""

@@ -322,7 +322,8 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
         run, N = self._resume_["svi"], rows_of.source.shape[0]
 
         def write(run):         # a checkpoint: the model of this step, flagged interrupted
-            self._set_svi(svi_fit.result_of(run, np.nan, True), rows_of)
+            self._set_svi(svi_fit.result_of(run, np.nan, True, self.devices is not None),
+                          rows_of)
             self.save(self.checkpoint)
 
         result = svi_fit.run_svi(self, rows_of, N, run, int(self.max_iter),
@@ -396,9 +397,7 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
             u, summary = sharding.to_default_device((u, summary))
         self.fitted_ = summary.fitted
         self.params_ = u
-        self._problem = problem._replace(sharded=None)  # rows on a mesh are not saved
-        if problem.sharded is not None:     # nor its replicated arrays (column groups)
-            self._problem = sharding.to_default_device(self._problem)
+        self._problem = _portable(problem)  # rows on a mesh are not saved, nor kept on it
         self.X_mean_, self.X_var_ = summary.X_mean, summary.X_var
         self.elbo_ = summary.bound
         self.jitter_ = problem.jitter

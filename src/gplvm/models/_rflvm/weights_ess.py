@@ -24,6 +24,8 @@ what keeps the slice exact.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 
@@ -32,7 +34,7 @@ from gplvm.models._rflvm.loglik import softplus
 
 Array = jax.Array
 
-__all__ = ["working_gaussian", "sample_beta_ess"]
+__all__ = ["working_gaussian", "sample_beta_ess", "slice_inputs", "SliceInputs"]
 
 
 def working_gaussian(Phi: Array, Y: Array, observed: Array, offset: Array, prior_mean: Array,
@@ -79,8 +81,37 @@ def sample_beta_ess(key: Array, Phi: Array, beta: Array, Y: Array, observed: Arr
         Φμ + Φg the slice carried, equal to Φ @ β up to rounding, so the caller need not
         recompute the product).
     """
-    P, D = beta.shape
     key_nu, key_ess = jax.random.split(key)
+    slice_in = slice_inputs(key_nu, Phi, beta, Y, observed, offset, prior_mean, prior_prec,
+                            dispersion)
+    on = _column_ll_on(slice_in.per_column, beta.shape[0])
+    log_lik_fn = on(None)
+    state, info = ess_step(key_ess, ess_init(slice_in.blocks, log_lik_fn), log_lik_fn,
+                           slice_in.nu_blocks, log_lik_on=on)
+    P = beta.shape[0]
+    return (slice_in.mu + state.position[:, :P].T,
+            jnp.mean(info.n_proposals.astype(beta.dtype)),
+            slice_in.Phi_mu + state.position[:, P:].T)
+
+
+class SliceInputs(NamedTuple):
+    """What the slice of :func:`sample_beta_ess` runs on: the blocks (g_j, Φg_j) (D, P + N) at
+    the current β and at ν, the per-column data of :func:`_column_ll_on`, μ (P, D) and Φμ
+    (N, D)."""
+
+    blocks: Array
+    nu_blocks: Array
+    per_column: tuple
+    mu: Array
+    Phi_mu: Array
+
+
+def slice_inputs(key_nu: Array, Phi: Array, beta: Array, Y: Array, observed: Array,
+                 offset: Array, prior_mean: Array, prior_prec: Array, dispersion=None
+                 ) -> SliceInputs:
+    """The working Gaussian (:func:`working_gaussian`), ν − μ ~ N(0, Λ⁻¹) drawn with
+    ``key_nu``, the products Φ(β − μ), Φ(ν − μ), Φμ (one product) and the blocks and
+    per-column data of the slice, laid out by column (:func:`sample_beta_ess`)."""
     mu, lam, scale, s = working_gaussian(Phi, Y, observed, offset, prior_mean, prior_prec,
                                          dispersion)
     eps = jax.random.normal(key_nu, beta.shape, beta.dtype)
@@ -94,13 +125,8 @@ def sample_beta_ess(key: Array, Phi: Array, beta: Array, Y: Array, observed: Arr
     else:
         per_column = ((Y * observed).T, ((Y + dispersion) * observed).T, (Phi_mu + offset).T,
                       lam, c)
-    on = _column_ll_on(per_column, P)
-    log_lik_fn = on(None)
     stack = lambda g, Phi_g: jnp.concatenate([g.T, Phi_g.T], axis=1)      # (D, P + N)
-    state, info = ess_step(key_ess, ess_init(stack(beta - mu, Phi_g), log_lik_fn), log_lik_fn,
-                           stack(nu_c, Phi_nu), log_lik_on=on)
-    return (mu + state.position[:, :P].T, jnp.mean(info.n_proposals.astype(beta.dtype)),
-            Phi_mu + state.position[:, P:].T)
+    return SliceInputs(stack(beta - mu, Phi_g), stack(nu_c, Phi_nu), per_column, mu, Phi_mu)
 
 
 def _column_ll_on(per_column, P: int):

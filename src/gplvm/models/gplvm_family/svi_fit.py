@@ -31,6 +31,7 @@ from gplvm._pytree import replace
 from gplvm.data.minibatch import epoch_batches
 from gplvm.expectations.rules import MonteCarlo
 from gplvm.inference import sharding
+from gplvm.inference.optimise import restored_opt_state
 from gplvm.models.gplvm_family.svi_bound import SviSetup, full_bound, minibatch_bound_and_sums
 from gplvm.models.gplvm_family.svi_init import Standardised, initial_state
 from gplvm.objectives import svi
@@ -152,8 +153,9 @@ def start_run(est, rows_of: Standardised, n_rows: int, batch_size: int, key) -> 
     states and the generator of the minibatches, before the first step.
 
     The dict holds only what a gplvm file can (arrays, numbers, strings and registered types):
-    the optax states as their leaves, rebuilt on use from ``ADAM.init`` (as
-    :class:`gplvm.inference.optimise.OptimState` does), the generator as its state.  Keys:
+    the optax states as their leaves, rebuilt on use from ``ADAM.init`` (the globals' by
+    :mod:`gplvm.inference.optimise`'s own restore, as for ``OptimState``), the generator as its
+    state.  Keys:
     ``g``, ``g_state`` (leaves), ``X_mean``, ``X_var_raw`` (N, Q host arrays, updated in place
     by the run), ``local_state`` (leaves, (N, ...) host arrays, likewise), ``setup``,
     ``batch_size``, ``rng`` (the state at the start of the current epoch), ``step_in_epoch``
@@ -171,11 +173,6 @@ def start_run(est, rows_of: Standardised, n_rows: int, batch_size: int, key) -> 
             "epoch_values": [], "epoch_ok": [], "history": [], "n_step": 0, "n_bad": 0,
             "Y_mean": np.asarray(rows_of.Y_mean), "Y_std": np.asarray(rows_of.Y_std),
             "has_missing": bool(rows_of.has_missing)}
-
-
-def _tree_like(template, leaves):
-    treedef = jax.tree_util.tree_structure(template)
-    return treedef.unflatten(list(leaves))
 
 
 class _DeferInterrupt:
@@ -226,15 +223,16 @@ def run_svi(est, rows_of: Standardised, n_rows: int, run: dict, n_epochs: int,
     mesh = None if devices is None else sharding.make_mesh(devices)
     setup, batch_size = run["setup"], int(run["batch_size"])
     g = jax.tree_util.tree_map(jnp.asarray, run["g"])
-    g_state = _tree_like(ADAM.init(g), [jnp.asarray(x) for x in run["g_state"]])
+    g_state = restored_opt_state(ADAM.init(g), run["g_state"])
     learning_rate = jnp.asarray(float(est.learning_rate))
     natural = jnp.asarray(float(NATURAL_STEP))
     if mesh is not None:    # replicated on the mesh from the start: one compilation of _step
         g, g_state = sharding.replicate((g, g_state), mesh)
     Q = run["X_mean"].shape[1]
     local = {"X_mean": run["X_mean"], "X_var": run["X_var_raw"]}
-    local_state = _tree_like(ADAM.init({"X_mean": jnp.zeros(Q), "X_var": jnp.zeros(Q)}),
-                             run["local_state"])
+    # the rows' Adam states stay the host arrays of ``run`` (updated in place by each step)
+    local_state = jax.tree_util.tree_structure(ADAM.init(
+        {"X_mean": jnp.zeros(Q), "X_var": jnp.zeros(Q)})).unflatten(list(run["local_state"]))
     scale = n_rows / batch_size
     interrupted = False
     interval = Interval(float(getattr(est, "checkpoint_interval", 0.0)))
