@@ -11,6 +11,8 @@ import dataclasses
 from typing import Any, TypeVar
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
 T = TypeVar("T")
 
@@ -59,3 +61,21 @@ def pytree_dataclass(cls: type[T]) -> type[T]:
 def replace(obj: T, **changes: Any) -> T:
     """A copy of a pytree dataclass with some fields replaced."""
     return dataclasses.replace(obj, **changes)
+
+
+def to_device(tree: Any) -> Any:
+    """``tree`` with every leaf a device array of a strong dtype, copied rather than computed.
+
+    ``jnp.asarray`` of a NumPy array binds a conversion primitive, i.e. compiles (and, in every
+    new process, lowers and looks up in the persistent cache) one program per shape and dtype;
+    ``jax.device_put`` copies, with the same dtype (canonicalised to float32/int32 without
+    x64).  Device arrays pass unchanged (weak types made strong); Python scalars take NumPy's
+    dtype, canonicalised as above.
+    """
+    def one(x):
+        if isinstance(x, jax.Array):
+            return jnp.asarray(x, dtype=x.dtype) if x.weak_type else x
+        if isinstance(x, (np.ndarray, np.generic)):
+            return jax.device_put(x)
+        return jax.device_put(np.asarray(x, jax.dtypes.canonicalize_dtype(np.result_type(x))))
+    return jax.tree_util.tree_map(one, tree)

@@ -23,6 +23,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 
 from gplvm._config import float_dtype
+from gplvm._pytree import to_device
 from gplvm._params import POSITIVE_INT, RANDOM_STATE, check_argument, check_params
 from gplvm._random import as_key
 from gplvm._validation import (
@@ -40,7 +41,7 @@ from gplvm.models._rflvm.checks import check_fit_inputs, check_latent_points
 from gplvm.models._rflvm.fitted import (SAMPLER_INFO, aligned_draws, record_heavy,
                                         record_light, trace)
 from gplvm.models._rflvm.inference_data import inference_data
-from gplvm.models._rflvm.init import init_state, prepare_data
+from gplvm.models._rflvm.init import initial_states, prepare_data
 from gplvm.models._rflvm.legacy import upgrade_fitted
 from gplvm.models._rflvm.loglik import likelihood_object
 from gplvm.models._rflvm.spec import POLYA_GAMMA, RFLVMSpec
@@ -199,7 +200,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         X0 = self._initial_latents(Ys, kind, key_init, offset)
         keys = jax.random.split(key_init, self.n_chains)
         jitter = 0.1
-        states = jax.vmap(lambda k: init_state(k, spec, data, X0, jitter, self.n_clusters))(keys)
+        states = initial_states(keys, spec, data, X0, jitter, self.n_clusters)
         u = _inducing_times(times, self.n_inducing_times)
         # The data travel with each chain's state, so the compiled sweep depends on the spec
         # and the shapes only and is reused by later fits (other seeds, other data of the
@@ -299,7 +300,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         U, s, _ = np.linalg.svd(Z, full_matrices=False)
         X0 = U[:, :Q] * s[:Q]
         X0 = X0 / np.maximum(X0.std(0), 1e-12)   # unit variance, the N(0, I) prior's scale
-        return jnp.asarray(X0)
+        return to_device(X0)
 
     def _set_fitted(self, result, quiet: bool = False):
         result = result._replace(state=jax.tree_util.tree_map(np.asarray, result.state))
@@ -522,13 +523,15 @@ def _sweep_for(spec: RFLVMSpec):
 
 
 def _per_chain(tree, n_chains: int):
-    return jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (n_chains,) + jnp.shape(x)),
-                                  tree)
+    """Copies of ``tree``'s arrays along a leading chain axis, made on the host (on the device
+    each leaf shape would compile a broadcast, again in every new process)."""
+    return jax.tree_util.tree_map(
+        lambda x: np.broadcast_to(np.asarray(to_device(x)), (n_chains,) + np.shape(x)), tree)
 
 
 def _inducing_times(times, n):
     if times is None:
-        return jnp.zeros((1,))
+        return to_device(np.zeros(1, float_dtype()))
     t = np.asarray(times, float)
     return jnp.linspace(t.min(), t.max(), int(min(n, len(np.unique(t)))))
 

@@ -82,9 +82,11 @@ def round_chains(p: Placement, r: int) -> np.ndarray:
 def split_rounds(p: Placement, state) -> list:
     """``state`` (leading chain axis C) as one placed pytree per round (sliced on the host:
     indexing a device array would compile a gather per leaf shape)."""
-    if p.rounds == 1 and p.per_call == p.n_chains:
-        return [jax.device_put(state, _sharded(p))]
     host = jax.tree_util.tree_map(_to_host, state)
+    if p.rounds == 1 and p.per_call == p.n_chains:
+        # from the host: placing a device array on a mesh compiles a slicing program per
+        # leaf shape (22 for the RFLVM's state), each lowered again in every new process
+        return [jax.device_put(host, _sharded(p))]
     return [jax.device_put(jax.tree_util.tree_map(lambda x: x[round_chains(p, r)], host),
                            _sharded(p)) for r in range(p.rounds)]
 

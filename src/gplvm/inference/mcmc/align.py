@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+
+from gplvm._pytree import to_device
 
 Array = jax.Array
 
@@ -36,6 +39,7 @@ def procrustes_rotation(X: Array, reference: Array) -> Array:
     return U @ Vt
 
 
+@jax.jit
 def _align(X_samples: Array, reference: Array) -> tuple[Array, Array]:
     R = jax.vmap(jax.vmap(procrustes_rotation, (0, None)), (0, None))(X_samples, reference)
     return jnp.einsum("csnq,csqr->csnr", X_samples, R), R
@@ -52,11 +56,11 @@ def align_samples(X_samples: Array, reference: Array) -> tuple[Array, Array]:
         ``(aligned, rotations)``: ``Float[Array, "C S N Q"]`` with ``aligned[c, s] =
         X_samples[c, s] @ rotations[c, s]``, and ``Float[Array, "C S Q Q"]``.
     """
-    X_samples = jnp.asarray(X_samples)
+    X_samples = to_device(X_samples)
     if X_samples.ndim != 4:
         raise ValueError(f"X_samples has shape {X_samples.shape}; expected (chains, draws, N, Q)"
                          f" — add a chain axis with X[None] for a single chain")
-    return jax.jit(_align)(X_samples, jnp.asarray(reference, X_samples.dtype))
+    return _align(X_samples, to_device(np.asarray(reference, X_samples.dtype)))
 
 
 def generalised_procrustes(X_samples: Array, n_iter: int = 10, tol: float = 1e-12
@@ -76,19 +80,29 @@ def generalised_procrustes(X_samples: Array, n_iter: int = 10, tol: float = 1e-1
     Returns:
         ``(aligned, mean)``: ``Float[Array, "C S N Q"]`` and ``Float[Array, "N Q"]``.
     """
-    X_samples = jnp.asarray(X_samples)
-    if X_samples.ndim != 4:
-        raise ValueError(f"X_samples has shape {X_samples.shape}; expected (chains, draws, N, Q)")
-    reference = X_samples[0, -1]
+    X_host = np.asarray(X_samples)
+    if X_host.ndim != 4:
+        raise ValueError(f"X_samples has shape {X_host.shape}; expected (chains, draws, N, Q)")
+    # the start is taken on the host and each round is one program: op by op, every round's
+    # slicing, mean and norms were programs of their own, lowered again in every new process
+    X_samples, reference = to_device((X_host, X_host[0, -1]))
     aligned = X_samples
     for _ in range(max(1, n_iter)):
-        aligned, _ = align_samples(X_samples, reference)
-        mean = aligned.mean(axis=(0, 1))
-        change = jnp.linalg.norm(mean - reference) / jnp.maximum(jnp.linalg.norm(mean), 1e-300)
+        aligned, mean, change = _gpa_round(X_samples, reference)
         reference = mean
         if float(change) < tol:
             break
     return aligned, reference
+
+
+@jax.jit
+def _gpa_round(X_samples: Array, reference: Array):
+    """One round of :func:`generalised_procrustes`: the draws aligned to ``reference``, their
+    mean, and its relative change."""
+    aligned, _ = _align(X_samples, reference)
+    mean = aligned.mean(axis=(0, 1))
+    change = jnp.linalg.norm(mean - reference) / jnp.maximum(jnp.linalg.norm(mean), 1e-300)
+    return aligned, mean, change
 
 
 def posterior_mean_aligned(X_samples: Array, n_iter: int = 10, tol: float = 1e-12) -> Array:

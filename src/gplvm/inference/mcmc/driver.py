@@ -42,6 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
+from gplvm._pytree import to_device
 from gplvm.inference.mcmc._block import compiled_block
 from gplvm.inference.mcmc._devices import (chain_index, gather, placement, replicated,
                                            split_rounds, valid)
@@ -64,8 +65,9 @@ def default_thin_heavy(n_iter: int, burn_in: int, thin: int) -> int:
 
 
 def _strong(tree):
-    """Arrays with strong dtypes: a weakly typed scan carry would not match the sweep's output."""
-    return jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=jnp.asarray(x).dtype), tree)
+    """Device arrays with strong dtypes (a weakly typed loop carry would not match the sweep's
+    output), host arrays copied over without a conversion program (:func:`to_device`)."""
+    return to_device(tree)
 
 
 def _check_state(init_state) -> int:
@@ -180,7 +182,7 @@ def run_chains(key, init_state, sweep: Callable, *, n_iter: int, burn_in: int = 
         :class:`ChainResult`.  On Ctrl-C, every finished block is kept, with a warning.
     """
     _check_counts(n_iter, burn_in, thin, thin_heavy, start)
-    init_state = _strong(jax.tree_util.tree_map(jnp.asarray, init_state))
+    init_state = _strong(init_state)
     n_chains = _check_state(init_state)
     if record_heavy is not None and thin_heavy is None:
         thin_heavy = default_thin_heavy(n_iter, burn_in, thin)

@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import digamma, gammaln
 
+from gplvm._pytree import to_device
 from gplvm.models._rflvm.loglik import softplus
 from gplvm.samplers.crt import EXACT_TERMS, sample_nb_dispersion
 
@@ -95,10 +96,9 @@ def crt_layout(y: np.ndarray, col: np.ndarray, exact_terms: int = EXACT_TERMS) -
     first = np.repeat(np.cumsum(n) - n, n)
     rank = (np.arange(int(n.sum())) - first + 1).astype(float)
     tail = y > exact_terms
-    return (jnp.asarray(np.append(np.repeat(col, n), 0).astype(np.int32)),
-            jnp.asarray(np.append(rank, np.inf)),
-            jnp.asarray(np.append(y[tail], float(exact_terms))),
-            jnp.asarray(np.append(col[tail], 0).astype(np.int32)))
+    return to_device((np.append(np.repeat(col, n), 0).astype(np.int32), np.append(rank, np.inf),
+                      np.append(y[tail], float(exact_terms)),
+                      np.append(col[tail], 0).astype(np.int32)))
 
 
 def column_tables(key: Array, customers: tuple, r: Array) -> Array:

@@ -50,6 +50,6 @@ def aligned_draws(light: dict, heavy: dict):
     aligned, reference = generalised_procrustes(X)
     flat = {k: np.asarray(v).reshape(-1, *np.asarray(v).shape[2:]) for k, v in heavy.items()}
     Xh, R = align_samples(flat["X"][None], reference)
-    flat["X"] = np.asarray(Xh[0])
-    flat["W"] = np.einsum("smq,sqr->smr", flat["W"], np.asarray(R[0]))
+    flat["X"] = np.asarray(Xh)[0]         # indexed on the host (no slicing program)
+    flat["W"] = np.einsum("smq,sqr->smr", flat["W"], np.asarray(R)[0])
     return np.asarray(aligned), np.asarray(reference), flat

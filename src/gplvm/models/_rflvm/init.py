@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from gplvm._pytree import to_device
+from gplvm.inference.mcmc._block import Block
 from gplvm.models._rflvm.dispersion import crt_layout
 from gplvm.models._rflvm.spec import RFLVMData, RFLVMSpec, RFLVMState
 from gplvm.samplers.dp_mixture import default_niw_prior, dp_init
@@ -68,13 +72,12 @@ def prepare_data(spec: RFLVMSpec, Y: np.ndarray, offset, trials, kernel, times) 
     nonzero = customers = None
     if spec.likelihood == "negative_binomial":
         rows, cols = np.nonzero(obs & (np.where(obs, Y, 0.0) > 0))
-        nonzero = (jnp.asarray(Y[rows, cols]), jnp.asarray(cols.astype(np.int32)))
+        nonzero = to_device((Y[rows, cols], cols.astype(np.int32)))
         customers = crt_layout(Y[rows, cols], cols)
-    return RFLVMData(Y=jnp.asarray(np.where(obs, Y, 0.0)), observed=jnp.asarray(observed),
-                     offset=jnp.asarray(offset), trials=jnp.asarray(trials_arr),
-                     beta_prior_mean=jnp.asarray(mean), beta_prior_prec=jnp.asarray(prec),
-                     kernel=kernel, time=jnp.asarray(t), nonzero=nonzero,
-                     customers=customers)
+    return RFLVMData(**to_device(dict(Y=np.where(obs, Y, 0.0), observed=observed, offset=offset,
+                                      trials=trials_arr, beta_prior_mean=mean,
+                                      beta_prior_prec=prec, time=t)),
+                     kernel=kernel, nonzero=nonzero, customers=customers)
 
 
 def nb_prior_mean(spec: RFLVMSpec, data: RFLVMData, dispersion: Array) -> Array:
@@ -112,3 +115,24 @@ def init_state(key: Array, spec: RFLVMSpec, data: RFLVMData, X0: Array, jitter: 
         time_params=jnp.array([jnp.log(0.1 * span), 0.0]), log_lik=jnp.zeros(()),
         accept_W=jnp.zeros((), dtype), n_sweeps=jnp.zeros((), jnp.int32),
         n_proposals_X=jnp.full((), jnp.nan, dtype), n_proposals_beta=jnp.full((), jnp.nan, dtype))
+
+
+def initial_states(keys: Array, spec: RFLVMSpec, data: RFLVMData, X0: Array, jitter: float,
+                   n_clusters: int) -> RFLVMState:
+    """Every chain's start (:func:`init_state` per key, a leading chain axis) as ONE compiled
+    program, kept across processes like the sampler's block (:mod:`gplvm.inference.mcmc.
+    _exported`).  Run op by op, the start (NIW and DP draws, frequencies) dispatched ~170 small
+    programs, each lowered and read from the persistent cache in every new process: about a
+    second of a second fit's start-up (issue 14, ``benchmarks/compile_cache.py``)."""
+    # arrays with strong dtypes throughout (a kernel's parameters may be Python floats)
+    args = to_device((keys, data, X0))
+    program, _ = _initial_states_block(spec, float(jitter), int(n_clusters)).compile(*args)
+    return program(*args)
+
+
+@functools.lru_cache(maxsize=8)
+def _initial_states_block(spec: RFLVMSpec, jitter: float, n_clusters: int) -> Block:
+    def states(keys, data, X0):
+        return jax.vmap(lambda k: init_state(k, spec, data, X0, jitter, n_clusters))(keys)
+    return Block(jax.jit(states), export_key=f"gplvm.RFLVM start {spec!r}",
+                 settings=(jitter, n_clusters))
