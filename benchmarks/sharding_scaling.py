@@ -24,8 +24,18 @@ fitted with 4 devices (``XLA_FLAGS=--xla_force_host_platform_device_count=4``) a
 (tests/test_sharding.py checks the same of 4 elliptical slice chains: the RFLVM's sweep takes
 ~30 s to compile, twice, too long for the suite.)
 
+``--rflvm-rows`` times the other RFLVM layout, one chain split by rows
+(``RFLVM(devices=d)``, :func:`gplvm.inference.mcmc.run_chains` with a row mesh): per
+(rows, d), a subprocess with d forced CPU devices fits one Poisson chain (D = ``--cols``
+columns of counts around a 2-D latent, M = 100, X sampled from the first sweep) with
+``devices=None`` and with ``devices=d``, each twice (the second fit is compiled); printed: the
+seconds per sweep of the second fits, the compile seconds (first minus second), the largest
+difference between the two layouts' latent draws (round-off in the sums over rows, amplified
+by the sweeps) and the peak resident set size.
+
     OPENBLAS_NUM_THREADS=1 XLA_FLAGS=--xla_cpu_multi_thread_eigen=false \\
         .venv/bin/python benchmarks/sharding_scaling.py [--rows 2000 8000 32000] [--fit] [--rflvm]
+        [--rflvm-rows --rows 1000 --cols 200 --sweeps 10]
 """
 
 from __future__ import annotations
@@ -118,6 +128,35 @@ print(f"{len(jax.devices())} device(s): fit in {time.perf_counter() - t:.1f} s")
 """
 
 
+RFLVM_ROWS_CHILD = r"""
+import json, resource, sys, time, warnings
+import numpy as np
+import jax
+import gplvm
+warnings.simplefilter("ignore")
+n_rows, n_cols, sweeps, d = map(int, sys.argv[1:5])
+rng = np.random.default_rng(0)
+X = rng.normal(size=(n_rows, 2))
+Y = rng.poisson(np.exp(0.5 * np.sin(X @ rng.normal(size=(2, n_cols))) + 1.0)).astype(float)
+out = {"devices": d, "rows": n_rows}
+draws = {}
+for label, devices in (("one", None), ("rows", d)):
+    model = gplvm.RFLVM(likelihood="poisson", n_features=100, n_iter=sweeps, burn_in=sweeps // 2,
+                        n_chains=1, map_sweeps=0, progress=False, random_state=0,
+                        devices=devices)
+    seconds = []
+    for _ in range(2):
+        t = time.perf_counter()
+        model.fit(Y)
+        seconds.append(time.perf_counter() - t)
+    out[label] = {"sweep_s": seconds[1] / sweeps, "compile_s": seconds[0] - seconds[1]}
+    draws[label] = np.asarray(model.X_samples_)
+out["max_dX"] = float(np.max(np.abs(draws["one"] - draws["rows"])))
+out["rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print("JSON" + json.dumps(out))
+"""
+
+
 def _env(**extra) -> dict:
     env = {k: v for k, v in os.environ.items()
            if k not in ("JAX_NUM_CPU_DEVICES", "GPLVM_CPU_DEVICES")}
@@ -134,9 +173,11 @@ def _devices_env(d: int) -> dict:
     return _env(XLA_FLAGS=f"--xla_force_host_platform_device_count={d}")
 
 
-def measure(rows: int, devices: int, repeats: int, child: str = CHILD) -> dict:
-    """One child (``CHILD`` or ``FIT_CHILD``) on ``devices`` forced CPU devices."""
-    proc = subprocess.run([sys.executable, "-c", child, str(rows), str(repeats)],
+def measure(rows: int, devices: int, repeats: int, child: str = CHILD, extra=()) -> dict:
+    """One child (``CHILD``, ``FIT_CHILD`` or ``RFLVM_ROWS_CHILD``) on ``devices`` forced CPU
+    devices."""
+    proc = subprocess.run([sys.executable, "-c", child, str(rows), str(repeats)]
+                          + [str(e) for e in extra],
                           capture_output=True, text=True, env=_devices_env(devices))
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr[-2000:])
@@ -173,6 +214,21 @@ def table(rows_list, devices_list, arg: int, fit: bool) -> None:
             print(f"{rows:>8} {d:>7} {cells} {r['rss_mib']:>12.0f}", flush=True)
 
 
+def rflvm_rows(rows_list, devices_list, cols: int, sweeps: int) -> None:
+    """The one-chain RFLVM split by rows over d devices against the same chain on one."""
+    print(settings())
+    print(f"{'rows':>8} {'cols':>5} {'devices':>7} {'s/sweep 1 dev':>13} "
+          f"{'s/sweep split':>13} {'compile 1 s':>11} {'compile split s':>15} "
+          f"{'max |dX|':>9} {'peak RSS MiB':>12}")
+    for rows in rows_list:
+        for d in devices_list:
+            r = measure(rows, d, cols, RFLVM_ROWS_CHILD, (sweeps, d))
+            print(f"{rows:>8} {cols:>5} {d:>7} {r['one']['sweep_s']:>13.3f} "
+                  f"{r['rows']['sweep_s']:>13.3f} {r['one']['compile_s']:>11.1f} "
+                  f"{r['rows']['compile_s']:>15.1f} {r['max_dX']:>9.1e} "
+                  f"{r['rss_mib']:>12.0f}", flush=True)
+
+
 def rflvm_chains() -> bool:
     print(settings())
     with tempfile.TemporaryDirectory() as tmp:
@@ -200,7 +256,14 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=50, help="L-BFGS iterations with --fit")
     parser.add_argument("--rflvm", action="store_true",
                         help="check 4 RFLVM chains on 4 devices against 1 device instead")
+    parser.add_argument("--rflvm-rows", action="store_true",
+                        help="time one RFLVM chain split by rows over d devices instead")
+    parser.add_argument("--cols", type=int, default=200, help="columns with --rflvm-rows")
+    parser.add_argument("--sweeps", type=int, default=10, help="sweeps with --rflvm-rows")
     args = parser.parse_args()
+    if args.rflvm_rows:
+        rflvm_rows(args.rows, args.devices, args.cols, args.sweeps)
+        return
     if args.rflvm:
         raise SystemExit(0 if rflvm_chains() else 1)
     table(args.rows, args.devices, args.iters if args.fit else args.repeats, args.fit)

@@ -164,9 +164,10 @@ def subprocesses(tmp_path_factory):
     """Every subprocess of this file at once, and meanwhile the one-device estimator fit here.
 
     Two jax.distributed processes on localhost, 4 CPU devices each (process 0's local checks,
-    process 1's, and process 0's output of ``gplvm.distributed.main``), and one process with 4
+    process 1's, and process 0's output of ``gplvm.distributed.main``), one process with 4
     CPU devices fitting ``BayesianGPLVM`` on its devices (:data:`FIT_SCRIPT`, its models saved
-    in a temporary folder)."""
+    in a temporary folder), and one running RFLVM chains split by rows over 4 devices
+    (:data:`RFLVM_ROWS_SCRIPT`)."""
     env = dict(_four_device_env(), JAX_NUM_PROCESSES="2",
                JAX_COORDINATOR_ADDRESS=f"127.0.0.1:{_free_port()}")
     procs = [subprocess.Popen([sys.executable, "-c", SCRIPT.format(n=N_ROWS)],
@@ -181,6 +182,9 @@ def subprocesses(tmp_path_factory):
                                    str(folder), json.dumps(SVI_FIT), str(folder / "Y_svi.npy")],
                                   stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True, env=_four_device_env()))
+    procs.append(subprocess.Popen([sys.executable, "-c", RFLVM_ROWS_SCRIPT],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env=_four_device_env()))
     try:
         one = gplvm.BayesianGPLVM(**FIT).fit(Y)
         svi_one = gplvm.BayesianGPLVM(**SVI_FIT).fit(Y_svi)
@@ -189,7 +193,8 @@ def subprocesses(tmp_path_factory):
     # only process 0 prints the global result
     assert not any(ln.startswith("{") for ln in outs[1][0].splitlines())
     return {"local": (_json_line(outs[0][0], "LOCAL"), _json_line(outs[1][0], "LOCAL")),
-            "global": _json_line(outs[0][0]), "fit": _json_line(outs[2][0]), "Y": Y,
+            "global": _json_line(outs[0][0]), "fit": _json_line(outs[2][0]),
+            "rflvm_rows": _json_line(outs[3][0]), "Y": Y,
             "one": one, "svi_one": svi_one, "folder": folder}
 
 
@@ -402,6 +407,57 @@ FIT_SCRIPT = textwrap.dedent("""
 """)
 
 
+RFLVM_ROWS_SCRIPT = textwrap.dedent("""
+    import json
+    import jax, jax.numpy as jnp, numpy as np
+    import gplvm
+    from gplvm.inference.mcmc import _block, _devices, elliptical_slice_gaussian, run_chains
+    from gplvm.inference.sharding import make_mesh
+
+    # not a multiple of 4 (XLA pads the row blocks to 18), and above the 32 rows below which
+    # the elliptical slices do not compact the blocks still shrinking
+    N = 70
+    out = {"devices": len(jax.devices())}
+    # the driver: 2 chains of elliptical slice sweeps of N independent rows, one chain per
+    # device, then each chain split by rows over 4 devices
+    Y_obs = jnp.linspace(-1.0, 1.0, N)[:, None] * jnp.array([1.0, -0.5])
+
+    def log_lik(f):
+        return -0.5 * jnp.sum((f - Y_obs) ** 2, axis=-1)
+
+    def sweep(key, f):
+        return elliptical_slice_gaussian(key, f, log_lik(f), log_lik)[0]
+
+    def chains(mesh):
+        t = {}
+        res = run_chains(jax.random.PRNGKey(3), jnp.zeros((2, N, 2)), sweep, n_iter=5,
+                         burn_in=1, record=lambda f: f, progress=False, timings=t,
+                         row_mesh=mesh, n_rows=N)
+        return np.asarray(res.draws), t["devices"]
+
+    one, d_one = chains(None)
+    split, d_split = chains(make_mesh(4))
+    # the program really runs on row blocks: lower the row-mesh block as the driver built it
+    place = _devices.row_placement(2, make_mesh(4), N)
+    block = _block.compiled_block(sweep, place, lambda f: f, None, None, 4, 4, 1)
+    args = (jax.random.PRNGKey(3), jnp.zeros((2, N, 2)), jnp.arange(2, dtype=jnp.int32)) + \
+        tuple(jnp.int32(v) for v in (0, 4, 1, 1, 1))
+    text = block.jitted.lower(*args).compile().as_text()
+    out["toy"] = {"devices": [d_one, d_split], "max_diff": float(np.max(np.abs(one - split))),
+                  "moved": bool(np.all(np.abs(np.diff(one, axis=1)).sum(axis=(2, 3)) > 0)),
+                  "row_blocks": "f64[18,2]" in text}
+    # the estimator: a Poisson RFLVM, X sampled by elliptical slice from the first sweep
+    rng = np.random.default_rng(0)
+    Y = rng.poisson(3.0, size=(N, 8)).astype(float)
+    kw = dict(likelihood="poisson", n_features=10, n_iter=6, burn_in=3, n_chains=2,
+              map_sweeps=0, progress=False, random_state=1)
+    fits = {d: gplvm.RFLVM(devices=d, **kw).fit(Y) for d in (None, 4)}
+    out["rflvm"] = {name: [np.asarray(getattr(fits[d], name)).tolist() for d in (None, 4)]
+                    for name in ("X_samples_", "W_samples_", "beta_samples_", "history_")}
+    print(json.dumps(out), flush=True)
+""")
+
+
 def _fit_data() -> np.ndarray:
     """Rows drawn around a 2-D latent through a smooth map, with two missing entries (three
     column groups)."""
@@ -482,6 +538,36 @@ def test_svi_on_devices_fits_as_on_one(subprocesses):
     np.testing.assert_allclose(model.X_mean_, one.X_mean_, rtol=0, atol=1e-10)
     np.testing.assert_allclose(model.X_var_, one.X_var_, rtol=0, atol=1e-10)
     assert _leaves_close(model.fitted_, one.fitted_, rtol=1e-9)
+
+
+def test_rflvm_chains_split_by_rows_over_four_devices_are_the_chains_on_one(subprocesses):
+    """``run_chains(row_mesh=...)``: each chain's 70 rows over 4 devices (XLA's row blocks of
+    18, the last padded; the compiled block holds them), the chains one after the other.  A
+    sweep of independent rows gives the one-device chains to 1e-12 (the same random numbers:
+    JAX's partitionable Threefry does not depend on the layout), and the chains move.  The
+    estimator, ``RFLVM(devices=4)``, Poisson: latents, frequencies, weights and the
+    log-likelihood trace of 2 chains × 6 sweeps equal ``devices=None``'s up to the order of
+    the additions over rows, amplified through 6 sweeps of accept/reject steps: 1e-8 of each
+    array's largest entry (seen: about 1e-13 to 1e-10).  (Before the β slice drew ν through
+    the symmetric root of its covariance, the eigenvectors of ΦᵀΦ turned with the rounding
+    and the weights differed by O(1) after one sweep.)"""
+    got = subprocesses["rflvm_rows"]
+    assert got["devices"] == 4
+    toy = got["toy"]
+    assert toy["devices"] == [2, 4] and toy["row_blocks"] and toy["moved"]
+    assert toy["max_diff"] <= 1e-12
+    for name, (one, split) in got["rflvm"].items():
+        assert _close(split, one, 1e-8), name
+
+
+def test_rflvm_devices_are_checked_before_any_computation():
+    """``RFLVM(devices=...)`` takes the devices rule of the Bayesian GPLVM; a checkpoint with
+    devices given as jax devices (a file records a count) is refused with the way out, before
+    Y is read."""
+    with pytest.raises(ValueError, match=r"devices=0.*1 to"):
+        gplvm.RFLVM(devices=0).fit(None)
+    with pytest.raises(ValueError, match=r"checkpoint file records the devices as a count"):
+        gplvm.RFLVM(devices=jax.devices()[:1], checkpoint="model.npz").fit(None)
 
 
 @pytest.mark.parametrize("devices, match", [

@@ -100,6 +100,13 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
             column without augmentation, about half the cost of a congress109 sweep, but slower
             to mix where counts span orders of magnitude: bridges 1-NN 0.755 against 0.836 in
             the Table 1 protocol, ``benchmarks/README.md``).
+        devices: None (default): the chains run one per device (one CPU device per core).  A
+            count d (the first d devices), a list of ``jax.Device`` or a
+            ``jax.sharding.Mesh``: for data too big for one device, each chain is split over
+            those devices by the rows of Y (the latents, the data and every N × D product and
+            sum of the sweep, laid out by XLA), the chains one after the other; the draws are
+            those of one device up to the order of the additions over rows
+            (:func:`gplvm.inference.mcmc.run_chains`, ``row_mesh``).
 
     Attributes:
         X_samples_ (chains, draws, N, Q) aligned to a common frame; X_mean_, X_var_ (N, Q);
@@ -124,7 +131,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
                  transform_steps: int = 50,
                  block_size: int = 50, standardize: bool = True, random_state=0,
                  progress: bool = True, checkpoint=None, checkpoint_interval: float = 60.0,
-                 nb_beta: str = "polya_gamma"):
+                 nb_beta: str = "polya_gamma", devices=None):
         self.n_components = n_components
         self.likelihood = likelihood
         self.n_features = n_features
@@ -150,6 +157,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         self.checkpoint = checkpoint
         self.checkpoint_interval = checkpoint_interval
         self.nb_beta = nb_beta
+        self.devices = devices
 
     # --- fitting ------------------------------------------------------------------------------
 
@@ -183,6 +191,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
             self.
         """
         check_params(self)
+        self._check_devices()
         lik, Y, times, offset = check_fit_inputs(self, Y, times, offset, n_trials)
         kind = lik.name
         if kind in POLYA_GAMMA:  # their Pólya-gamma and CRT samplers need 64-bit numbers
@@ -230,6 +239,22 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
                                  f"likelihood models how a row's total is split over the "
                                  f"categories, so a row of zeros says nothing: drop those rows")
 
+    def _check_devices(self) -> None:
+        """A checkpoint file records ``devices`` as a count: refuse device objects with one
+        before any computation (``save`` would refuse them at the first checkpoint)."""
+        if (self.devices is not None and self.checkpoint is not None
+                and not isinstance(self.devices, (int, np.integer))):
+            raise ValueError(f"RFLVM: devices={self.devices!r}: a checkpoint file records the "
+                             f"devices as a count, not jax devices or a mesh (they belong to "
+                             f"this process): pass devices=<a count>")
+
+    def _row_mesh(self):
+        """The mesh each chain is split over by rows, or None (``devices``)."""
+        if self.devices is None:
+            return None
+        from gplvm.inference.sharding import make_mesh   # jax.sharding only when asked
+        return make_mesh(self.devices)
+
     def resume(self):
         """Finish an interrupted (or checkpointed) fit: the remaining sweeps from the stored
         chain states, joined to the draws so far; the result equals an uninterrupted fit's.
@@ -241,6 +266,8 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         earlier = self._result_
         if earlier.n_done >= self.n_iter:
             return self
+        if self.devices is not None:   # e.g. a file's devices=4 read on a smaller machine
+            check_params(self)
         return self._run(earlier.state, start=int(earlier.n_done), earlier=earlier)
 
     def _run(self, init, start: int, earlier):
@@ -255,7 +282,8 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
             record_heavy=record_heavy, thin_heavy=thin_heavy, trace=trace,
             block_size=int(self.block_size), progress=self.progress,
             desc=f"RFLVM ({spec.likelihood})", start=start, on_block=on_block,
-            export_key=f"gplvm.RFLVM {spec!r}")  # the spec fixes the sweep and what it records
+            export_key=f"gplvm.RFLVM {spec!r}",  # the spec fixes the sweep and what it records
+            row_mesh=self._row_mesh(), n_rows=int(self._data_.Y.shape[0]))
         if earlier is not None:
             result = concat_results(earlier, result)
         self._set_fitted(result)

@@ -30,7 +30,7 @@ import weakref
 import jax
 import jax.numpy as jnp
 from jax import lax
-from jax.sharding import PartitionSpec
+from jax.sharding import NamedSharding, PartitionSpec
 
 from gplvm.inference.mcmc._devices import AXIS, Placement
 from gplvm.inference.mcmc._exported import compile_exported
@@ -83,16 +83,33 @@ def _keep(fn, buf, state, j, keep, rows):
     return buf, j + keep.astype(jnp.int32)
 
 
+def _by_rows(tree, mesh, n_rows: int, axis: int):
+    """Lay out by rows over ``mesh`` every leaf of ``tree`` whose axis ``axis`` has ``n_rows``
+    entries (XLA splits the computation that follows; uneven splits are padded inside)."""
+    rows = NamedSharding(mesh, PartitionSpec(*([None] * axis), tuple(mesh.axis_names)))
+
+    def one(x):
+        if jnp.ndim(x) > axis and jnp.shape(x)[axis] == n_rows:
+            return jax.lax.with_sharding_constraint(x, rows)
+        return x
+    return jax.tree_util.tree_map(one, tree)
+
+
 def _local_block(sweep_ref, record, record_heavy, trace, block_size, rows, rows_heavy,
-                 vectorize):
-    """The block on one device: ``n_valid`` sweeps of its chains from global sweep ``first``.
+                 vectorize, row_mesh=None, n_rows=0):
+    """The block on one device: ``n_valid`` sweeps of its chains from global sweep ``first``
+    (with a ``row_mesh``: the block over that mesh, each chain's rows split over it).
 
     ``sweep_ref()`` returns the sweep; the block holds it weakly so that caching the compiled
     block under the sweep (:func:`compiled_block`) does not keep the sweep (and its data) alive.
     """
 
+    def split_sweep(key, state):
+        new = sweep_ref()(key, _by_rows(state, row_mesh, n_rows, 0))
+        return _by_rows(new, row_mesh, n_rows, 0)
+
     def block(key, state, chain, first, n_valid, burn_in, thin, thin_heavy):
-        vsweep = _chains(sweep_ref(), vectorize)
+        vsweep = _chains(split_sweep if n_rows else sweep_ref(), vectorize)
 
         def body(carry):
             t, state, buf, buf_heavy, traced, j, j_heavy = carry
@@ -110,6 +127,8 @@ def _local_block(sweep_ref, record, record_heavy, trace, block_size, rows, rows_
             return t + 1, state, buf, buf_heavy, traced, j, j_heavy
 
         zero = jnp.zeros((), jnp.int32)
+        if n_rows:  # the carried states keep the row layout from one sweep to the next
+            state = _by_rows(state, row_mesh, n_rows, 1)
         init = (zero, state, _alloc(record, state, rows),
                 _alloc(record_heavy, state, rows_heavy), _alloc(trace, state, block_size),
                 zero, zero)
@@ -121,8 +140,15 @@ def _local_block(sweep_ref, record, record_heavy, trace, block_size, rows, rows_
 
 
 def _make_block(sweep_ref, mesh, record, record_heavy, trace, block_size, rows, rows_heavy,
-                vectorize=False):
-    """The jitted block over the devices of ``mesh``: each device runs its chains."""
+                vectorize=False, n_rows=0):
+    """The jitted block over the devices of ``mesh``: each device runs its chains; with
+    ``n_rows`` (a row mesh) the devices run every chain together, split by rows, from and to
+    a copy of the arrays on each device."""
+    if n_rows:
+        local = _local_block(sweep_ref, record, record_heavy, trace, block_size, rows,
+                             rows_heavy, vectorize, mesh, n_rows)
+        copy = NamedSharding(mesh, PartitionSpec())
+        return jax.jit(local, in_shardings=copy, out_shardings=copy)
     local = _local_block(sweep_ref, record, record_heavy, trace, block_size, rows, rows_heavy,
                          vectorize)
     c, rep = PartitionSpec(AXIS), PartitionSpec()
@@ -171,9 +197,9 @@ def compiled_block(sweep, placement: Placement, record, record_heavy, trace, blo
     per live sweep is kept (a fresh ``record`` lambda per run replaces it, nothing piles up).
     ``export_key`` (see :class:`Block`) keeps the program across processes."""
     cache_key = (placement.mesh, record, record_heavy, trace, block_size, rows, rows_heavy,
-                 vectorize)
+                 vectorize, placement.n_rows)
     settings = (block_size, rows, rows_heavy, vectorize, placement.mesh.shape,
-                [d.id for d in placement.mesh.devices.flat])
+                [d.id for d in placement.mesh.devices.flat], placement.n_rows)
     try:
         cached = _BLOCKS.get(sweep)
         sweep_ref = weakref.ref(sweep)

@@ -11,6 +11,15 @@ round is padded with copies of the last chain, whose results are dropped.
 Each device runs exactly one chain, so the program a chain runs is the same whatever the number
 of devices: the same ``random_state`` gives the same chains, bit for bit, on 1 core or 16.
 With ``vectorize=True`` all chains run on one device under ``vmap`` (one round).
+
+With a *row mesh* (:func:`row_placement`, issue 18: data sets too big for one device) it is the
+other way round: the chains run one after the other, and each chain's sweep is split over every
+device of the mesh by the rows of its data — every state leaf whose leading (per-chain) axis
+has ``n_rows`` entries is laid out by rows (:mod:`._block`), and XLA's SPMD partitioner splits
+the computation that follows (the row-wise X update, the column-wise β update's N × D products,
+the likelihood sums), adding the collectives it needs.  The random numbers do not depend on the
+layout (JAX's partitionable Threefry), so the chains are those of one device up to the order
+of the additions in the sums over rows.
 """
 
 from __future__ import annotations
@@ -28,20 +37,26 @@ AXIS = "chains"
 
 class Placement(NamedTuple):
     """How C chains are laid out: ``rounds`` calls of ``per_call`` chains, ``per_device`` of
-    them on each device of ``mesh``."""
+    them on each device of ``mesh``; or, with ``n_rows`` > 0 (a row mesh), every chain in one
+    call, one after the other, each split by its ``n_rows`` rows over all of ``mesh``."""
 
     mesh: Mesh
     n_chains: int
     per_device: int
     rounds: int
+    n_rows: int = 0
 
     @property
     def per_call(self) -> int:
-        return self.per_device * self.mesh.size
+        return self.n_chains if self.n_rows else self.per_device * self.mesh.size
 
     def describe(self) -> str:
         d = self.mesh.size
         kind = self.mesh.devices.flat[0].platform.upper()
+        if self.n_rows:
+            return (f"{self.n_chains} chain{'s' * (self.n_chains > 1)} one after the other, "
+                    f"the {self.n_rows} rows of each split over {d} {kind} "
+                    f"device{'s' * (d > 1)}")
         where = (f"{self.n_chains} chains vectorised on one {kind} device" if self.per_device > 1
                  else f"{self.n_chains} chain{'s' * (self.n_chains > 1)} on {d} {kind} "
                       f"device{'s' * (d > 1)} ({d} at a time, {self.rounds} "
@@ -64,8 +79,18 @@ def placement(n_chains: int, vectorize: bool = False) -> Placement:
     return Placement(mesh, n_chains, per_device, math.ceil(n_chains / (d * per_device)))
 
 
+def row_placement(n_chains: int, mesh: Mesh, n_rows: int) -> Placement:
+    """Every chain in one call, each chain's ``n_rows`` rows split over the devices of
+    ``mesh`` (all of its axes)."""
+    if n_rows < 1:
+        raise ValueError(f"a row mesh needs the number of rows (n_rows >= 1); got {n_rows}")
+    return Placement(mesh, n_chains, n_chains, 1, int(n_rows))
+
+
 def _sharded(p: Placement) -> NamedSharding:
-    return NamedSharding(p.mesh, PartitionSpec(AXIS))
+    """The layout of the driver's arrays: by chains over the devices, or (row mesh) a copy on
+    each device, the block laying out the rows itself."""
+    return NamedSharding(p.mesh, PartitionSpec() if p.n_rows else PartitionSpec(AXIS))
 
 
 def replicated(p: Placement, x) -> jax.Array:

@@ -45,7 +45,7 @@ from tqdm.auto import tqdm
 from gplvm._pytree import to_device
 from gplvm.inference.mcmc._block import compiled_block
 from gplvm.inference.mcmc._devices import (chain_index, gather, placement, replicated,
-                                           split_rounds, valid)
+                                           row_placement, split_rounds, valid)
 from gplvm.inference.mcmc._kept import ChainResult, Counts, Kept, n_kept
 
 MAX_HEAVY_DRAWS = 200
@@ -126,7 +126,8 @@ def run_chains(key, init_state, sweep: Callable, *, n_iter: int, burn_in: int = 
                callback: Optional[Callable[[int, Any], None]] = None,
                on_block: Optional[Callable[["ChainResult"], None]] = None,
                vectorize: bool = False, timings: Optional[dict] = None,
-               export_key: Optional[str] = None) -> ChainResult:
+               export_key: Optional[str] = None, row_mesh=None,
+               n_rows: Optional[int] = None) -> ChainResult:
     """Run C chains of ``sweep`` for ``n_iter`` sweeps each.
 
     Args:
@@ -177,6 +178,13 @@ def run_chains(key, init_state, sweep: Callable, *, n_iter: int, burn_in: int = 
             exported file that later processes load instead of tracing the sweep
             (:mod:`._exported`).  Leave it None for sweeps defined outside gplvm or closing
             over values the string does not name.
+        row_mesh: a :class:`jax.sharding.Mesh` to split each chain over by rows (data sets too
+            big for one device): the chains then run one after the other, and every leaf of a
+            chain's state whose leading axis has ``n_rows`` entries (the data, the latents) is
+            laid out by rows over the mesh's devices, the sweep's computation split by XLA
+            (:mod:`._devices`).  The chains equal those of one device up to the order of the
+            additions over rows.  None (default): one chain per device.
+        n_rows: the number of rows (needed with ``row_mesh``).
 
     Returns:
         :class:`ChainResult`.  On Ctrl-C, every finished block is kept, with a warning.
@@ -188,7 +196,13 @@ def run_chains(key, init_state, sweep: Callable, *, n_iter: int, burn_in: int = 
         thin_heavy = default_thin_heavy(n_iter, burn_in, thin)
     counts = Counts(n_iter, burn_in, thin, thin_heavy or 1, start)
     block_size = int(block_size or min(100, math.ceil(n_iter / 50)))
-    place = placement(n_chains, bool(vectorize))
+    if row_mesh is not None:
+        if vectorize:
+            raise ValueError("vectorize=True runs every chain on one device; it cannot be "
+                             "combined with row_mesh, which splits each chain over several")
+        place = row_placement(n_chains, row_mesh, int(n_rows or 0))
+    else:
+        place = placement(n_chains, bool(vectorize))
     block = compiled_block(sweep, place, record, record_heavy, trace, block_size,
                            math.ceil(block_size / thin), math.ceil(block_size / counts.thin_heavy),
                            bool(vectorize), export_key)

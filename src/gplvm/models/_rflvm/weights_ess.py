@@ -115,7 +115,13 @@ def slice_inputs(key_nu: Array, Phi: Array, beta: Array, Y: Array, observed: Arr
     mu, lam, scale, s = working_gaussian(Phi, Y, observed, offset, prior_mean, prior_prec,
                                          dispersion)
     eps = jax.random.normal(key_nu, beta.shape, beta.dtype)
-    nu_c = scale @ (eps / jnp.sqrt(lam[None, :] * s[:, None] + 1.0))      # ν − μ ~ N(0, Λ⁻¹)
+    # ν − μ ~ N(0, Λ⁻¹) through the symmetric square root B0^{1/2} V diag(·)^{-1/2} Vᵀ, a
+    # continuous function of ΦᵀΦ: through B0^{1/2} V alone the draw would follow the
+    # eigenvectors, which rounding in ΦᵀΦ turns within a (near-)repeated eigenvalue, so that
+    # the same key gave another draw when the rows' sums were added in another order
+    # (a chain split over devices, issue 18)
+    V = scale * jnp.sqrt(prior_prec)[:, None]                            # scale = B0^{1/2} V
+    nu_c = scale @ ((V.T @ eps) / jnp.sqrt(lam[None, :] * s[:, None] + 1.0))
     # Φ(β − μ), Φ(ν − μ) and Φμ as one product
     Phi_g, Phi_nu, Phi_mu = jnp.split(Phi @ jnp.concatenate([beta - mu, nu_c, mu], axis=1), 3,
                                       axis=1)
