@@ -136,9 +136,9 @@ def write_rows(root: Path) -> None:
             "at 500): the GPLVM's Y* error is lower at M = 5 (0.406 against 0.439) and "
             "M = 10, as the paper says; from M = 25 on the two are within one sd of each "
             "other, 0.27 (noise floor 0.25), the RFLVM marginally lower; both recover F "
-            "(MSE 0.016-0.020 against F's variance of about 1).  Not yet run: the Bayesian "
-            "GPLVM at M = 100 for seeds 1-2 and at M = 200 (one M = 100 fit took 510 s with "
-            "jitter restarts; out of this session's CPU budget). Plot: "
+            "(MSE 0.016-0.020 against F's variance of about 1).  The Bayesian GPLVM at "
+            "M = 200 has one seed (a fit takes ~25 minutes on a shared core); "
+            "`--models bgplvm --M 200 --seeds 3` adds seeds 1-2 (cells resume). Plot: "
             f"[mse_vs_M.png](results/{PLOT.as_posix()}).")
     for model in MODELS:
         command = f".venv/bin/python {SCRIPT} --models {model}"

@@ -306,7 +306,11 @@ def write_rows(root: Path) -> None:
                 "measured; the multinomial, equally without overdispersion, is low too: "
                 "0.47 at 5 seeds).",
         "congress": "the paper's data (congress109); the Poisson and NB RFLVMs get log row "
-                    "totals as offset (config offset=log_total), the size factor of count data.",
+                    "totals as offset (config offset=log_total), the size factor of count "
+                    "data.  The multinomial RFLVM has one seed (a 500-sweep fit: 17 CPU-minutes "
+                    "with compilation, 39 wall-minutes on a shared core; its Table 2 figure "
+                    "includes the compilation); `--methods multinomial --seeds 5` adds seeds "
+                    "1-4 (cells resume).",
     }
     for name in NEW + OLD + NO_DATA:
         for method in BASELINES + RFLVMS:
