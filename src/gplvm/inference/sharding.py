@@ -82,6 +82,16 @@ def devices_problem(devices) -> Optional[str]:
             f"jax.devices()[:2]) or a jax.sharding.Mesh; got {type(devices).__name__}")
 
 
+def checkpoint_devices_problem(devices, checkpoint) -> Optional[str]:
+    """Why ``devices`` cannot go with ``checkpoint`` (None when it can): a checkpoint file
+    records the devices as a count, so device objects or a mesh are refused before any
+    computation (``save`` would refuse them at the first checkpoint)."""
+    if devices is None or checkpoint is None or isinstance(devices, (int, np.integer)):
+        return None
+    return ("a checkpoint file records the devices as a count, not jax devices or a mesh "
+            "(they belong to this process): pass devices=<a count>")
+
+
 def make_mesh(devices: DevicesLike = None) -> Mesh:
     """A one-axis mesh (axis ``"rows"``) over the chosen devices.
 

@@ -240,13 +240,14 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
                                  f"categories, so a row of zeros says nothing: drop those rows")
 
     def _check_devices(self) -> None:
-        """A checkpoint file records ``devices`` as a count: refuse device objects with one
-        before any computation (``save`` would refuse them at the first checkpoint)."""
-        if (self.devices is not None and self.checkpoint is not None
-                and not isinstance(self.devices, (int, np.integer))):
-            raise ValueError(f"RFLVM: devices={self.devices!r}: a checkpoint file records the "
-                             f"devices as a count, not jax devices or a mesh (they belong to "
-                             f"this process): pass devices=<a count>")
+        """``devices`` with ``checkpoint``: the rule the Bayesian GPLVM applies too
+        (:func:`gplvm.inference.sharding.checkpoint_devices_problem`)."""
+        if self.devices is None:
+            return
+        from gplvm.inference.sharding import checkpoint_devices_problem
+        why = checkpoint_devices_problem(self.devices, self.checkpoint)
+        if why is not None:
+            raise ValueError(f"RFLVM: devices={self.devices!r}: {why}")
 
     def _row_mesh(self):
         """The mesh each chain is split over by rows, or None (``devices``)."""

@@ -43,7 +43,8 @@ def working_gaussian(Phi: Array, Y: Array, observed: Array, offset: Array, prior
     (module docstring); ``dispersion`` r (D,) for the negative binomial, None for the Poisson.
 
     Returns:
-        (mu (P, D), lam (D,), scale (P, P) = B0^{1/2} V, s (P,)).
+        (mu (P, D), lam (D,), scale (P, P) = B0^{1/2} V, s (P,), V (P, P)), with
+        K = B0^{1/2} ΦᵀΦ B0^{1/2} = V diag(s) Vᵀ.
     """
     n_obs = jnp.maximum(jnp.sum(observed, axis=0), 1.0)
     lam = jnp.sum(Y * observed, axis=0) / jnp.sum(jnp.exp(offset) * observed, axis=0)
@@ -61,7 +62,7 @@ def working_gaussian(Phi: Array, Y: Array, observed: Array, offset: Array, prior
     rhs = lam * (Phi.T @ z) + prior_prec[:, None] * prior_mean          # (P, D)
     # μ_j = Λ_j⁻¹ rhs_j = scale diag(1/(λ_j s + 1)) scaleᵀ rhs_j
     mu = scale @ ((scale.T @ rhs) / (lam[None, :] * s[:, None] + 1.0))
-    return mu, lam, scale, s
+    return mu, lam, scale, s, V
 
 
 def sample_beta_ess(key: Array, Phi: Array, beta: Array, Y: Array, observed: Array,
@@ -112,15 +113,14 @@ def slice_inputs(key_nu: Array, Phi: Array, beta: Array, Y: Array, observed: Arr
     """The working Gaussian (:func:`working_gaussian`), ν − μ ~ N(0, Λ⁻¹) drawn with
     ``key_nu``, the products Φ(β − μ), Φ(ν − μ), Φμ (one product) and the blocks and
     per-column data of the slice, laid out by column (:func:`sample_beta_ess`)."""
-    mu, lam, scale, s = working_gaussian(Phi, Y, observed, offset, prior_mean, prior_prec,
-                                         dispersion)
+    mu, lam, scale, s, V = working_gaussian(Phi, Y, observed, offset, prior_mean, prior_prec,
+                                            dispersion)
     eps = jax.random.normal(key_nu, beta.shape, beta.dtype)
     # ν − μ ~ N(0, Λ⁻¹) through the symmetric square root B0^{1/2} V diag(·)^{-1/2} Vᵀ, a
     # continuous function of ΦᵀΦ: through B0^{1/2} V alone the draw would follow the
     # eigenvectors, which rounding in ΦᵀΦ turns within a (near-)repeated eigenvalue, so that
     # the same key gave another draw when the rows' sums were added in another order
     # (a chain split over devices, issue 18)
-    V = scale * jnp.sqrt(prior_prec)[:, None]                            # scale = B0^{1/2} V
     nu_c = scale @ ((V.T @ eps) / jnp.sqrt(lam[None, :] * s[:, None] + 1.0))
     # Φ(β − μ), Φ(ν − μ) and Φμ as one product
     Phi_g, Phi_nu, Phi_mu = jnp.split(Phi @ jnp.concatenate([beta - mu, nu_c, mu], axis=1), 3,

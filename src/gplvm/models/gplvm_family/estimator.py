@@ -102,15 +102,12 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         name = type(self).__name__
         check_params(self)      # the value itself: the devices rule of gplvm._params
         unsupported = [
-            (times is not None, "the dynamical prior (times=) couples the rows through its "
-                                "time GP, so its rows are not split yet: pass devices=None"),
-            (getattr(self, "checkpoint", None) is not None
-             and not isinstance(devices, (int, np.integer)),
-             "a checkpoint file records the devices as a count, not jax devices or a mesh "
-             "(they belong to this process): pass devices=<a count>"),
+            "the dynamical prior (times=) couples the rows through its time GP, so its rows "
+            "are not split yet: pass devices=None" if times is not None else None,
+            sharding.checkpoint_devices_problem(devices, getattr(self, "checkpoint", None)),
         ]
-        for found, why in unsupported:
-            if found:
+        for why in unsupported:
+            if why is not None:
                 raise ValueError(f"{name}: devices={devices!r}: {why}")
 
     def _standardisation(self, Y):
