@@ -2,7 +2,8 @@
 and the wall time per sweep of 1, 2 and 4 chains on one core and on every core.
 
 Run: ``.venv/bin/python benchmarks/rflvm_speed.py [--sweeps 20] [--likelihoods ...]``;
-``--chains-only`` runs the second table alone, ``--no-chains`` the first.
+``--chains-only`` runs the second table alone, ``--no-chains`` the first;
+``--default-fit [--fit-iter N]`` times the issue's 1000 × 784 Poisson fit at the defaults.
 
 * S-curve (seed 000 §4): N = 500, J = 100, M = 100, Q = 2, every likelihood;
 * congress109 (Table 1): 529 × 1000 counts, M = 100, Q = 2, Poisson and negative binomial
@@ -134,6 +135,37 @@ def chains_table(kind: str, n_sweeps: int, n_warm: int, chain_counts) -> None:
                   flush=True)
 
 
+def default_fit(n_iter) -> None:
+    """Issue 14's "Poisson fit on 1000 × 784 counts with the default settings": ``RFLVM(
+    likelihood='poisson')`` with every other argument at its default (``n_iter`` 2000, 4
+    chains, the default devices and threads) on an S-curve of 1000 × 784 Poisson counts.
+    ``--fit-iter`` runs fewer sweeps (burn-in half of them) and projects the default's wall
+    time from the measured seconds per sweep of all chains after the compile, which is printed
+    as a projection."""
+    import gplvm.models.rflvm as rflvm_module
+    timings = {}
+    real = rflvm_module.run_chains
+    rflvm_module.run_chains = lambda *a, **kw: real(*a, **{**kw, "timings": timings})
+    Y = make_s_curve("poisson", n_samples=1000, n_outputs=784, random_state=0).Y
+    kw = {} if n_iter is None else dict(n_iter=n_iter, burn_in=n_iter // 2)
+    model = gplvm.RFLVM(likelihood="poisson", random_state=0, **kw)
+    start = time.perf_counter()
+    model.fit(Y)
+    wall = time.perf_counter() - start
+    default_iter = gplvm.RFLVM().n_iter
+    per_sweep = timings["sweep_s"]        # wall per sweep of all chains, compile excluded
+    print(f"\ndefault Poisson fit, 1000 x 784 counts: n_iter {model.n_iter}, {model.n_chains} "
+          f"chains, {len(jax.devices())} devices")
+    print(f"  wall {wall:.1f} s (compile {timings['compile_s']:.1f} s); "
+          f"{per_sweep:.3f} s per sweep of all chains")
+    if model.n_iter != default_iter:
+        projected = wall + (default_iter - model.n_iter) * per_sweep
+        print(f"  projected for the default n_iter = {default_iter}: {projected:.0f} s "
+              f"({projected / 60:.1f} min; issue 14 target 5 min)")
+    else:
+        print(f"  ({wall / 60:.1f} min; issue 14 target 5 min)")
+
+
 def settings() -> str:
     flags = os.environ.get("XLA_FLAGS", "")
     eigen = "off" if "xla_cpu_multi_thread_eigen=false" in flags else "on"
@@ -159,8 +191,15 @@ def main() -> None:
     p.add_argument("--chains-likelihood", default="poisson")
     p.add_argument("--chains-only", action="store_true")
     p.add_argument("--no-chains", action="store_true")
+    p.add_argument("--default-fit", action="store_true",
+                   help="only the default Poisson fit on 1000 x 784 counts (issue 14)")
+    p.add_argument("--fit-iter", type=int, default=None,
+                   help="sweeps of --default-fit (default: the estimator's), projected")
     args = p.parse_args()
     print(settings())
+    if args.default_fit:
+        default_fit(args.fit_iter)
+        return
     if not args.chains_only:
         sweep_table(args)
     if not args.no_chains:

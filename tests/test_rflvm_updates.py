@@ -325,7 +325,14 @@ def test_collapsed_frequency_pass_equals_from_scratch_evaluation():
     for seed in range(4):
         key = jax.random.PRNGKey(seed)
         W_star = W + 0.3 * jax.random.normal(jax.random.PRNGKey(100 + seed), W.shape)
-        got, n_got = update_frequencies_collapsed(key, W_star, X, W, Y, s2, s0)
+        got, n_got, (gram, PtY) = update_frequencies_collapsed(key, W_star, X, W, Y, s2, s0,
+                                                               with_products=True)
+        # the products handed to the σ² and β steps are those of the new W
+        Phi_new = np.asarray(design(X, got, False))
+        np.testing.assert_allclose(np.asarray(gram), Phi_new.T @ Phi_new, rtol=1e-12,
+                                   atol=1e-12)
+        np.testing.assert_allclose(np.asarray(PtY), Phi_new.T @ np.asarray(Y), rtol=1e-12,
+                                   atol=1e-12)
         log_u = np.log(np.asarray(jax.random.uniform(key, (M2,))))
         ref, n_ref = np.asarray(W).copy(), 0
         def marginal(Wm):
@@ -474,6 +481,30 @@ def test_sweep_info_without_data_and_during_the_map_warm_up():
     Y = np.random.default_rng(3).poisson(2.0, (30, 4)).astype(float)
     _, warm = _sweep_once("poisson", Y, map_sweeps=5)
     assert np.isnan(warm.n_proposals_X) and float(warm.n_proposals_beta) >= 1.0
+
+
+@pytest.mark.parametrize("map_sweeps", [0, 5])
+@pytest.mark.parametrize("kind", ["gaussian", "poisson", "negative_binomial"])
+def test_sweep_trace_is_the_normalised_log_likelihood_of_its_state(kind, map_sweeps):
+    # The sweep's trace reuses the X step's own ψ-dependent values and adds the ψ-free terms
+    # over the nonzero counts only (issue 14); it must still be log p(Y_obs | state), here
+    # from scipy.stats at the state after the sweep, with missing entries (a slice sweep and
+    # a MAP warm-up sweep, whose values come from the climb).
+    rng = np.random.default_rng(21)
+    F = np.sin(rng.normal(size=(40, 2)) @ rng.normal(size=(2, 5)))
+    Y = (F + 0.3 * rng.normal(size=F.shape) if kind == "gaussian"
+         else rng.poisson(np.exp(F + 0.5)).astype(float))
+    Y[rng.random(Y.shape) < 0.1] = np.nan
+    _, after = _sweep_once(kind, Y, map_sweeps=map_sweeps)
+    psi = np.asarray(design(after.X, after.W, kind != "gaussian") @ after.beta)
+    obs = ~np.isnan(Y)
+    if kind == "gaussian":
+        dens = stats.norm.logpdf(Y, psi, np.sqrt(np.asarray(after.noise_var)))
+    elif kind == "poisson":
+        dens = stats.poisson.logpmf(Y, np.exp(psi))
+    else:
+        dens = stats.nbinom.logpmf(Y, np.asarray(after.dispersion), expit(-psi))
+    np.testing.assert_allclose(float(after.log_lik), dens[obs].sum(), rtol=1e-10)
 
 
 @pytest.mark.parametrize("kind", ["gaussian", "poisson", "negative_binomial", "multinomial"])

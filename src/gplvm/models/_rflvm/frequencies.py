@@ -240,12 +240,20 @@ def update_frequencies_given_beta(key: Array, prior: FrequencyPrior, X: Array, W
             H = H + F[m % block]
         w_new, log_prior_ratio = _propose(prior, moves, m, W[m], H)
         new = feature_pair(X, w_new, n_freq)                      # (N, 2)
-        psi_new = psi + (new - Phi[:, idx]) @ beta[idx, :]
-        ll_new = ll(psi_new)
+        diff, b = new - Phi[:, idx], beta[idx, :]
+
+        def moved(psi):
+            # ψ + (φ⋆ − φ)β_idx as two broadcast products, not a dot: it fuses into the
+            # log-likelihood's sum, so a proposal never writes an N × D array; ψ itself is
+            # rewritten only when the move is accepted (issue 14)
+            return psi + diff[:, :1] * b[:1] + diff[:, 1:] * b[1:]
+
+        ll_new = ll(moved(psi))
         current = MHState((W, Phi, psi, ll_cur), ll_cur)
-        proposal = (W.at[m].set(w_new), Phi.at[:, idx].set(new), psi_new, ll_new)
-        state, info = mh_accept_reject(moves.log_u[m], current, proposal,
-                                       ll_new + log_prior_ratio)
+        state, info = mh_accept_reject(
+            moves.log_u[m], current,
+            lambda: (W.at[m].set(w_new), Phi.at[:, idx].set(new), moved(psi), ll_new),
+            ll_new + log_prior_ratio)
         return state.position, F, n_acc + info.accepted
 
     F0 = jnp.zeros((block, Q, Q), W.dtype)
@@ -255,13 +263,24 @@ def update_frequencies_given_beta(key: Array, prior: FrequencyPrior, X: Array, W
 
 
 class _Collapsed(NamedTuple):
-    """Running quantities of the collapsed pass: A⁻¹, U = A⁻¹P, log|A| (A = ΦᵀΦ + I/s0)."""
+    """Running quantities of the collapsed pass: which frequencies hold their proposal, P = ΦᵀY,
+    A⁻¹, U = A⁻¹P and log|A| (A = ΦᵀΦ + I/s0)."""
 
-    Phi: Array
+    moved: Array
     P: Array
     Ainv: Array
     U: Array
     logdet: Array
+
+
+class _Proposals(NamedTuple):
+    """Every proposal of a collapsed pass, made before it starts (each move changes only its
+    own w_m, and its proposal depends only on w_m): Φ⋆ (N, M) the design at the proposed
+    frequencies, with its products G0 = ΦᵀΦ⋆, G = Φ⋆ᵀΦ⋆ (M, M) and P⋆ = Φ⋆ᵀY (M, D)."""
+
+    G0: Array
+    G: Array
+    P: Array
 
 
 def _inv_logdet_2x2(A: Array):
@@ -272,8 +291,8 @@ def _inv_logdet_2x2(A: Array):
     return inv, jnp.log(det)
 
 
-def _block_terms(c: _Collapsed, idx: Array, new: Array, Y: Array, s0: float):
-    r"""Pieces of A, P after replacing the two columns ``idx`` of Φ by ``new``.
+def _block_terms(c: _Collapsed, idx: Array, props: _Proposals, s0: float):
+    r"""Pieces of A, P after replacing the two columns ``idx`` of Φ by the proposal's.
 
     Write 1 for the other indices and 2 for ``idx``.  A₁₁ does not change, and its inverse
     follows from the current inverse: :math:`A_{11}^{-1} = (A^{-1})_{11} -
@@ -284,19 +303,20 @@ def _block_terms(c: _Collapsed, idx: Array, new: Array, Y: Array, s0: float):
     * log|A'| = log|A₁₁| + log|S| and log|A₁₁| = log|A| + log|(A⁻¹)₂₂|;
     * p'ᵀA'⁻¹p' = p₁ᵀA₁₁⁻¹p₁ + rᵀS⁻¹r with r = p₂' − Tᵀp₁, for every column of P at once;
 
-    all in O(M² + MD) instead of a fresh O(M³ + M²D) factorisation.
+    all in O(M² + MD) instead of a fresh O(M³ + M²D) factorisation.  The current Φ's column j
+    is the proposal's where frequency j has moved, so a₁₂ is read from G or G0.
     """
     M = c.Ainv.shape[0]
     B = c.Ainv[:, idx]                                          # (M, 2)
     C = B[idx, :]                                               # (2, 2) = (A⁻¹)₂₂
     C_inv, logdet_C = _inv_logdet_2x2(C)
-    keep = jnp.ones(M, c.Phi.dtype).at[idx].set(0.0)            # indicator of set 1
-    a12 = (c.Phi.T @ new) * keep[:, None]                       # (M, 2)
-    a22 = new.T @ new + jnp.eye(2, dtype=new.dtype) / s0
+    keep = jnp.ones(M, c.P.dtype).at[idx].set(0.0)              # indicator of set 1
+    a12 = jnp.where(c.moved[:, None], props.G[:, idx], props.G0[:, idx]) * keep[:, None]
+    a22 = props.G[idx][:, idx] + jnp.eye(2, dtype=c.P.dtype) / s0
     AinvA12 = c.Ainv @ a12
     T = AinvA12 - B @ (C_inv @ AinvA12[idx, :])                 # A₁₁⁻¹ a₁₂, zero at idx
     S = a22 - a12.T @ T
-    p2 = new.T @ Y                                              # (2, D)
+    p2 = props.P[idx, :]                                        # (2, D)
     p1 = c.P * keep[:, None]
     V = c.U - B @ c.P[idx, :]                                   # A⁻¹ p₁
     W1 = V - B @ (C_inv @ V[idx, :])                            # A₁₁⁻¹ p₁
@@ -307,15 +327,21 @@ def _block_terms(c: _Collapsed, idx: Array, new: Array, Y: Array, s0: float):
     return B, C_inv, T, S_inv, p2, W1, r, quad, logdet
 
 
-def _accept(c: _Collapsed, idx, new, terms) -> _Collapsed:
+def _accept(c: _Collapsed, idx, terms) -> _Collapsed:
     """A'⁻¹ = A₁₁⁻¹ + T̃S⁻¹T̃ᵀ with T̃ = T − E_idx, and A'⁻¹P' = A₁₁⁻¹p₁ − T̃S⁻¹r."""
     B, C_inv, T, S_inv, p2, W1, r, _, logdet = terms
     M = c.Ainv.shape[0]
     T_tilde = T - jnp.eye(M, dtype=T.dtype)[:, idx]
     Ainv = c.Ainv - B @ C_inv @ B.T + T_tilde @ S_inv @ T_tilde.T
     U = W1 - T_tilde @ (S_inv @ r)
-    return _Collapsed(Phi=c.Phi.at[:, idx].set(new), P=c.P.at[idx, :].set(p2), Ainv=Ainv,
+    return _Collapsed(moved=c.moved.at[idx].set(True), P=c.P.at[idx, :].set(p2), Ainv=Ainv,
                       U=U, logdet=logdet)
+
+
+def _all_proposals(prior: FrequencyPrior, moves: _Moves, W: Array, H: Array):
+    """(W⋆, log p(w⋆_m) − log p(w_m) per m): :func:`_propose` for every m at once."""
+    return jax.vmap(lambda m, w, H_m: _propose(prior, moves, m, w, H_m))(
+        jnp.arange(W.shape[0]), W, H)
 
 
 def gaussian_metric(XtX: Array, n_outputs: int, s0: float, n_freq: int) -> Array:
@@ -326,7 +352,8 @@ def gaussian_metric(XtX: Array, n_outputs: int, s0: float, n_freq: int) -> Array
 
 
 def update_frequencies_collapsed(key: Array, prior: FrequencyPrior, X: Array, W: Array, Y: Array,
-                                 noise_var: Array, s0: float, prior_fraction: float = 0.5):
+                                 noise_var: Array, s0: float, prior_fraction: float = 0.5,
+                                 with_products: bool = False):
     """One MH pass over the frequencies under the Gaussian marginal with β integrated out.
 
     The W-dependent part of the collapsed log-marginal (:mod:`.weights`) is
@@ -338,40 +365,56 @@ def update_frequencies_collapsed(key: Array, prior: FrequencyPrior, X: Array, W:
     integrated out the marginal in w_m is wide enough that a fair share of them are accepted
     (7% on an S-curve, N = 500, D = 100), and they jump between the modes of a multimodal
     conditional, which a local walk cannot.
+
+    Every proposal is made before the pass (move m changes w_m alone, and its proposal
+    depends on w_m alone), so the products with Φ⋆ are three matrix products up front and the
+    loop works on M × M and M × D quantities only.
+
+    Returns:
+        (W, number of accepted proposals), and with ``with_products`` also (ΦᵀΦ, ΦᵀY) at the
+        new W, assembled from the pass's products for the σ² and β steps that follow.
     """
     n_freq = W.shape[0]
     D = Y.shape[1]
     prior = _as_prior(prior, W)
     moves = _random_numbers(key, prior, W, prior_fraction)
     F = gaussian_metric(X.T @ X, D, s0, n_freq)
+    W_star, log_prior_ratio = _all_proposals(prior, moves, W, prior.precision + F)
     Phi = design(X, W, False)
+    Phi_star = design(X, W_star, False)
+    props = _Proposals(G0=Phi.T @ Phi_star, G=Phi_star.T @ Phi_star, P=Phi_star.T @ Y)
     P = Phi.T @ Y
+    gram = Phi.T @ Phi
     # One Cholesky and one triangular solve, in sequence: jaxlib's CPU LAPACK kernels can
     # deadlock a 2-thread pool when two batched calls (chains under vmap) run at once.
-    L = jnp.linalg.cholesky(Phi.T @ Phi + jnp.eye(Phi.shape[1], dtype=Phi.dtype) / s0)
+    L = jnp.linalg.cholesky(gram + jnp.eye(Phi.shape[1], dtype=Phi.dtype) / s0)
     L_inv = solve_triangular(L, jnp.eye(L.shape[0], dtype=Phi.dtype), lower=True)
     Ainv = L_inv.T @ L_inv
-    c0 = _Collapsed(Phi=Phi, P=P, Ainv=Ainv, U=Ainv @ P,
+    c0 = _Collapsed(moved=jnp.zeros(Phi.shape[1], bool), P=P, Ainv=Ainv, U=Ainv @ P,
                     logdet=2.0 * jnp.sum(jnp.log(jnp.diag(L))))
 
     def score(quad, logdet):
         return -0.5 * D * logdet + 0.5 * jnp.sum(quad / noise_var)
 
     def body(m, carry):
-        (c, W, cur), n_acc = carry
+        (c, cur), n_acc = carry
         idx = pair_index(m, n_freq)
-        w_new, log_prior_ratio = _propose(prior, moves, m, W[m], prior.precision[m] + F)
-        new = feature_pair(X, w_new, n_freq)
-        terms = _block_terms(c, idx, new, Y, s0)
+        terms = _block_terms(c, idx, props, s0)
         score_new = score(terms[7], terms[8])
         # the rank-2 update of A⁻¹ is formed only if the move is accepted
         state, info = mh_accept_reject(
-            moves.log_u[m], MHState((c, W, cur), cur),
-            lambda: (_accept(c, idx, new, terms), W.at[m].set(w_new), score_new),
-            score_new + log_prior_ratio)
+            moves.log_u[m], MHState((c, cur), cur),
+            lambda: (_accept(c, idx, terms), score_new),
+            score_new + log_prior_ratio[m])
         return state.position, n_acc + info.accepted
 
     cur0 = score(jnp.sum(P * c0.U, axis=0), c0.logdet)
-    init = ((c0, W, cur0), jnp.zeros((), jnp.int32))
-    (_, W, _), n_acc = lax.fori_loop(0, n_freq, body, init)
-    return W, n_acc
+    init = ((c0, cur0), jnp.zeros((), jnp.int32))
+    (c, _), n_acc = lax.fori_loop(0, n_freq, body, init)
+    W = jnp.where(c.moved[:n_freq, None], W_star, W)
+    if not with_products:
+        return W, n_acc
+    # column j of the new Φ is Φ⋆_j where frequency j moved, else Φ_j
+    a, b = c.moved[:, None], c.moved[None, :]
+    gram = jnp.where(a & b, props.G, jnp.where(b, props.G0, jnp.where(a, props.G0.T, gram)))
+    return W, n_acc, (gram, c.P)

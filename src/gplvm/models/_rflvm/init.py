@@ -7,6 +7,7 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy.special import gammaln
 
 from gplvm._pytree import to_device
 from gplvm.inference.mcmc._block import Block
@@ -69,15 +70,18 @@ def prepare_data(spec: RFLVMSpec, Y: np.ndarray, offset, trials, kernel, times) 
         mean[-1] = intercept_centre(spec.likelihood, Y, offset, trials_arr)
         prec[-1] = 1.0 / spec.intercept_prior_var
     t = np.zeros(N) if times is None else np.asarray(times, float)
-    nonzero = customers = None
-    if spec.likelihood == "negative_binomial":
+    nonzero = customers = log_factorial = None
+    if spec.likelihood in ("poisson", "negative_binomial"):
         rows, cols = np.nonzero(obs & (np.where(obs, Y, 0.0) > 0))
         nonzero = to_device((Y[rows, cols], cols.astype(np.int32)))
+        log_factorial = to_device(np.sum(gammaln(Y[rows, cols] + 1.0)))
+    if spec.likelihood == "negative_binomial":
         customers = crt_layout(Y[rows, cols], cols)
     return RFLVMData(**to_device(dict(Y=np.where(obs, Y, 0.0), observed=observed, offset=offset,
                                       trials=trials_arr, beta_prior_mean=mean,
                                       beta_prior_prec=prec, time=t)),
-                     kernel=kernel, nonzero=nonzero, customers=customers)
+                     kernel=kernel, nonzero=nonzero, customers=customers,
+                     log_factorial=log_factorial)
 
 
 def nb_prior_mean(spec: RFLVMSpec, data: RFLVMData, dispersion: Array) -> Array:

@@ -67,21 +67,26 @@ def update_x_static(key: Array, X: Array, kind, data, Y, W, beta, noise_var, dis
     """``n_steps`` elliptical-slice updates of every row of X under N(0, I).
 
     Returns:
-        (X, mean number of points evaluated on the ellipse per row and step).
+        (X, mean number of points evaluated on the ellipse per row and step, Σ_n log p(y_n |
+        x_n, ·) at the new X in :func:`.loglik.psi_log_lik`'s terms — the slice's own
+        values, which the sweep's trace reuses).
     """
     on = _row_ll_on(kind, data, Y, W, beta, noise_var, dispersion, intercept)
     fn = on(None)
 
-    def step(X, key):
+    def step(carry, key):
+        X, _ = carry
         key_nu, key_ess = jax.random.split(key)
         # 1. ν ~ N(0, I) per row, the ellipse of Murray et al. (2010, Fig. 2); the kernel
         #    does steps 2-7, evaluating only the rows still shrinking (``log_lik_on``)
         nu = jax.random.normal(key_nu, X.shape, X.dtype)
         state, info = ess_step(key_ess, ess_init(X, fn), fn, nu, log_lik_on=on)
-        return state.position, jnp.mean(info.n_proposals.astype(X.dtype))
+        return ((state.position, jnp.sum(state.log_lik)),
+                jnp.mean(info.n_proposals.astype(X.dtype)))
 
-    X, n_proposals = lax.scan(step, X, jax.random.split(key, n_steps))
-    return X, jnp.mean(n_proposals)
+    (X, log_lik), n_proposals = lax.scan(step, (X, jnp.zeros((), X.dtype)),
+                                         jax.random.split(key, n_steps))
+    return X, jnp.mean(n_proposals), log_lik
 
 
 def map_x_static(X: Array, kind, data, Y, W, beta, noise_var, dispersion, intercept: bool,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.special import logsumexp
+from jax.scipy.special import gammaln, logsumexp
 
 from gplvm.likelihoods import (Bernoulli, Binomial, Gaussian, Multinomial, NegativeBinomial,
                                Poisson)
@@ -66,6 +66,31 @@ def row_log_lik(kind, Y, psi, observed, trials, noise_var, dispersion) -> Array:
 def total_log_lik(kind, Y, psi, observed, trials, noise_var, dispersion) -> Array:
     """Σ over all observed entries of the ψ-dependent log-likelihood: a scalar."""
     return jnp.sum(row_log_lik(kind, Y, psi, observed, trials, noise_var, dispersion))
+
+
+def log_lik_constant(kind: str, data, noise_var: Array, dispersion: Array):
+    """Σ over observed entries of log p(y | ψ) − :func:`psi_log_lik`: the terms free of ψ, so
+    that a ψ-dependent total already at hand (the X step's) becomes the normalised
+    log-likelihood of :func:`full_log_lik` for the trace without a fresh N × D pass.
+
+    Gaussian: −½ log(2πσ_j²) per observed entry.  Poisson and negative binomial: −log y!
+    (summed once, ``data.log_factorial``) and (NB) log Γ(y + r_j) − log Γ(r_j), which vanish
+    at y = 0, so only the entries with y > 0 (``data.nonzero``) are visited.  None where no such shortcut applies (other likelihoods,
+    or data prepared before ``nonzero`` existed): the caller then evaluates
+    :func:`full_log_lik`.
+    """
+    if kind == "gaussian":
+        n_obs = jnp.sum(data.observed, axis=0)
+        return -0.5 * jnp.sum(n_obs * jnp.log(2.0 * jnp.pi * noise_var))
+    if kind not in ("poisson", "negative_binomial") or data.nonzero is None:
+        return None
+    y, col = data.nonzero
+    log_factorial = getattr(data, "log_factorial", None)
+    constant = -(jnp.sum(gammaln(y + 1.0)) if log_factorial is None else log_factorial)
+    if kind == "negative_binomial":
+        r = dispersion[col]
+        constant = constant + jnp.sum(gammaln(y + r) - gammaln(r))
+    return constant
 
 
 def likelihood_object(kind: str, trials: Array, noise_var: Array, dispersion: Array):

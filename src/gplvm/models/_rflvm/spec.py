@@ -103,13 +103,17 @@ class RFLVMData(NamedTuple):
         beta_prior_prec: (P,) prior precision of each row of β.
         kernel: the fixed kernel whose spectral density proposes W (ignored under the DP).
         time: (N,) time stamps (dynamic model) or zeros.
-        nonzero: negative binomial: (y (K,), column (K,)) of the K observed entries with
-            y > 0, for the Γ(y + r)/Γ(r) terms of the dispersion moves, which vanish at
-            y = 0 (91% of congress109); None otherwise (and in files saved before it existed).
+        nonzero: Poisson and negative binomial: (y (K,), column (K,)) of the K observed
+            entries with y > 0, for the terms log y! and Γ(y + r)/Γ(r) (the dispersion moves,
+            the trace's normaliser), which vanish at y = 0 (91% of congress109); None
+            otherwise (and in files saved before it existed).
         customers: negative binomial: the layout of the CRT draws of the dispersion step,
             fixed by the counts (:func:`gplvm.models._rflvm.dispersion.crt_layout`); None
             otherwise (and in files saved before it existed: the step then lays them out in
             every sweep).
+        log_factorial: Poisson and negative binomial: Σ log y! over the observed entries, a
+            constant of the data in every sweep's normalised trace; None otherwise (and in
+            files saved before it existed: the sweep then sums it from ``nonzero``).
     """
 
     Y: Array
@@ -122,6 +126,7 @@ class RFLVMData(NamedTuple):
     time: Array
     nonzero: Any = None
     customers: Any = None
+    log_factorial: Any = None
 
 
 @register("gplvm.state.RFLVMState")
