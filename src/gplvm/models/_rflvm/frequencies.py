@@ -36,9 +36,10 @@ and every ratio is evaluated by an update, not from scratch:
   one N × D curvature and product per ``METRIC_BLOCK`` frequencies for their F_m
   (:func:`_block_metrics`): the W pass costs about 1.3× seed 000's (CPU time, congress109
   size), for proposals that are accepted;
-* Gaussian, β integrated out: the two new columns' inner products with Φ and Y (O(NM + ND))
-  and block (Schur-complement) updates of A⁻¹ = (ΦᵀΦ + I/s0)⁻¹, A⁻¹ΦᵀY and log|A|
-  (O(M² + MD)) give the collapsed marginal of :mod:`.weights`, instead of a fresh O(M³ + M²D)
+* Gaussian, β integrated out: the new columns' inner products with Φ, Φ⋆ and Y, formed for
+  every proposal at once before the pass (O(NM² + NMD) in three products), and block
+  (Schur-complement) updates of A⁻¹ = (ΦᵀΦ + I/s0)⁻¹, A⁻¹ΦᵀY and log|A| (O(M² + MD) per
+  proposal) give the collapsed marginal of :mod:`.weights`, instead of a fresh O(M³ + M²D)
   factorisation per proposal.
 """
 
@@ -274,9 +275,9 @@ class _Collapsed(NamedTuple):
 
 
 class _Proposals(NamedTuple):
-    """Every proposal of a collapsed pass, made before it starts (each move changes only its
-    own w_m, and its proposal depends only on w_m): Φ⋆ (N, M) the design at the proposed
-    frequencies, with its products G0 = ΦᵀΦ⋆, G = Φ⋆ᵀΦ⋆ (M, M) and P⋆ = Φ⋆ᵀY (M, D)."""
+    """The products of Φ⋆ (N, M), the design at every proposed frequency of a collapsed pass,
+    made before the pass starts (each move changes only its own w_m, and its proposal depends
+    only on w_m): G0 = ΦᵀΦ⋆ and G = Φ⋆ᵀΦ⋆ (M, M), and P = Φ⋆ᵀY (M, D)."""
 
     G0: Array
     G: Array
