@@ -112,6 +112,24 @@ def test_rflvm_reproduces_its_outputs():
     assert_reproduces(model.predict(expected["X"]), expected["predict"], "predict")
 
 
+def test_rflvm_file_gets_the_count_layouts_it_predates():
+    # The file predates RFLVMData's count layouts (issue 14); loading lays them out from its
+    # own data, in _data_ and in every chain's copy, as prepare_data does for a fresh fit:
+    # here checked against the file's counts directly.
+    from scipy.special import gammaln
+    model, _ = _load("rflvm")
+    Y = rflvm_Y()
+    positive = Y[~np.isnan(Y) & (np.nan_to_num(Y) > 0)]
+    chains = model._result_.state[1]
+    for data, lead in ((model._data_, ()), (chains, (model.n_chains,))):
+        y, col = (np.asarray(a) for a in data.nonzero)
+        assert y.shape == col.shape == lead + positive.shape
+        np.testing.assert_array_equal(np.sort(y.reshape(-1, positive.size)[0]),
+                                      np.sort(positive))
+        np.testing.assert_allclose(np.asarray(data.log_factorial),
+                                   np.full(lead, gammaln(positive + 1).sum()), rtol=1e-12)
+
+
 @pytest.mark.parametrize("name", ["bgplvm", "bgplvm_dynamic"])
 def test_bgplvm_reproduces_its_outputs(name):
     model, expected = _load(name)

@@ -70,18 +70,32 @@ def prepare_data(spec: RFLVMSpec, Y: np.ndarray, offset, trials, kernel, times) 
         mean[-1] = intercept_centre(spec.likelihood, Y, offset, trials_arr)
         prec[-1] = 1.0 / spec.intercept_prior_var
     t = np.zeros(N) if times is None else np.asarray(times, float)
-    nonzero = customers = log_factorial = None
-    if spec.likelihood in ("poisson", "negative_binomial"):
-        rows, cols = np.nonzero(obs & (np.where(obs, Y, 0.0) > 0))
-        nonzero = to_device((Y[rows, cols], cols.astype(np.int32)))
-        log_factorial = to_device(np.sum(gammaln(Y[rows, cols] + 1.0)))
-    if spec.likelihood == "negative_binomial":
-        customers = crt_layout(Y[rows, cols], cols)
     return RFLVMData(**to_device(dict(Y=np.where(obs, Y, 0.0), observed=observed, offset=offset,
                                       trials=trials_arr, beta_prior_mean=mean,
                                       beta_prior_prec=prec, time=t)),
-                     kernel=kernel, nonzero=nonzero, customers=customers,
-                     log_factorial=log_factorial)
+                     kernel=kernel, **count_layouts(spec.likelihood, Y, obs))
+
+
+LAYOUT_FIELDS = {"poisson": ("nonzero", "log_factorial"),
+                 "negative_binomial": ("nonzero", "customers", "log_factorial")}
+"""The fields of :class:`.spec.RFLVMData` that :func:`count_layouts` fills, per likelihood."""
+
+
+def count_layouts(kind: str, Y: np.ndarray, observed: np.ndarray) -> dict:
+    """The fields of :class:`.spec.RFLVMData` laid out once from the counts (host NumPy in,
+    device arrays out): ``nonzero``, ``customers`` and ``log_factorial`` (None where the
+    likelihood has no use for them).  ``Y`` may hold anything where ``observed`` is False."""
+    layouts = dict(nonzero=None, customers=None, log_factorial=None)
+    if kind not in LAYOUT_FIELDS:
+        return layouts
+    Y = np.asarray(Y, float)
+    rows, cols = np.nonzero(observed & (np.where(observed, Y, 0.0) > 0))
+    y = Y[rows, cols]
+    layouts.update(nonzero=to_device((y, cols.astype(np.int32))),
+                   log_factorial=to_device(np.sum(gammaln(y + 1.0))))
+    if kind == "negative_binomial":
+        layouts["customers"] = crt_layout(y, cols)
+    return layouts
 
 
 def nb_prior_mean(spec: RFLVMSpec, data: RFLVMData, dispersion: Array) -> Array:

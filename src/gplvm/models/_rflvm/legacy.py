@@ -13,13 +13,21 @@ lacked:
   data?" test of ``impute``): rebuilt from the standardised copy ``_train_values_`` as
   ``Ys · scale + mean``, exact for the count likelihoods (mean 0, scale 1); for a Gaussian model
   a value that does not round-trip makes ``impute`` treat the training rows as new rows.
+
+Files of any format saved before a count layout of :class:`.spec.RFLVMData` existed
+(``nonzero``, ``customers``, ``log_factorial``: issue 14) get it laid out from the data they
+hold, in ``_data_`` and in the chains' carry, so that a loaded model and a fresh one run the
+same sweep (the sweep also runs without them, more slowly).
 """
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 
-from gplvm.models._rflvm.spec import RFLVMState
+from gplvm._pytree import to_device
+from gplvm.models._rflvm.init import LAYOUT_FIELDS, count_layouts
+from gplvm.models._rflvm.spec import RFLVMData, RFLVMState
 
 NEW_INFO = ("n_proposals_X", "n_proposals_beta")
 
@@ -38,9 +46,42 @@ def _fill_trace(trace: dict) -> dict:
     return {**trace, **{k: np.full(shape, np.nan) for k in NEW_INFO if k not in trace}}
 
 
+def _complete_data(data, kind: str):
+    """``data`` with the count layouts it predates filled in (module docstring); the chains'
+    copies carry a leading chain axis, and every chain holds the same data."""
+    if not isinstance(data, RFLVMData):
+        return data
+    layouts = [k for k in LAYOUT_FIELDS.get(kind, ()) if getattr(data, k) is None]
+    if not layouts:
+        return data
+    Y, observed = np.asarray(data.Y), np.asarray(data.observed) > 0
+    lead = Y.shape[:-2]
+    first = (0,) * len(lead)
+    made = count_layouts(kind, Y[first], observed[first])
+    # leaves of the kind the data's other leaves are (device arrays or host arrays)
+    as_kind = to_device if isinstance(data.Y, jax.Array) else np.array
+    return data._replace(**{k: jax.tree_util.tree_map(
+        lambda x: as_kind(np.broadcast_to(np.asarray(x), lead + np.shape(x))), made[k])
+        for k in layouts})
+
+
+def _complete_layouts(fitted: dict) -> dict:
+    spec = fitted.get("_spec_")
+    if spec is None:
+        return fitted
+    kind = spec.likelihood
+    if "_data_" in fitted:
+        fitted["_data_"] = _complete_data(fitted["_data_"], kind)
+    if "_result_" in fitted and isinstance(fitted["_result_"].state, tuple):
+        state, data, *rest = fitted["_result_"].state
+        fitted["_result_"] = fitted["_result_"]._replace(
+            state=(state, _complete_data(data, kind), *rest))
+    return fitted
+
+
 def upgrade_fitted(fitted: dict, format_version: int) -> dict:
     """Today's attributes from those of a file of ``format_version`` (module docstring)."""
-    fitted = dict(fitted)
+    fitted = _complete_layouts(dict(fitted))
     if format_version >= 2 or "_result_" not in fitted:
         return fitted
     result = fitted["_result_"]
