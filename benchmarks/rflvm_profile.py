@@ -48,10 +48,10 @@ move.
 
 The ``sum`` line adds the floors too (the smaller of floor and time per step): no sweep that
 does the work of this one (M/2 frequency moves, the measured number of ellipse points, the
-Gibbs β step's D Gram matrices) can run faster than that sum on this machine.  Where the issue sets a per-sweep target
-(``TARGETS_MS``) the script says whether the sweep meets it and, if not, whether the target is
-below that sum.  ``--datasets scurve784`` profiles a 1000 × 784 count matrix (the issue's
-five-minute fit; ``rflvm_speed.py --default-fit`` times that fit itself).
+Gibbs β step's D Gram matrices) can run faster than that sum on this machine.  Where the
+issue sets a per-sweep target (``TARGETS_MS``) the script says whether the sweep meets it and,
+if not, whether the target is below that sum.  ``--datasets scurve784`` profiles a 1000 × 784
+count matrix (the issue's five-minute fit; ``rflvm_speed.py --default-fit`` times that fit).
 
 **Mixing of the kernel.**  After the timings the chain runs ``--ess-sweeps`` more sweeps (one
 jitted scan, after ``--ess-burn`` discarded ones; 0 skips this) and the script prints the

@@ -83,12 +83,19 @@ def time_sweeps(kind, Y, n_sweeps, n_warm, n_trials=None):
             (time.process_time() - cpu) / n_sweeps)
 
 
-def chains_worker(kind: str, n_chains: int, n_sweeps: int, n_warm: int) -> dict:
-    """One ``RFLVM.fit`` with ``n_chains`` chains; the driver's timings after ``n_warm`` sweeps."""
+def _record_driver_timings() -> dict:
+    """The dict that every later ``RFLVM.fit`` in this process fills with the driver's timings
+    (``run_chains(timings=...)``: compile_s, sweep_s, calls)."""
     import gplvm.models.rflvm as rflvm_module
     timings = {}
     real = rflvm_module.run_chains
     rflvm_module.run_chains = lambda *a, **kw: real(*a, **{**kw, "timings": timings})
+    return timings
+
+
+def chains_worker(kind: str, n_chains: int, n_sweeps: int, n_warm: int) -> dict:
+    """One ``RFLVM.fit`` with ``n_chains`` chains; the driver's timings after ``n_warm`` sweeps."""
+    timings = _record_driver_timings()
     Y = _chains_data(kind)
     start = time.perf_counter()
     gplvm.RFLVM(likelihood=kind, n_chains=n_chains, n_iter=n_warm + n_sweeps, burn_in=n_warm,
@@ -142,10 +149,7 @@ def default_fit(n_iter) -> None:
     ``--fit-iter`` runs fewer sweeps (burn-in half of them) and projects the default's wall
     time from the measured seconds per sweep of all chains after the compile, which is printed
     as a projection."""
-    import gplvm.models.rflvm as rflvm_module
-    timings = {}
-    real = rflvm_module.run_chains
-    rflvm_module.run_chains = lambda *a, **kw: real(*a, **{**kw, "timings": timings})
+    timings = _record_driver_timings()
     Y = make_s_curve("poisson", n_samples=1000, n_outputs=784, random_state=0).Y
     kw = {} if n_iter is None else dict(n_iter=n_iter, burn_in=n_iter // 2)
     model = gplvm.RFLVM(likelihood="poisson", random_state=0, **kw)

@@ -30,6 +30,7 @@ from gplvm._validation import (
     as_1d_float, as_2d_float, check_magnitude, require_float64,
 )
 from gplvm.inference.mcmc import run_chains, split_rhat
+from gplvm.inference.sharding import checkpoint_devices_problem
 from gplvm.inference.mcmc.driver import concat_results
 from gplvm.io import SaveMixin
 from gplvm.kernels import RBF
@@ -242,9 +243,6 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
     def _check_devices(self) -> None:
         """``devices`` with ``checkpoint``: the rule the Bayesian GPLVM applies too
         (:func:`gplvm.inference.sharding.checkpoint_devices_problem`)."""
-        if self.devices is None:
-            return
-        from gplvm.inference.sharding import checkpoint_devices_problem
         why = checkpoint_devices_problem(self.devices, self.checkpoint)
         if why is not None:
             raise ValueError(f"RFLVM: devices={self.devices!r}: {why}")

@@ -75,22 +75,21 @@ def log_lik_constant(kind: str, data, noise_var: Array, dispersion: Array):
 
     Gaussian: −½ log(2πσ_j²) per observed entry.  Poisson and negative binomial: −log y!
     (summed once, ``data.log_factorial``) and (NB) log Γ(y + r_j) − log Γ(r_j), which vanish
-    at y = 0, so only the entries with y > 0 (``data.nonzero``) are visited.  None where no such shortcut applies (other likelihoods,
-    or data prepared before ``nonzero`` existed): the caller then evaluates
-    :func:`full_log_lik`.
+    at y = 0, so only the entries with y > 0 (``data.nonzero``) are visited.  None where no
+    such shortcut applies (other likelihoods, or data without those layouts): the caller then
+    evaluates :func:`full_log_lik`.
     """
     if kind == "gaussian":
         n_obs = jnp.sum(data.observed, axis=0)
         return -0.5 * jnp.sum(n_obs * jnp.log(2.0 * jnp.pi * noise_var))
-    if kind not in ("poisson", "negative_binomial") or data.nonzero is None:
+    if (kind not in ("poisson", "negative_binomial") or data.nonzero is None
+            or data.log_factorial is None):
         return None
+    if kind == "poisson":
+        return -data.log_factorial
     y, col = data.nonzero
-    log_factorial = getattr(data, "log_factorial", None)
-    constant = -(jnp.sum(gammaln(y + 1.0)) if log_factorial is None else log_factorial)
-    if kind == "negative_binomial":
-        r = dispersion[col]
-        constant = constant + jnp.sum(gammaln(y + r) - gammaln(r))
-    return constant
+    r = dispersion[col]
+    return jnp.sum(gammaln(y + r) - gammaln(r)) - data.log_factorial
 
 
 def likelihood_object(kind: str, trials: Array, noise_var: Array, dispersion: Array):

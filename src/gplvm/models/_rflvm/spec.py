@@ -112,8 +112,8 @@ class RFLVMData(NamedTuple):
             otherwise (and in files saved before it existed: the step then lays them out in
             every sweep).
         log_factorial: Poisson and negative binomial: Σ log y! over the observed entries, a
-            constant of the data in every sweep's normalised trace; None otherwise (and in
-            files saved before it existed: the sweep then sums it from ``nonzero``).
+            constant of the data in every sweep's normalised trace; None otherwise (files
+            saved before it existed get it on loading, :mod:`.legacy`).
     """
 
     Y: Array
