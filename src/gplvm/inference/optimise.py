@@ -355,14 +355,30 @@ class _FlatObjective:
         return value, grad.astype(float)
 
 
+def _line_search_failed(result) -> bool:
+    """Whether SciPy's L-BFGS-B stopped because its line search found no decrease.
+
+    With ``ftol = gtol = 0`` SciPy stops for three reasons besides its iteration limits:
+    ``ABNORMAL_TERMINATION_IN_LNSRCH`` (status 2: no step passed the sufficient-decrease test
+    within 20 evaluations), a projected gradient that is exactly zero (status 0: a stationary
+    point), and "relative reduction of f <= 0" (status 0 with a non-zero gradient).  The last
+    means the line search ended on a warning (Moré & Thuente's interval shrank to rounding
+    level) and SciPy took that step although it did not lower the objective: the same failure
+    as the first, and not a stationary point.
+    """
+    if result.status == 2:
+        return True
+    return result.status == 0 and bool(np.any(np.asarray(result.jac) != 0))
+
+
 def _lbfgsb_loop(fun, params, n_iter, tol, patience, args, callback, bar, out):
     """SciPy's L-BFGS-B on the flattened parameters with a compiled value-and-gradient.
 
     Our stopping rule (relative change below ``tol`` for ``patience`` iterations) replaces
     SciPy's (``ftol = gtol = 0``), so both L-BFGS methods mean the same by ``converged``.  When
-    the line search finds no decrease (SciPy's ``ABNORMAL_TERMINATION_IN_LNSRCH``), the run
-    restarts from the same point with its curvature memory cleared; a second failure there,
-    without a single step, marks the run ``stalled``: the objective is noisier than the
+    the line search finds no decrease (:func:`_line_search_failed`), the run restarts from the
+    same point with its curvature memory cleared; a second failure, without lowering the
+    objective, marks the run ``stalled``: the objective is noisier than the
     sufficient-decrease test can resolve (on oil flow, the collapsed bound near nearly
     coincident inducing inputs changes by ~0.04 nats between points 1e-10 apart), and
     :func:`minimise` continues with optax's L-BFGS, whose approximate Wolfe conditions still
@@ -396,16 +412,19 @@ def _lbfgsb_loop(fun, params, n_iter, tol, patience, args, callback, bar, out):
         return
     try:
         for attempt in range(n_iter):   # attempt > 0: after a failed line search
-            start = len(out["history"])
+            start, start_values = len(out["history"]), len(values)
             result = scipy.optimize.minimize(
                 flat, x, jac=True, method="L-BFGS-B", callback=on_iteration,
                 options={"maxiter": n_iter - start, "maxfun": 100 * (n_iter - start) + 100,
                          "ftol": 0.0, "gtol": 0.0})
             x = np.array(result.x)
-            if out["converged"] or result.status != 2 or len(out["history"]) >= n_iter:
-                out["converged"] = out["converged"] or result.status == 0
+            if out["converged"] or len(out["history"]) >= n_iter:
                 return
-            if attempt > 0 and len(out["history"]) == start:
+            if not _line_search_failed(result):
+                out["converged"] = result.status == 0
+                return
+            if attempt > 0 and not min(values[start_values:], default=np.inf) < values[
+                    start_values - 1]:
                 out["stalled"] = True
                 return
     except _NonFinite as err:       # at a trial point of the line search: not accepted
