@@ -30,15 +30,15 @@ import gplvm
 from gplvm.inference import sharding
 
 N_ROWS = 10          # not a multiple of 4: two padded rows on 4 devices, two on 2 × 2
+LATE = 40            # seconds process 1 sleeps before the collective; Gloo alone allows 30
 RTOL = 1e-10
 
 SCRIPT = textwrap.dedent("""
-    import json, os
+    import json, os, time
     import jax
-    # join the processes before gplvm's import (JAX's rule: before its first computation)
-    jax.distributed.initialize(os.environ["JAX_COORDINATOR_ADDRESS"],
-                               int(os.environ["JAX_NUM_PROCESSES"]),
-                               int(os.environ["JAX_PROCESS_ID"]))
+    # join the processes before any computation (JAX's rule); importing gplvm computes nothing
+    from gplvm import distributed
+    distributed.initialize()
     import jax.numpy as jnp, numpy as np
     from gplvm.distributed import demo_problem, main
     from gplvm.expectations import Analytic, MonteCarlo, psi_statistics
@@ -117,7 +117,14 @@ SCRIPT = textwrap.dedent("""
     local = local_bounds() if jax.process_index() == 0 else local_chains()
     local["local_devices"] = len(jax.local_devices())
     print("LOCAL" + json.dumps(local), flush=True)
-    raise SystemExit(main(["--rows", "{n}"]))
+    # process 1 comes {late} s late to the first collective across processes, later than the
+    # 30 s Gloo gives its peers to connect: gplvm.distributed.check waits at a barrier first
+    distributed.synchronize("local checks done")
+    time.sleep({late} if jax.process_index() == 1 else 0)
+    start = time.monotonic()
+    status = main(["--rows", "{n}"])
+    print("WAITED" + json.dumps(time.monotonic() - start), flush=True)
+    raise SystemExit(status)
 """)
 
 
@@ -127,8 +134,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _json_line(stdout: str, prefix: str = "") -> dict:
-    lines = [ln for ln in stdout.splitlines() if ln.startswith(prefix + "{")]
+def _json_line(stdout: str, prefix: str = ""):
+    lines = [ln for ln in stdout.splitlines()
+             if ln.startswith(prefix + "{") or (prefix and ln.startswith(prefix))]
     assert len(lines) == 1, stdout
     return json.loads(lines[0][len(prefix):])
 
@@ -146,10 +154,15 @@ def _four_device_env() -> dict:
     return env
 
 
+#: Seconds the subprocesses may take in all (quiet: ~60 s): only a guard against a hang, so
+#: generous enough for a machine shared with other work.
+SUBPROCESS_TIMEOUT = 1800
+
+
 def _finish(procs) -> list:
     """Each process's (stdout, stderr), all exited with status 0."""
     try:
-        outs = [p.communicate(timeout=300) for p in procs]
+        outs = [p.communicate(timeout=SUBPROCESS_TIMEOUT) for p in procs]
     finally:                        # a process left waiting for a crashed peer is stopped
         for p in procs:
             if p.poll() is None:
@@ -170,7 +183,7 @@ def subprocesses(tmp_path_factory):
     (:data:`RFLVM_ROWS_SCRIPT`)."""
     env = dict(_four_device_env(), JAX_NUM_PROCESSES="2",
                JAX_COORDINATOR_ADDRESS=f"127.0.0.1:{_free_port()}")
-    procs = [subprocess.Popen([sys.executable, "-c", SCRIPT.format(n=N_ROWS)],
+    procs = [subprocess.Popen([sys.executable, "-c", SCRIPT.format(n=N_ROWS, late=LATE)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env=dict(env, JAX_PROCESS_ID=str(i))) for i in range(2)]
     folder = tmp_path_factory.mktemp("fits")
@@ -194,15 +207,16 @@ def subprocesses(tmp_path_factory):
     assert not any(ln.startswith("{") for ln in outs[1][0].splitlines())
     return {"local": (_json_line(outs[0][0], "LOCAL"), _json_line(outs[1][0], "LOCAL")),
             "global": _json_line(outs[0][0]), "fit": _json_line(outs[2][0]),
+            "waited": _json_line(outs[0][0], "WAITED"),
             "rflvm_rows": _json_line(outs[3][0]), "Y": Y,
             "one": one, "svi_one": svi_one, "folder": folder}
 
 
 @pytest.fixture(scope="module")
 def two_processes(subprocesses):
-    """Process 0's local checks, process 1's, and process 0's output of
-    ``gplvm.distributed.main``."""
-    return (*subprocesses["local"], subprocesses["global"])
+    """Process 0's local checks, process 1's, process 0's output of
+    ``gplvm.distributed.main`` and the seconds that took."""
+    return (*subprocesses["local"], subprocesses["global"], subprocesses["waited"])
 
 
 def _close(a, b, rtol=RTOL):
@@ -241,6 +255,15 @@ def test_four_chains_on_four_devices_are_the_chains_on_one(two_processes):
     c = two_processes[1]["chains"]
     assert c["devices"] == [4, 1]
     assert c["identical"] and c["moved"] and c["distinct"]
+
+
+def test_a_process_later_than_gloos_connect_time_is_waited_for(two_processes):
+    """Process 1 reaches the first collective across processes LATE = 40 s after process 0,
+    more than the 30 s in which Gloo's context must connect (without the barrier of
+    ``gplvm.distributed.synchronize`` process 0 fails with "Gloo context initialization
+    failed ... timed out"); process 0 waits and gets the bound (the next test checks it)."""
+    assert two_processes[3] >= LATE > 30
+    assert two_processes[2]["processes"] == 2
 
 
 def test_two_processes_reproduce_the_single_process_bound(two_processes):
@@ -332,6 +355,27 @@ def test_initialize_checks_its_settings_and_when_it_is_called(monkeypatch):
     jax.devices()
     with pytest.raises(RuntimeError, match="before any computation"):
         distributed.initialize("127.0.0.1:1", 2)
+
+
+def test_the_time_out_for_other_processes_is_the_argument_else_the_environment(monkeypatch):
+    """``timeout=`` wins, then GPLVM_DISTRIBUTED_TIMEOUT, then the default; a bad value is
+    refused naming the setting; in one process synchronize and connect have nothing to do."""
+    from gplvm import distributed
+    monkeypatch.delenv(distributed.TIMEOUT_ENV, raising=False)
+    assert distributed.timeout_seconds() == distributed.DEFAULT_TIMEOUT >= 300
+    monkeypatch.setenv(distributed.TIMEOUT_ENV, "90")
+    assert distributed.timeout_seconds() == 90 and distributed.timeout_seconds(1200.4) == 1200
+    monkeypatch.setenv(distributed.TIMEOUT_ENV, "soon")
+    with pytest.raises(ValueError, match="GPLVM_DISTRIBUTED_TIMEOUT='soon' is not a number"):
+        distributed.timeout_seconds()
+    for bad in (0, -5, float("nan"), float("inf"), "60"):
+        with pytest.raises(ValueError, match="at least 1"):
+            distributed.timeout_seconds(bad)
+    monkeypatch.setenv(distributed.TIMEOUT_ENV, "0.5")
+    with pytest.raises(ValueError, match="GPLVM_DISTRIBUTED_TIMEOUT=0.5"):
+        distributed.timeout_seconds()
+    assert distributed.synchronize("alone", timeout=1) is None
+    assert distributed.connect(timeout=1) is None
 
 
 # --------------------------------------------------------------------------- the estimator

@@ -461,3 +461,16 @@ def bound_and_grad(params: dict, Y, mesh: Optional[Mesh] = None, rule=None,
     through the ``psum``: each device differentiates its own block)."""
     data, rule = _prepare(params, Y, mesh, rule)
     return _bound_and_grad_jit(params, data, rule, jitter)
+
+
+def bound_and_grad_compiled(params: dict, Y, mesh: Optional[Mesh] = None, rule=None,
+                            jitter: float = 0.0):
+    """:func:`bound_and_grad` compiled ahead of time for the shapes of ``params`` and ``Y``:
+    returns ``f(params, data) -> (bound, grads)`` for ``data`` from :func:`shard_data`.
+
+    For processes that must start a collective together (:func:`gplvm.distributed.synchronize`
+    between compiling and running): the time one process spends compiling is then not time
+    the others spend waiting inside a collective."""
+    data, rule = _prepare(params, Y, mesh, rule)
+    compiled = _bound_and_grad_jit.lower(params, data, rule, jitter).compile()
+    return lambda p, d: compiled(p, d, rule, jitter)
