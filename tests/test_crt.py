@@ -189,7 +189,9 @@ def test_crt_jit_vmap_and_keys():
     f = jax.jit(lambda k, y, r: chinese_restaurant_table(k, y, r))
     a = f(key(5), y, 1.3)
     np.testing.assert_array_equal(a, f(key(5), y, 1.3))                       # same key
-    np.testing.assert_array_equal(a, chinese_restaurant_table(key(5), y, 1.3))  # eager = jit
+    # eager = jit: integer counts, each a sum of Bernoulli draws u < r / (r + i); another
+    # compiled program could differ only if a uniform fell within an ulp of its bound
+    np.testing.assert_array_equal(a, chinese_restaurant_table(key(5), y, 1.3))
     chains = jax.jit(jax.vmap(lambda k, r: chinese_restaurant_table(k, y, r)))(
         jax.random.split(key(6), 8), jnp.linspace(0.5, 4.0, 8))
     assert chains.shape == (8, 5)

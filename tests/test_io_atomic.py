@@ -3,9 +3,10 @@
 :func:`gplvm.io.save` encodes the model, then :func:`gplvm.io.write_atomic` writes the archive
 under a temporary name beside the target, ``fsync``-s it and renames it onto the target.  Here a
 forked child (it runs only NumPy and the file system, so it starts in milliseconds and needs no
-second ``import gplvm``) writes a 32 MB model file over an older one and is killed with SIGKILL
-as soon as its temporary file holds 1 MB: the kill lands mid-write.  Whatever the timing, the
-target must then load as the old model or as the complete new one, never fail to load.
+second ``import gplvm``) writes a 32 MB model file over an older one, stops itself (SIGSTOP) as
+soon as its temporary file holds 1 MB, and is killed there with SIGKILL: the kill lands
+mid-write every time, on a busy machine too.  The target must then load as the old model,
+never fail to load.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import copy
 import os
 import signal
-import time
 import warnings
 
 import numpy as np
@@ -39,27 +39,46 @@ def _temporaries(folder, base):
             and e.name.endswith(".tmp")]
 
 
-def _kill_mid_write(path, entries, timeout=10.0):
-    """Fork a child that writes ``entries`` to ``path`` atomically; SIGKILL it once its
-    temporary file holds MID_WRITE_BYTES.  Returns whether the kill came before the rename
-    (its temporary file is left behind)."""
+class _StopsMidWrite:
+    """The archive's file, forwarding everything, except that once MID_WRITE_BYTES have been
+    written the process stops itself (SIGSTOP) for the parent to kill: the kill lands mid-write
+    every time, whatever the load on the machine (a parent polling the file's size can be
+    descheduled until the child has finished)."""
+
+    def __init__(self, file):
+        self._file, self._written = file, 0
+
+    def write(self, data):
+        self._written += len(data)
+        n = self._file.write(data)
+        if self._written >= MID_WRITE_BYTES:
+            self._file.flush()
+            os.kill(os.getpid(), signal.SIGSTOP)
+        return n
+
+    def __getattr__(self, name):
+        return getattr(self._file, name)
+
+
+def _kill_mid_write(path, entries):
+    """Fork a child that writes ``entries`` to ``path`` atomically and stops itself once its
+    temporary file holds MID_WRITE_BYTES; SIGKILL it there.  Returns whether the kill came
+    before the rename (its temporary file is left behind)."""
     folder, base = os.path.split(str(path))
     with warnings.catch_warnings():     # JAX warns that forking may deadlock a child that
         warnings.simplefilter("ignore", RuntimeWarning)     # uses JAX; this one never does
         pid = os.fork()
     if pid == 0:                                    # the child: write, then leave at once
         try:
+            savez = np.savez
+            np.savez = lambda file, **kw: savez(_StopsMidWrite(file), **kw)
             gio.write_atomic(path, entries)
         finally:
             os._exit(0)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if any(e.stat().st_size >= MID_WRITE_BYTES for e in _temporaries(folder, base)):
-            break
-        if os.waitpid(pid, os.WNOHANG) != (0, 0):   # finished before we saw it mid-write
-            return False
-    os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
+    _, status = os.waitpid(pid, os.WUNTRACED)      # no time-out: it stops or it exits
+    if os.WIFSTOPPED(status):
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
     left = _temporaries(folder, base)
     for entry in left:
         os.unlink(entry.path)
@@ -87,9 +106,9 @@ def test_a_saver_killed_mid_write_leaves_the_previous_file(old_model, tmp_path):
             outcomes["old file"] += 1
     print(f"\nkill during save: {REPETITIONS} repetitions, {mid_write} killed mid-write; "
           f"outcomes {outcomes}")
-    # the kill must really land mid-write (else this test shows nothing); a killed-mid-write
-    # saver can only leave the old file
-    assert mid_write >= REPETITIONS // 2 and outcomes["old file"] >= mid_write
+    # the kill really lands mid-write (else this test shows nothing), and a saver killed
+    # mid-write can only leave the old file
+    assert mid_write == REPETITIONS and outcomes["old file"] == REPETITIONS
     gio.write_atomic(path, entries)                 # left to finish, the save is complete
     np.testing.assert_array_equal(gplvm.load(path).big_, new.big_)
 

@@ -8,9 +8,13 @@ attributes to the estimator's ``_upgrade_fitted``; the loaded model must then
 * be an estimator of the class that was saved, with ``n_features_in_`` the number of columns
   it was fitted on;
 * give the stored outputs again — latent means (and variances), predictions at the stored
-  latent or input points, ``predict_times`` for the dynamical model — to 1e-12 of the largest
+  latent or input points, ``predict_times`` for the dynamical model — to 1e-10 of the largest
   stored magnitude: the file holds the same numbers, so only the rounding of recomputed
-  intermediates may differ (a few units of 1e-16);
+  intermediates may differ.  That is not a few units of 1e-16 everywhere: a predictive
+  variance k** − kᵀK⁻¹k is a difference of nearly equal terms whose round-off grows with
+  cond(K_uu) and depends on the BLAS kernel and the vector width of the CPU that computes it
+  (measured 1.7e-13 and 2.7e-13 of the largest entry for the two Bayesian GPLVM files); 1e-10
+  leaves room for that on any CPU and still fails on any change of a stored parameter;
 * run every verb of its contract (../shared/API.md) with finite outputs of the right shapes:
   ``transform``/``impute``/``score``/``sample`` for the latent models, ``predict``/``score``
   (and ``predict_proba`` for the GLM) for the supervised ones.
@@ -31,7 +35,7 @@ from sklearn.utils.validation import check_is_fitted
 import gplvm
 
 LEGACY = Path(__file__).parent / "data" / "legacy_v1"
-RTOL = 1e-12
+RTOL = 1e-10   # see the module docstring
 
 
 def _format_version(name: str) -> int:

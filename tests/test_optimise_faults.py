@@ -139,16 +139,23 @@ def test_injected_faults_lose_no_fit(method):
 
 @pytest.mark.parametrize("method", METHODS)
 def test_runs_without_faults_are_unchanged(method):
-    """The checks add nothing to a finite run: a zero flag gives Rosenbrock's own run."""
+    """The checks add nothing to a finite run: a zero flag gives Rosenbrock's own run.
+
+    The objective with its flag is another compiled program than Rosenbrock's alone, which
+    may fuse (and so round) differently: the runs agree to round-off carried through 40
+    iterations (1e-9 relative), where a check that changed the run would move it by far more.
+    """
     fun = _objective(method, "nan")
     plain = (lambda p, key: _rosenbrock(p)) if method == "adam" else _rosenbrock
     clean = minimise(fun, START, method=method, n_iter=40, progress=False, learning_rate=0.01,
                      args=(np.zeros(()),))
     reference = minimise(plain, START, method=method, n_iter=40, progress=False,
                          learning_rate=0.01)
-    np.testing.assert_array_equal(clean.history, reference.history)
+    assert len(clean.history) == len(reference.history)
+    np.testing.assert_allclose(clean.history, reference.history, rtol=1e-9, atol=1e-12)
     for name in START:
-        assert float(clean.params[name]) == float(reference.params[name])
+        np.testing.assert_allclose(float(clean.params[name]), float(reference.params[name]),
+                                   rtol=1e-9)
 
 
 def test_optax_line_search_still_rejects_non_finite_trial_steps():

@@ -389,7 +389,10 @@ def test_jit_vmap_and_keys():
     b = jnp.linspace(0.5, 12.5, N_KS).at[:4].set([1.0, 2.0, 3.0, 8.0])    # both regimes
     c = jnp.linspace(-40.0, 40.0, N_KS)
     eager = draw(key, b, c)
-    np.testing.assert_array_equal(eager, _jitted(key, b, c))
+    # jax.jit around the sampler is another compiled program than the sampler's own: the same
+    # draws up to round-off (an accept/reject flip would need a uniform within an ulp of its
+    # bound); the same program with the same key is the same bit for bit
+    np.testing.assert_allclose(eager, _jitted(key, b, c), rtol=1e-12)
     np.testing.assert_array_equal(eager, draw(key, b, c))              # same key, same draws
     assert not np.array_equal(eager, draw(jax.random.key(1), b, c))
     # raw uint32 keys are traced too (eval_shape: the same trace, without a second compile)

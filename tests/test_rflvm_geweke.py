@@ -45,7 +45,9 @@ data functions).  |z| is compared with the Student-t quantile with B − 1 degre
 1 − α/(2K), α = 0.01 (about 3.3–3.4): by Bonferroni the false-alarm rate of each case is at most
 about 1% — approximate only in that batch means 250 sweeps long are treated as independent,
 which the lag-1 check of the batch means guards.  The seeds are fixed, so the outcome is
-deterministic.
+deterministic on one machine; a CPU that rounds differently (another vector width) can take
+other slice and Metropolis decisions, which makes its run a fresh draw with the same ≤ 1%
+false-alarm rate per case.
 
 **The frequency step** (:mod:`gplvm.models._rflvm.frequencies`, issue 14) is a random walk
 preconditioned by the frequency's Fisher information and prior precision, whose acceptance
