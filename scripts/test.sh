@@ -10,16 +10,21 @@
 # Most of the suite's time is XLA compilation, which is single-threaded, so the groups run in
 # GPLVM_TEST_LANES parallel lanes (default: the number of CPUs, at most 2) that take groups from
 # one queue, last group first (the longest files sort last); each group's output is printed
-# whole when it ends.  Arguments naming test files or folders run exactly those, in
-# one process.
+# whole when it ends, and the run ends with its ten slowest tests and its wall time.
+# Arguments naming test files or folders run exactly those, in one process.
+#
+# The fast loop: `bash scripts/test.sh -m "not slow"` (tests/slow_tests.txt lists the slow
+# ones, scripts/slow_tests.py measures them).  GPLVM_TEST_REPORTS=folder keeps each group's
+# JUnit XML report there.
 GPLVM_EXTRAS=test
 source "$(dirname "$0")/_venv.sh"
 set +e  # every group runs; the exit status says whether any failed
 for arg in "$@"; do
   if [[ "$arg" == tests* ]]; then
-    exec .venv/bin/python -m pytest "$@"
+    exec .venv/bin/python -m pytest --durations=10 "$@"
   fi
 done
+started=$(date +%s)
 files=(tests/test_*.py)
 n=${#files[@]}
 groups=8
@@ -33,7 +38,7 @@ run_group() {  # run_group g: one pytest process over group g; its log, then its
   local chunk=("${files[@]:$((g * n / groups)):$(((g + 1) * n / groups - g * n / groups))}")
   {
     echo "[gplvm] test group $((g + 1))/$groups: ${chunk[*]}"
-    .venv/bin/python -m pytest "${pytest_args[@]}" "${chunk[@]}"
+    .venv/bin/python -m pytest --junitxml="$logs/$g.xml" "${pytest_args[@]}" "${chunk[@]}"
     echo $? > "$logs/$g.rc"
   } > "$logs/$g.log" 2>&1
   (flock 9 2>/dev/null; cat "$logs/$g.log") 9> "$logs/print.lock"  # one log at a time
@@ -69,5 +74,24 @@ for ((g = 0; g < groups; g++)); do
     status=$rc
   fi
 done
+.venv/bin/python - "$logs"/*.xml <<'PY' || true
+import sys, xml.etree.ElementTree as ET
+cases = []
+for path in sys.argv[1:]:
+    try:
+        root = ET.parse(path).getroot()
+    except (ET.ParseError, OSError):
+        continue
+    cases += [(float(c.get("time", 0)), c.get("classname", "").replace(".", "/") + ".py::"
+               + c.get("name", "")) for c in root.iter("testcase")]
+cases.sort(reverse=True)
+print("[gplvm] the ten slowest tests (setup + call + teardown):")
+for seconds, nodeid in cases[:10]:
+    print(f"[gplvm] {seconds:8.1f} s  {nodeid}")
+PY
+if [ -n "${GPLVM_TEST_REPORTS:-}" ]; then
+  mkdir -p "$GPLVM_TEST_REPORTS" && cp "$logs"/*.xml "$GPLVM_TEST_REPORTS"/ 2>/dev/null || true
+fi
+echo "[gplvm] tests took $(( $(date +%s) - started )) s wall on $lanes lanes"
 [ "$status" -eq 0 ] && echo "[gplvm] all $groups test groups passed"
 exit $status

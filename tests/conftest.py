@@ -56,7 +56,22 @@ def shared_data_dir() -> Path:
     return Path(env) if env else REPO.parent / "shared" / "data"
 
 
+#: Node ids of the tests marked ``slow`` (over ~3 s on a quiet 2-core machine, measured by
+#: scripts/slow_tests.py): ``-m "not slow"`` is the fast loop.
+SLOW_LIST = Path(__file__).with_name("slow_tests.txt")
+
+
+def slow_tests() -> set:
+    return {ln.strip() for ln in SLOW_LIST.read_text().splitlines()
+            if ln.strip() and not ln.startswith("#")}
+
+
+@pytest.hookimpl(tryfirst=True)     # before -m reads the markers
 def pytest_collection_modifyitems(config, items):
+    slow = slow_tests()
+    for item in items:
+        if item.nodeid in slow or item.nodeid.split("[")[0] in slow:   # a case, or all
+            item.add_marker(pytest.mark.slow)
     if shared_data_dir().is_dir():
         return
     keep, drop = [], []

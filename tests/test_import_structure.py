@@ -130,3 +130,27 @@ def test_docs_graph_is_current():
     imports: ``python scripts/import_graph.py > docs/import_graph.md``)."""
     expected = ig.mermaid(ig.package_graph(ig.import_graph()))
     assert expected in (ROOT / "docs" / "import_graph.md").read_text(encoding="utf-8")
+
+
+def test_every_slow_test_listed_exists_and_every_test_file_keeps_fast_tests():
+    """tests/slow_tests.txt (the ``slow`` marker, scripts/slow_tests.py) names only test
+    functions that exist, so a renamed test cannot silently leave the list; and every test
+    file keeps at least one test outside it, so ``-m "not slow"`` touches every module the
+    suite tests."""
+    import re
+
+    from conftest import slow_tests
+
+    tests = Path(__file__).parent
+    defined = {path.name: set(re.findall(r"^def (test_\w+)\(", path.read_text(), re.M))
+               for path in tests.glob("test_*.py")}
+    listed: dict = {}
+    for nodeid in slow_tests():
+        file, _, name = nodeid.partition("::")
+        file = file.removeprefix("tests/")
+        name = name.split("[")[0]
+        assert name in defined.get(file, ()), f"{nodeid}: no such test (update slow_tests.txt)"
+        listed.setdefault(file, set()).add(name)
+    for file, names in defined.items():
+        assert names - listed.get(file, set()) or not names, (
+            f"every test of {file} is marked slow: the fast loop would not test it")
