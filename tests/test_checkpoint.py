@@ -10,6 +10,8 @@ key, a reset stopping count) changes the iterates, which ``assert_array_equal`` 
 
 from __future__ import annotations
 
+import os
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -229,3 +231,58 @@ def test_lbfgsb_resumes_from_the_checkpointed_parameters(monkeypatch):
     assert not resumed.interrupted_ and K + 1 < resumed.n_iter_ <= kw["max_iter"]
     np.testing.assert_array_equal(resumed.history_[:K + 1], full.history_[:K + 1])
     assert np.all(np.isfinite(resumed.history_)) and np.all(np.isfinite(resumed.X_mean_))
+
+
+HOLD_LOCK = """
+import sys
+from gplvm.models._checkpoint import checkpoint_lock
+with checkpoint_lock(sys.argv[1]):
+    print("held", flush=True)
+    sys.stdin.read()        # until the test closes our standard input
+"""
+
+
+@pytest.mark.parametrize("name", ["BayesianGPLVM", "StructuredGPLVM", "BayesianGLM"])
+def test_a_checkpoint_written_by_another_process_is_refused_naming_it(tmp_path, name):
+    """Two fits given one ``checkpoint=`` would write it in turn (and a resume could continue
+    the other run): while another process holds the file, a fit is refused before it starts,
+    naming that process; once it has ended (its lock goes with it), the same fit runs."""
+    import subprocess
+    import sys
+
+    from gplvm.models._checkpoint import CheckpointInUseError
+
+    cls, kw, data, _ = CASES[name]()
+    path = tmp_path / "run.gplvm"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(path)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(CheckpointInUseError, match=f"another process \\(pid {holder.pid}\\)"):
+            cls(**kw, checkpoint=str(path)).fit(*data)
+        assert not path.exists()
+    finally:
+        holder.stdin.close()
+        holder.wait()
+    cls(**kw, checkpoint=str(path)).fit(*data)
+    assert gplvm.load(path).n_iter_ >= 1
+
+
+def test_temporary_files_of_killed_savers_are_removed_by_the_next_save(tmp_path):
+    """A saver killed mid-write leaves ``.<name>.<pid>-<hex>.tmp``; the next save of that name
+    removes those of processes that no longer exist and keeps a live writer's."""
+    import subprocess
+    import sys
+
+    cls, kw, data, _ = CASES["BayesianGLM"]()
+    model = cls(**kw).fit(*data)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    stale = tmp_path / f".model.gplvm.{dead}-0badf00d.tmp"
+    live = tmp_path / f".model.gplvm.{os.getpid()}-feedf00d.tmp"
+    other = tmp_path / f".other.gplvm.{dead}-0badf00d.tmp"
+    for path in (stale, live, other):
+        path.write_bytes(b"partial")
+    model.save(tmp_path / "model.gplvm")
+    assert not stale.exists() and live.exists() and other.exists()
+    assert gplvm.load(tmp_path / "model.gplvm").n_iter_ == model.n_iter_

@@ -370,3 +370,64 @@ def test_demo_options_unchanged():
     args = _parser().parse_args(["demo"])
     assert (args.model, args.seed, args.n_iter, args.quiet) == ("bgplvm", 0, None, False)
     assert args.out == os.environ.get("GPLVM_RESULTS", "results/demo")
+
+
+def test_force_never_deletes_what_the_user_did_not_create(fitted, tmp_path, capsys):
+    """``--force`` replaces a folder of gplvm fit's own outputs only: a folder that holds the
+    input data, or any file the fit did not write (its summary.json lists what it wrote), is
+    refused with exit status 2 before any work, and stays as it was."""
+    data = tmp_path / "mydata.csv"
+    _write_csv(data, fitted["Y"])
+    (tmp_path / "notes.txt").write_text("mine")
+    before = sorted(os.listdir(tmp_path))
+    assert main(["fit", str(data), "--out", str(tmp_path), "--force", "--quiet"]) == 2
+    assert "holds the input" in _one_error_line(capsys, "fit")
+    assert main(["fit", str(data), "--out", str(tmp_path / ".."), "--force", "--quiet"]) == 2
+    assert "holds the input" in _one_error_line(capsys, "fit")
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "results.csv").write_text("1,2\n")
+    assert main(["fit", str(data), "--out", str(theirs), "--force", "--quiet"]) == 2
+    assert "gplvm fit did not write (results.csv)" in _one_error_line(capsys, "fit")
+    assert sorted(os.listdir(tmp_path)) == before + ["theirs"]
+    assert (theirs / "results.csv").read_text() == "1,2\n" and data.is_file()
+    # a gplvm output folder with one file added by hand is refused too
+    own = tmp_path / "own"
+    own.mkdir()
+    for name in os.listdir(fitted["out"]):
+        (own / name).write_bytes((fitted["out"] / name).read_bytes())
+    (own / "my_analysis.ipynb").write_text("{}")
+    assert main(["fit", str(data), "--out", str(own), "--force", "--quiet"]) == 2
+    assert "my_analysis.ipynb" in _one_error_line(capsys, "fit")
+
+
+def test_force_replaces_a_folder_of_gplvms_own_outputs(fitted, tmp_path):
+    own = tmp_path / "own"
+    own.mkdir()
+    for name in os.listdir(fitted["out"]):
+        (own / name).write_bytes((fitted["out"] / name).read_bytes())
+    argv = [*fitted["argv"][:2], "--out", str(own), "--labels", "stage", "--components", "2",
+            "--inducing", "8",
+            "--iterations", "3", "--quiet", "--force"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(argv) == 0
+    assert gplvm.load(own / "model.npz").n_iter_ == 3
+    assert sorted(os.listdir(tmp_path)) == ["own"]          # no temporary or old folder left
+
+
+@pytest.mark.parametrize("verb", ["transform", "impute", "sample"])
+def test_verbs_never_write_over_their_inputs(fitted, tmp_path, capsys, verb):
+    """``--out`` naming the model file or the data file is refused (exit 2) before anything is
+    read or written: the model and the data stay byte for byte."""
+    model = tmp_path / "model.npz"
+    model.write_bytes((fitted["out"] / "model.npz").read_bytes())
+    data = tmp_path / "new.csv"
+    _write_csv(data, fitted["Y"][:3], ids=IDS[:3])
+    saved = model.read_bytes(), data.read_bytes()
+    inputs = [str(model)] + ([str(data)] if verb != "sample" else [])
+    targets = [model, data] if verb != "sample" else [model]
+    for target in targets:
+        assert main([verb, *inputs, "--out", str(target)]) == 2
+        assert "is the input file" in _one_error_line(capsys, verb)
+    assert (model.read_bytes(), data.read_bytes()) == saved

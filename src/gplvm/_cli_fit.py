@@ -86,7 +86,9 @@ def log(args, message: str) -> None:
 def run(args, argv) -> int:
     """Read, fit and write; returns the exit status (errors propagate as exceptions)."""
     out = Path(args.out or f"{Path(args.data).stem}-{args.model}")
-    output.check_free(out, args.force)
+    inputs = [args.data, *(spec for spec in (args.labels, args.times, args.offset)
+                           if spec and Path(spec).exists())]
+    output.check_free(out, args.force, inputs)
     table = read_table(args, annotation_names(args.labels, args.times, args.offset))
     labels = read_annotation(args.labels, table, "labels") if args.labels else None
     times = as_times(read_annotation(args.times, table, "times")) if args.times else None
@@ -96,7 +98,7 @@ def run(args, argv) -> int:
                                       offset=offsets(args.offset, table, table.Y))
     log(args, f"{args.data}: {table.Y.shape[0]} rows x {len(table.columns)} columns, "
               f"{100 * table.missing_fraction:.1f}% missing; fitting {type(model).__name__}")
-    with output.atomic_folder(out, args.force) as folder:
+    with output.atomic_folder(out, args.force, inputs) as folder:
         start = time.perf_counter()
         notes = fit_noting_warnings(model, Y, fit_kwargs)
         seconds = time.perf_counter() - start

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import json
 import os
 import shlex
 import shutil
@@ -48,21 +49,64 @@ def latent_columns(model, X_mean, X_var):
     return names, np.column_stack([X_mean, spread])
 
 
-def check_free(out: Path, force: bool) -> None:
-    """Refuse an output folder that exists and is not empty, unless ``force``."""
+def _same_file(a, b) -> bool:
+    """Whether paths ``a`` and ``b`` name one file (links and relative forms resolved)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return Path(a).resolve() == Path(b).resolve()
+
+
+def check_not_input(out, inputs, option: str = "--out") -> None:
+    """Refuse an output path that is one of the command's input files (the data, the model,
+    an annotation file): writing it would destroy the input."""
+    for path in inputs:
+        if path is not None and Path(path).is_file() and _same_file(out, path):
+            raise ValueError(f"{option} {out} is the input file {path}; writing there would "
+                             f"replace it: give another output path")
+
+
+def foreign_files(out: Path) -> list[str]:
+    """The entries of folder ``out`` that ``gplvm fit`` did not write: those not listed in
+    the ``outputs`` of its summary.json (everything, when there is no such summary)."""
+    try:
+        written = set(json.loads((out / "summary.json").read_text())["outputs"])
+    except (OSError, ValueError, KeyError, TypeError):
+        written = set()
+    return sorted(e.name for e in out.iterdir() if e.name not in written)
+
+
+def check_free(out: Path, force: bool, inputs=()) -> None:
+    """Refuse an output folder that exists and is not empty, unless ``force`` -- and even then
+    one that holds an input file or anything ``gplvm fit`` did not write there (its
+    summary.json lists what it wrote), since replacing the folder would delete it."""
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file; give a folder")
-    if out.is_dir() and any(out.iterdir()) and not force:
-        raise ValueError(f"--out {out} exists and is not empty; pass --force to replace it or "
-                         f"choose another folder")
+    folder = out.resolve()
+    for path in inputs:
+        if path is not None and Path(path).exists() and (
+                folder == Path(path).resolve() or folder in Path(path).resolve().parents):
+            raise ValueError(f"--out {out} holds the input {path}; replacing the folder would "
+                             f"delete it: give another --out folder")
+    if out.is_dir() and any(out.iterdir()):
+        if not force:
+            raise ValueError(f"--out {out} exists and is not empty; pass --force to replace it "
+                             f"or choose another folder")
+        foreign = foreign_files(out)
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more"
+                                               if len(foreign) > 5 else "")
+            raise ValueError(f"--out {out} holds files gplvm fit did not write ({shown}); "
+                             f"--force replaces only a folder of gplvm fit's outputs (listed in "
+                             f"its summary.json): choose another folder")
 
 
 @contextlib.contextmanager
-def atomic_folder(out: Path, force: bool = False):
+def atomic_folder(out: Path, force: bool = False, inputs=()):
     """Yield a temporary folder beside ``out``; rename it to ``out`` when the block ends
     without error, remove it otherwise (so ``out`` is complete or absent)."""
     out = Path(out)
-    check_free(out, force)
+    check_free(out, force, inputs)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     umask = os.umask(0)
@@ -75,6 +119,7 @@ def atomic_folder(out: Path, force: bool = False):
         raise
     old = None
     if out.exists():
+        check_free(out, force, inputs)        # as it is now, after the fit
         old = out.with_name(f".{out.name}.old-{os.getpid()}")
         out.rename(old)
     tmp.rename(out)

@@ -101,6 +101,9 @@ def model_rows(model, table, model_path) -> np.ndarray:
 
 
 def run(args) -> int:
+    if getattr(args, "out", None):         # before any work: never write over an input
+        output.check_not_input(args.out, [args.model, getattr(args, "data", None),
+                                           getattr(args, "offset", None)])
     model = load_model(args.model)
     if args.command == "info":
         print(output.dump_json(output.model_summary(model)), end="")

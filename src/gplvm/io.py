@@ -173,6 +173,7 @@ def write_atomic(path: str | os.PathLike, entries: dict[str, np.ndarray]) -> Non
     """
     path = os.path.abspath(os.fspath(path))
     folder, base = os.path.split(path)
+    remove_stale_temporaries(folder, base)
     temp = os.path.join(folder, f".{base}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
@@ -186,6 +187,38 @@ def write_atomic(path: str | os.PathLike, entries: dict[str, np.ndarray]) -> Non
             os.unlink(temp)
         raise
     _fsync_folder(folder)
+
+
+def remove_stale_temporaries(folder: str, base: str) -> list[str]:
+    """Remove the temporary files that savers of ``base`` killed mid-write left in ``folder``
+    (``.<base>.<pid>-<hex>.tmp`` of a process that no longer exists); a live writer's is
+    kept.  Returns the names removed."""
+    removed = []
+    prefix = f".{base}."
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            name = entry.name
+            if not (name.startswith(prefix) and name.endswith(".tmp")):
+                continue
+            pid = name[len(prefix):-len(".tmp")].partition("-")[0]
+            if pid.isdigit() and not _alive(int(pid)):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+                    removed.append(name)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (one of another user's counts as alive)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True
+    return True
 
 
 def _fsync_folder(folder: str) -> None:

@@ -22,10 +22,80 @@ Two places take a checkpoint:
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import os
 import time
 from typing import Any, Callable
 
 from gplvm.models._common import check_is_fitted
+
+_HELD: dict = {}    # resolved checkpoint path -> [lock file descriptor, depth]
+
+
+class CheckpointInUseError(RuntimeError):
+    """Another process is writing the same checkpoint file."""
+
+
+@contextlib.contextmanager
+def checkpoint_lock(path):
+    """Hold the checkpoint ``path`` for this process while a fit writes it: an advisory lock
+    (``fcntl.flock``) on the file ``.<name>.lock`` beside it, which the system releases when
+    the process ends, however it ends.  Two fits given one ``checkpoint=`` would write it in
+    turn, and a resume after a crash could continue the other one's run; the second is
+    refused at once, naming the process that holds the file.  Re-entrant within a process;
+    nothing to do for ``path=None`` or where ``fcntl`` does not exist.
+
+    Raises:
+        CheckpointInUseError: another process holds ``path``.
+    """
+    try:
+        import fcntl
+    except ImportError:     # pragma: no cover - not POSIX
+        fcntl = None
+    if path is None or fcntl is None:
+        yield
+        return
+    key = os.path.realpath(os.fspath(path))
+    if key in _HELD:
+        _HELD[key][1] += 1
+        try:
+            yield
+        finally:
+            _HELD[key][1] -= 1
+        return
+    folder, base = os.path.split(key)
+    os.makedirs(folder, exist_ok=True)
+    fd = os.open(os.path.join(folder, f".{base}.lock"), os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise CheckpointInUseError(
+            f"checkpoint {path} is being written by another process (pid {holder}); two fits "
+            f"writing one file would each resume the other's run: give this fit its own "
+            f"checkpoint= path, or wait for that process to end") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    _HELD[key] = [fd, 1]
+    try:
+        yield
+    finally:
+        del _HELD[key]
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def holding_checkpoint(run: Callable) -> Callable:
+    """Decorate an estimator's ``_run``: it runs holding :func:`checkpoint_lock` of the
+    estimator's ``checkpoint``."""
+    @functools.wraps(run)
+    def locked(self, *args, **kwargs):
+        with checkpoint_lock(getattr(self, "checkpoint", None)):
+            return run(self, *args, **kwargs)
+
+    return locked
 
 
 class ResumableMixin:

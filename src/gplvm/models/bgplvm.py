@@ -25,7 +25,7 @@ from gplvm.inference import minimise, sharding
 from gplvm.inference.optimise import NonFiniteObjectiveError
 from gplvm.kernels import AbstractKernel
 from gplvm.linalg import CholeskyError, escalate_jitter
-from gplvm.models._checkpoint import ResumableMixin
+from gplvm.models._checkpoint import ResumableMixin, holding_checkpoint
 from gplvm.models._common import check_is_fitted
 from gplvm.models.gplvm_family import fitted as fam
 from gplvm.models.gplvm_family.bound import negative_bound, negative_bound_keyed
@@ -193,6 +193,7 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
                          "earlier": (), "state": None}
         return self._run()
 
+    @holding_checkpoint
     def _run(self):
         """Optimise from ``_resume_``, set the fitted attributes and save the checkpoint."""
         run = self._resume_
@@ -317,6 +318,7 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
         _SVI_ROWS[self] = rows_of
         return self._run_svi(rows_of)
 
+    @holding_checkpoint
     def _run_svi(self, rows_of):
         """Run from ``_resume_["svi"]`` to ``max_iter`` epochs, checkpointing as it goes."""
         run, N = self._resume_["svi"], rows_of.source.shape[0]

@@ -27,7 +27,7 @@ from sklearn.exceptions import ConvergenceWarning
 from gplvm._random import as_key
 from gplvm._validation import as_2d_float
 from gplvm.kernels import AbstractKernel
-from gplvm.models._checkpoint import Interval, ResumableMixin
+from gplvm.models._checkpoint import Interval, ResumableMixin, holding_checkpoint
 from gplvm.models._common import check_is_fitted
 from gplvm.models.gplvm_family import dp, dp_fit, dp_fitted, dp_init
 from gplvm.models.gplvm_family.atoms import AtomPrior, atom, stack_atoms
@@ -176,6 +176,7 @@ class DPGPLVM(ResumableMixin, AbstractGPLVM):
                                        float(self.noise_prior[0]), float(self.noise_prior[1])),
                              dp.DPPrior(*map(float, self.alpha_prior)))
 
+    @holding_checkpoint
     def _run(self):
         """The starts from ``_resume_`` on; keeps the one with the highest bound, sets the
         fitted attributes and saves the checkpoint."""

@@ -29,7 +29,7 @@ from gplvm.inference import minimise
 from gplvm.io import SaveMixin
 from gplvm.likelihoods import AbstractLikelihood, get_likelihood
 from gplvm.models import _glm_core as core
-from gplvm.models._checkpoint import ResumableMixin
+from gplvm.models._checkpoint import ResumableMixin, holding_checkpoint
 from gplvm.models._common import check_features, check_is_fitted, default_features
 from gplvm.models._rows import map_rows
 from gplvm.models._supervised import (
@@ -260,6 +260,7 @@ class BayesianGLM(ResumableMixin, SaveMixin, BaseEstimator):
             warn_not_converged(*self._unsettled())
         return self
 
+    @holding_checkpoint
     def _run(self):
         """Adam on −eq. 27 from the start (or the stored state) in ``_resume_``; sets the
         fitted attributes, saves the checkpoint and warns when the bound has not settled."""

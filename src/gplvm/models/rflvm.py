@@ -35,6 +35,7 @@ from gplvm.inference.mcmc.driver import concat_results
 from gplvm.io import SaveMixin
 from gplvm.kernels import RBF
 from gplvm.likelihoods import get_likelihood
+from gplvm.models._checkpoint import holding_checkpoint
 from gplvm.models._common import check_is_fitted
 from gplvm.models._rows import map_rows
 from gplvm.models._rflvm import predict as pred
@@ -269,6 +270,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
             check_params(self)
         return self._run(earlier.state, start=int(earlier.n_done), earlier=earlier)
 
+    @holding_checkpoint
     def _run(self, init, start: int, earlier):
         spec = self._spec_
         n_kept = max((self.n_iter - self.burn_in) // max(self.thin, 1), 1)

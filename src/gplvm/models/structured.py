@@ -29,7 +29,7 @@ from gplvm._validation import as_float_array, check_magnitude
 from gplvm.inference import minimise
 from gplvm.kernels import AbstractKernel, Coincidence, Matern32
 from gplvm.linalg import CholeskyError, safe_cholesky
-from gplvm.models._checkpoint import ResumableMixin
+from gplvm.models._checkpoint import ResumableMixin, holding_checkpoint
 from gplvm.models._common import check_is_fitted
 from gplvm.models.gplvm_family import structured_fitted as sf
 from gplvm.models.gplvm_family.bound import negative_bound
@@ -290,6 +290,7 @@ class StructuredGPLVM(ResumableMixin, AbstractGPLVM):
                          "state": None}
         return self._run()
 
+    @holding_checkpoint
     def _run(self):
         """L-BFGS from the start (or the stored state) in ``_resume_``; sets the fitted
         attributes and saves the checkpoint."""
