@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
 import json
 from pathlib import Path
 from typing import NamedTuple
@@ -28,6 +29,7 @@ from sklearn.exceptions import NotFittedError
 
 import gplvm
 from gplvm.features import RandomFourierFeatures
+from gplvm import io as gio
 from gplvm import registry
 from gplvm.io import FORMAT_VERSION, UPGRADED_FROM, SaveMixin
 from gplvm.kernels import RBF
@@ -209,12 +211,25 @@ def test_glm_round_trip(glm, tmp_path):
 # ----------------------------------------------------------------------------- the file
 
 
-def _rewrite(path, change):
-    """Apply ``change`` to the file's JSON document and write the file back."""
+def _rewrite(path, change, reseal: bool = True):
+    """Apply ``change`` to the file's JSON document and write the file back.
+
+    ``reseal``: make the file what a gplvm of the document's format would have written -- its
+    ``document_sha256`` recomputed (format 4), or the checksums that its older format did not
+    have removed -- so that a test reaches the loader's other checks; False leaves them as
+    they were, as an editor of the file would."""
     with np.load(path, allow_pickle=False) as archive:
         entries = {name: archive[name] for name in archive.files}
     document = json.loads(entries["__gplvm__"].tobytes().decode("utf-8"))
     change(document)
+    version = document.get("format_version")
+    if reseal and type(version) is int:
+        if version < 4:
+            document.pop("document_sha256", None)
+        if version < 3:
+            document.pop("payload_sha256", None)
+        if version >= 4 and "document_sha256" in document:
+            document["document_sha256"] = gio.document_sha256(document)
     entries["__gplvm__"] = np.frombuffer(json.dumps(document).encode(), dtype=np.uint8)
     with open(path, "wb") as file:
         np.savez(file, **entries)
@@ -247,9 +262,12 @@ def test_file_is_versioned_and_holds_no_pickled_objects(saved):
         entries = {name: archive[name] for name in archive.files}
     assert not any(a.dtype.hasobject for a in entries.values())
     document = json.loads(entries["__gplvm__"].tobytes().decode("utf-8"))
-    assert document["format_version"] == FORMAT_VERSION == 3
+    assert document["format_version"] == FORMAT_VERSION == 4
     arrays = {k: v for k, v in entries.items() if k != "__gplvm__"}
     assert document["payload_sha256"] == _sha256_written_here(arrays)
+    rest = {k: v for k, v in document.items() if k != "document_sha256"}
+    canonical = json.dumps(rest, sort_keys=True, separators=(",", ":")).encode()
+    assert document["document_sha256"] == hashlib.sha256(canonical).hexdigest()
     assert document["gplvm_version"] == gplvm.__version__
     assert document["class"] == "gplvm.BayesianLinearRegression"
     assert set(document["params"]) == set(gplvm.BayesianLinearRegression().get_params())
@@ -374,6 +392,101 @@ def test_array_changed_after_saving_fails_the_checksum(saved):
         np.savez(file, **entries)
     with pytest.raises(ValueError, match=f"{INCOMPLETE}.*checksum"):
         gplvm.load(saved)
+
+
+@pytest.mark.parametrize("edit", [
+    lambda d: d["params"].update({"alpha": 2.0}),
+    lambda d: d["params"].update({"n_iter": d["params"].get("n_iter", 1)}) or
+    d.update({"gplvm_version": "9.9"}),
+    lambda d: d["fitted"].update({"n_features_in_": 7}),
+    lambda d: d.update({"format_version": 3}),
+    lambda d: d.update({"format_version": 2}),
+    lambda d: d.pop("document_sha256"),
+], ids=["parameter", "setting", "fitted-int", "format-3", "format-2", "no-seal"])
+def test_an_edited_document_is_refused(saved, edit):
+    """Editing a saved file's document (a parameter, a setting, a fitted value, its stated
+    format, its checksum) without gplvm's save is refused, saying the file was changed after
+    it was written; lowering ``format_version`` does not turn the checks off (issue 31)."""
+    _rewrite(saved, edit, reseal=False)
+    with pytest.raises(ValueError, match=f"{INCOMPLETE}.*(changed after it was written|"
+                                         f"no 'document_sha256')"):
+        gplvm.load(saved)
+
+
+def _edits():
+    """hypothesis: one edit of a JSON document, as a path of keys and a new value."""
+    from hypothesis import strategies as st
+
+    values = st.one_of(st.integers(-3, 10**6), st.floats(allow_nan=False, width=64),
+                       st.booleans(), st.text(max_size=8), st.none())
+    return st.tuples(st.lists(st.integers(0, 10**6), min_size=1, max_size=6), values,
+                     st.sampled_from(["set", "delete", "add"]))
+
+
+def _apply(document, edit):
+    """Follow ``edit``'s path through the document (each index picks a key or an item, modulo
+    its length) and set, delete or add there; returns whether anything changed."""
+    path, value, kind = edit
+    node = document
+    for step in path[:-1]:
+        children = list(node) if isinstance(node, dict) else node
+        if not isinstance(node, (dict, list)) or not children:
+            break
+        child = node[children[step % len(children)]] if isinstance(node, dict) else \
+            node[step % len(node)]
+        if not isinstance(child, (dict, list)):
+            break
+        node = child
+    if isinstance(node, dict):
+        keys = sorted(node)
+        if kind == "add" or not keys:
+            key = f"extra{path[-1]}"
+            changed = key not in node
+            node[key] = value
+            return changed
+        key = keys[path[-1] % len(keys)]
+        if kind == "delete":
+            del node[key]
+            return True
+        changed = json.dumps(node[key]) != json.dumps(value)
+        node[key] = value
+        return changed
+    if isinstance(node, list) and node:
+        i = path[-1] % len(node)
+        changed = json.dumps(node[i]) != json.dumps(value)
+        node[i] = value
+        return changed
+    return False
+
+
+def test_fuzzed_edits_of_a_saved_file_never_load_silently(blr, tmp_path):
+    """hypothesis edits of a saved file's document -- any value anywhere set to another,
+    deleted, or a key added, the archive rewritten as an editor would -- either fail to load
+    with a ValueError, or (an edit that changed nothing) load the same model: never a model
+    with other parameters or other predictions (issue 31)."""
+    from hypothesis import HealthCheck, given, settings
+
+    model, X, _ = blr
+    path = tmp_path / "blr.npz"
+    model.save(path)
+    original = path.read_bytes()
+    expected = model.predict(X)
+
+    @settings(max_examples=60, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(_edits())
+    def check(edit):
+        path.write_bytes(original)
+        changed = []
+        _rewrite(path, lambda d: changed.append(_apply(d, edit)), reseal=False)
+        if not changed[0]:
+            return
+        with pytest.raises(ValueError):
+            gplvm.load(path)
+
+    check()
+    path.write_bytes(original)
+    assert_array_equal(gplvm.load(path).predict(X), expected)
 
 
 def test_format2_file_without_checksum_still_loads(saved, blr):

@@ -3,11 +3,12 @@ versioned file that loading never executes (no pickle)".
 
 A file is one ``.npz`` archive (``numpy.savez``, read back with ``allow_pickle=False``).  Its
 entry ``__gplvm__`` is a UTF-8 JSON document stored as a uint8 array; the other entries
-``a0``, ``a1``, ... are the arrays the document refers to.  The document (format version 3)::
+``a0``, ``a1``, ... are the arrays the document refers to.  The document (format version 4)::
 
-    {"format": "gplvm-estimator", "format_version": 3, "gplvm_version": "0.1.0",
+    {"format": "gplvm-estimator", "format_version": 4, "gplvm_version": "0.1.0",
      "class": "gplvm.RFLVM",
      "payload_sha256": "9f2c...",   # SHA-256 of the arrays (their names, dtypes, shapes, bytes)
+     "document_sha256": "41ab...",  # SHA-256 of the rest of this document, canonical JSON
      "params": {...},     # the constructor arguments, get_params(deep=False)
      "fitted": {...}}     # every other instance attribute
 
@@ -36,7 +37,10 @@ default, :meth:`SaveMixin._upgrade_fitted`, returns them unchanged); likewise it
 arguments to ``_upgrade_params(params, format_version)``.  The model then records the file's
 version in ``_upgraded_from_format_`` (:data:`UPGRADED_FROM`), its only attribute that a model
 fitted today lacks.  Format 3 (issue 16) adds ``payload_sha256`` and changes nothing else: files
-of formats 1 and 2 carry no checksum and load unchecked.  A file of a version above
+of formats 1 and 2 carry no checksum and load unchecked.  Format 4 (issue 31) adds
+``document_sha256``, so that an edited parameter, fitted value or setting is refused as well as
+an edited array; a file stating an older format than the checksums it carries is refused too
+(lowering ``format_version`` would otherwise turn the checks off).  A file of a version above
 :data:`FORMAT_VERSION` was written by a newer gplvm and is refused with a message saying so.
 """
 
@@ -59,17 +63,19 @@ from gplvm._io_codec import Decoder, Encoder
 from gplvm._version import __version__
 from gplvm.registry import estimators, lookup, name_of
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "UPGRADED_FROM", "SaveMixin", "load", "payload_sha256",
-           "save", "write_atomic"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "UPGRADED_FROM", "SaveMixin", "document_sha256", "load",
+           "payload_sha256", "save", "write_atomic"]
 
 FORMAT = "gplvm-estimator"
-FORMAT_VERSION = 3
-_READABLE_VERSIONS = (1, 2, 3)
+FORMAT_VERSION = 4
+_READABLE_VERSIONS = (1, 2, 3, 4)
 _CHECKSUMMED_FROM = 3       # the first format version whose files carry ``payload_sha256``
+_SEALED_FROM = 4            # the first whose files carry ``document_sha256``
 #: the attribute :func:`load` gives a model read from an older format: that format's version
 UPGRADED_FROM = "_upgraded_from_format_"
 _DOCUMENT = "__gplvm__"
 _CHECKSUM = "payload_sha256"
+_SEAL = "document_sha256"
 _ZIP_MAGIC = b"PK\x03\x04"       # every .npz archive (a zip file) starts with these bytes
 
 
@@ -150,6 +156,7 @@ def _entries(model: Any) -> dict[str, np.ndarray]:
                    if k not in params},
     }
     document[_CHECKSUM] = payload_sha256(encoder.arrays)
+    document[_SEAL] = document_sha256(document)
     text = np.frombuffer(json.dumps(document).encode("utf-8"), dtype=np.uint8)
     return {_DOCUMENT: text, **encoder.arrays}
 
@@ -162,6 +169,15 @@ def payload_sha256(arrays: dict[str, np.ndarray]) -> str:
         digest.update(f"{name}|{array.dtype.str}|{array.shape};".encode())
         digest.update(np.ascontiguousarray(array).tobytes())
     return digest.hexdigest()
+
+
+def document_sha256(document: dict) -> str:
+    """SHA-256 (hex) of the JSON document without its own ``document_sha256`` entry, in one
+    canonical form (sorted keys, no spaces), so that it covers every parameter, fitted value
+    and setting, and through ``payload_sha256`` every array."""
+    rest = {k: v for k, v in document.items() if k != _SEAL}
+    text = json.dumps(rest, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
 def write_atomic(path: str | os.PathLike, entries: dict[str, np.ndarray]) -> None:
@@ -257,8 +273,7 @@ def _load(name: str) -> Any:
                          f"entry); write one with model.save(path)")
     document = _read_document(entries.pop(_DOCUMENT))
     version = _check_format(document)
-    if version >= _CHECKSUMMED_FROM:
-        _check_payload(name, document, entries)
+    _check_checksums(name, document, entries, version)
     cls = lookup(document.get("class"), format_version=version)
     if cls not in estimators():
         raise ValueError(f"the file's top-level class {document['class']!r} is not a gplvm "
@@ -292,13 +307,31 @@ def _read_archive(name: str) -> dict[str, np.ndarray]:
                                 f"{err}); it was cut short or altered after saving") from err
 
 
-def _check_payload(name: str, document: dict, arrays: dict[str, np.ndarray]) -> None:
-    recorded = document.get(_CHECKSUM)
-    if not isinstance(recorded, str):
-        raise _incomplete(name, f"its document has no {_CHECKSUM!r} entry")
-    if payload_sha256(arrays) != recorded:
-        raise _incomplete(name, "the checksum of its arrays differs from the one recorded "
-                                "when it was saved; it was damaged or altered after saving")
+def _check_checksums(name: str, document: dict, arrays: dict[str, np.ndarray],
+                     version: int) -> None:
+    """The checksums the file's format carries: ``payload_sha256`` from format 3,
+    ``document_sha256`` from format 4.  A file that states an older format than its
+    checksums show was edited (setting ``format_version`` lower would turn the checks off)."""
+    for key, since in ((_SEAL, _SEALED_FROM), (_CHECKSUM, _CHECKSUMMED_FROM)):
+        if version < since and key in document:
+            raise _incomplete(name, f"it states format version {version} but carries "
+                                    f"{key!r}, which format {since} introduced; its document "
+                                    f"was changed after it was written")
+    if version >= _SEALED_FROM:
+        recorded = document.get(_SEAL)
+        if not isinstance(recorded, str):
+            raise _incomplete(name, f"its document has no {_SEAL!r} entry")
+        if document_sha256(document) != recorded:
+            raise _incomplete(name, "the checksum of its document (parameters, fitted values, "
+                                    "settings) differs from the one recorded when it was "
+                                    "saved; the file was changed after it was written")
+    if version >= _CHECKSUMMED_FROM:
+        recorded = document.get(_CHECKSUM)
+        if not isinstance(recorded, str):
+            raise _incomplete(name, f"its document has no {_CHECKSUM!r} entry")
+        if payload_sha256(arrays) != recorded:
+            raise _incomplete(name, "the checksum of its arrays differs from the one recorded "
+                                    "when it was saved; it was damaged or altered after saving")
 
 
 def _rebuild(cls: type, document: dict, decoder: Decoder, version: int) -> Any:
