@@ -317,21 +317,21 @@ def _check_checksums(name: str, document: dict, arrays: dict[str, np.ndarray],
             raise _incomplete(name, f"it states format version {version} but carries "
                                     f"{key!r}, which format {since} introduced; its document "
                                     f"was changed after it was written")
-    if version >= _SEALED_FROM:
-        recorded = document.get(_SEAL)
+    checks = ((_SEAL, _SEALED_FROM, lambda: document_sha256(document),
+               "the checksum of its document (parameters, fitted values, settings) differs "
+               "from the one recorded when it was saved; the file was changed after it was "
+               "written"),
+              (_CHECKSUM, _CHECKSUMMED_FROM, lambda: payload_sha256(arrays),
+               "the checksum of its arrays differs from the one recorded when it was saved; "
+               "it was damaged or altered after saving"))
+    for key, since, checksum, mismatch in checks:
+        if version < since:
+            continue
+        recorded = document.get(key)
         if not isinstance(recorded, str):
-            raise _incomplete(name, f"its document has no {_SEAL!r} entry")
-        if document_sha256(document) != recorded:
-            raise _incomplete(name, "the checksum of its document (parameters, fitted values, "
-                                    "settings) differs from the one recorded when it was "
-                                    "saved; the file was changed after it was written")
-    if version >= _CHECKSUMMED_FROM:
-        recorded = document.get(_CHECKSUM)
-        if not isinstance(recorded, str):
-            raise _incomplete(name, f"its document has no {_CHECKSUM!r} entry")
-        if payload_sha256(arrays) != recorded:
-            raise _incomplete(name, "the checksum of its arrays differs from the one recorded "
-                                    "when it was saved; it was damaged or altered after saving")
+            raise _incomplete(name, f"its document has no {key!r} entry")
+        if checksum() != recorded:
+            raise _incomplete(name, mismatch)
 
 
 def _rebuild(cls: type, document: dict, decoder: Decoder, version: int) -> Any:
