@@ -431,3 +431,46 @@ def test_verbs_never_write_over_their_inputs(fitted, tmp_path, capsys, verb):
         assert main([verb, *inputs, "--out", str(target)]) == 2
         assert "is the input file" in _one_error_line(capsys, verb)
     assert (model.read_bytes(), data.read_bytes()) == saved
+
+
+def test_verbs_on_a_supervised_model_say_which_verbs_it_has(tmp_path, capsys):
+    """``transform``/``impute``/``sample`` of a saved regression model end with exit status 2
+    and one line naming the verbs it has; ``info`` describes it (issue 31)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 2))
+    path = tmp_path / "blr.npz"
+    gplvm.BayesianLinearRegression().fit(X, X @ [1.0, -2.0]).save(path)
+    _write_csv(tmp_path / "new.csv", X[:3], ids=IDS[:3], columns=["a", "b"])
+    for verb in ("transform", "impute", "sample"):
+        extra = [str(tmp_path / "new.csv")] if verb != "sample" else []
+        assert main([verb, str(path), *extra]) == 2
+        err = _one_error_line(capsys, verb)
+        assert f"has no {verb}; its verbs are predict, score" in err
+    assert main(["info", str(path)]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["class"] == "gplvm.BayesianLinearRegression" and info["n_features_in"] == 2
+
+
+def test_cli_file_errors_are_one_line_with_exit_status_2(fitted, tmp_path, capsys):
+    """A folder given as data, a bad --delimiter, a semicolon table read as CSV, a truncated
+    archive, a model file whose document nests deeper than JSON can be read: one line on
+    stderr naming the problem and the fix, exit status 2, nothing written."""
+    (tmp_path / "cells.csv").mkdir()
+    (tmp_path / "eu.csv").write_text("a;b\n1,5;2\n3;4,25\n")
+    np.savez(tmp_path / "full.npz", Y=np.ones((30, 4)))
+    (tmp_path / "cut.npz").write_bytes((tmp_path / "full.npz").read_bytes()[:200])
+    cases = {"is a folder": [str(tmp_path / "cells.csv")],
+             "--delimiter ';;': give the one character": [str(tmp_path / "full.npz"),
+                                                          "--delimiter", ";;"],
+             "pass --delimiter ';'": [str(tmp_path / "eu.csv")],
+             "cut short": [str(tmp_path / "cut.npz")]}
+    before = sorted(os.listdir(tmp_path))
+    for needle, arguments in cases.items():
+        assert main(["fit", *arguments, "--out", str(tmp_path / "out"), "--quiet"]) == 2
+        assert needle in _one_error_line(capsys, "fit"), needle
+    assert sorted(os.listdir(tmp_path)) == before
+    model = tmp_path / "deep.npz"
+    document = "[" * 100_000 + "]" * 100_000
+    np.savez(model, __gplvm__=np.frombuffer(document.encode(), dtype=np.uint8))
+    assert main(["info", str(model)]) == 2
+    assert "nested deeper" in _one_error_line(capsys, "info")

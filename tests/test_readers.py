@@ -186,3 +186,45 @@ def test_bad_arrays_give_one_line(tmp_path):
         assert "\n" not in str(err.value)
     with pytest.raises(DataFileError, match="no such file"):
         read_data(tmp_path / "absent.csv")
+
+
+def test_a_semicolon_table_with_decimal_commas(tmp_path):
+    """Spreadsheets in many locales write ';' between cells and ',' as the decimal mark: read
+    as such with ``--delimiter ';'`` (1,5 is 1.5; ids stay as written); read with the CSV's
+    default ',' it fails with a message that names ``--delimiter ';'``."""
+    path = tmp_path / "eu.csv"
+    path.write_text("id;g1;g2\nr1;1,5;-0,25\nr2;3;4,5e2\nr3;;7\n")
+    table = read_data(path, delimiter=";")
+    _same(table.Y, [[1.5, -0.25], [3.0, 450.0], [np.nan, 7.0]])
+    assert table.row_ids == ["r1", "r2", "r3"] and table.columns == ["g1", "g2"]
+    with pytest.raises(DataFileError, match="pass --delimiter ';'"):
+        read_data(path)
+    tsv_as_csv = tmp_path / "t.csv"
+    tsv_as_csv.write_text("g1\tg2\n1\t2\n3\t4\n")
+    with pytest.raises(DataFileError, match=r"pass --delimiter '\\t'"):
+        read_data(tsv_as_csv)
+
+
+@pytest.mark.parametrize("delimiter, accepted", [(";;", None), ("", None), ("\n", None),
+                                                 ("\\t", "\t"), ("tab", "\t"), ("|", "|")])
+def test_delimiter_is_one_character(tmp_path, delimiter, accepted):
+    path = tmp_path / "d.txt"
+    path.write_text(_csv(Y[:2], sep=accepted or ","))
+    if accepted is None:
+        with pytest.raises(DataFileError, match="--delimiter .*give the one character"):
+            read_data(path, delimiter=delimiter)
+    else:
+        _same(read_data(path, delimiter=delimiter).Y, Y[:2])
+
+
+def test_a_folder_or_a_truncated_archive_is_named_as_such(tmp_path):
+    folder = tmp_path / "data.csv"
+    folder.mkdir()
+    with pytest.raises(DataFileError, match="data.csv is a folder; give a data file"):
+        read_data(folder)
+    np.savez(tmp_path / "full.npz", Y=np.ones((50, 4)))
+    data = (tmp_path / "full.npz").read_bytes()
+    for cut in (len(data) // 2, len(data) - 30):
+        (tmp_path / "cut.npz").write_bytes(data[:cut])
+        with pytest.raises(DataFileError, match="cut.npz is not a valid .npz file.*cut short"):
+            read_data(tmp_path / "cut.npz")

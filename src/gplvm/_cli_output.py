@@ -108,7 +108,11 @@ def atomic_folder(out: Path, force: bool = False, inputs=()):
     out = Path(out)
     check_free(out, force, inputs)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    except OSError as err:
+        raise OSError(err.errno, f"--out {out}: cannot write in {out.parent} "
+                                 f"({err.strerror}); choose a folder you can write to") from None
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o777 & ~umask)             # mkdtemp's folder is private (0700)
@@ -149,19 +153,21 @@ def model_summary(model) -> dict:
 
     out = {"class": name_of(type(model)),
            "params": {k: json_value(v) for k, v in model.get_params(deep=False).items()},
-           "n_components": int(model.n_components),
            "n_features_in": int(model.n_features_in_)}
+    if getattr(model, "n_components", None) is not None:      # latent-variable models
+        out["n_components"] = int(model.n_components)
     if getattr(model, "elbo_", None) is not None:
         out["bound"] = float(model.elbo_)
     kept = kept_trace(model)
     if kept is not None:
         out["log_likelihood"] = float(np.mean(kept)) if kept.size else float("nan")
         out["rhat"] = split_rhat_of(model)
-    out["n_iter"] = int(model.n_iter_)
-    out["converged"] = bool(model.converged_)
-    if getattr(model, "interrupted_", None) is not None:
-        out["interrupted"] = bool(model.interrupted_)
-    out["relevance"] = np.asarray(model.relevance_, dtype=float).tolist()
+    for key, attribute, kind in (("n_iter", "n_iter_", int), ("converged", "converged_", bool),
+                                 ("interrupted", "interrupted_", bool)):
+        if getattr(model, attribute, None) is not None:
+            out[key] = kind(getattr(model, attribute))
+    if getattr(model, "relevance_", None) is not None:
+        out["relevance"] = np.asarray(model.relevance_, dtype=float).tolist()
     return out
 
 

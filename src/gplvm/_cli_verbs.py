@@ -105,6 +105,14 @@ def run(args) -> int:
         output.check_not_input(args.out, [args.model, getattr(args, "data", None),
                                            getattr(args, "offset", None)])
     model = load_model(args.model)
+    if args.command != "info" and not callable(getattr(model, args.command, None)):
+        verbs = [v for v in ("transform", "impute", "sample", "predict", "score")
+                 if callable(getattr(model, v, None))]
+        raise DataFileError(f"{Path(args.model).name} holds a {type(model).__name__}, which "
+                            f"has no {args.command}; its verbs are {', '.join(verbs)} (gplvm "
+                            f"{args.command} takes a latent-variable model: BayesianGPLVM, "
+                            f"RFLVM, DPGPLVM, StructuredGPLVM; use the Python API for "
+                            f"predict and score)")
     if args.command == "info":
         print(output.dump_json(output.model_summary(model)), end="")
         return 0

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import csv
 import os
+import re
+import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -77,11 +80,14 @@ def read_data(path, *, key=None, layer=None, header=None, index_col=None, delimi
     """
     path = Path(path)
     suffix = path.suffix.lower()
+    if path.is_dir():
+        raise DataFileError(f"{path} is a folder; give a data file ({', '.join(SUFFIXES)})")
     if suffix not in SUFFIXES:
         raise DataFileError(f"{path.name}: unknown extension {suffix or '(none)'!r}; give a "
                             f"{', '.join(SUFFIXES)} file")
     if not path.is_file():
         raise DataFileError(f"{path}: no such file")
+    delimiter = _checked_delimiter(delimiter)
     if suffix == ".h5ad":
         from gplvm._readers_h5ad import read_h5ad
 
@@ -108,11 +114,19 @@ def _read_array(path: Path, key) -> Table:
             raise DataFileError(f"{path.name} holds Python objects; save a numeric array "
                                 f"(numpy.save(path, Y.astype(float)))") from None
         raise DataFileError(f"{path.name} is not a valid {path.suffix} file ({err})") from None
-    except (OSError, EOFError) as err:
-        raise DataFileError(f"{path.name} is not a valid {path.suffix} file ({err})") from None
+    except (OSError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError) as err:
+        raise DataFileError(f"{path.name} is not a valid {path.suffix} file "
+                            f"({type(err).__name__}: {err}); was it cut short?") from None
     if isinstance(loaded, np.lib.npyio.NpzFile):
-        with loaded:
-            array = _npz_member(path, loaded, key)
+        try:
+            with loaded:
+                array = _npz_member(path, loaded, key)
+        except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error,
+                NotImplementedError) as err:
+            if isinstance(err, DataFileError):
+                raise
+            raise DataFileError(f"{path.name} is not a valid {path.suffix} file "
+                                f"({type(err).__name__}: {err}); was it cut short?") from None
     else:
         array = loaded
     return _array_table(path, array)
@@ -152,8 +166,49 @@ def _array_table(path: Path, array: np.ndarray) -> Table:
 
 
 # ----------------------------------------------------------------------------- text tables
+def _checked_delimiter(delimiter):
+    """``--delimiter``: one character (the escapes ``\\t`` and ``tab`` mean a tab)."""
+    if delimiter is None:
+        return None
+    text = {"\\t": "\t", "tab": "\t", "TAB": "\t"}.get(delimiter, delimiter)
+    if not isinstance(text, str) or len(text) != 1 or text in "\"\r\n":
+        raise DataFileError(f"--delimiter {delimiter!r}: give the one character that separates "
+                            f"cells, e.g. ',' ';' or '\\t' (a tab)")
+    return text
+
+
 def _read_text(path: Path, delimiter, header, index_col, missing, annotations) -> Table:
-    rows = _text_rows(path, delimiter)
+    try:
+        return _parse_text(path, delimiter, header, index_col, missing, annotations)
+    except DataFileError as err:
+        hint = _delimiter_hint(path, delimiter)
+        if hint is None:
+            raise
+        raise DataFileError(f"{err}; {hint}") from None
+
+
+def _delimiter_hint(path: Path, delimiter):
+    """A hint naming --delimiter when the file's first line holds a likelier separator than
+    the one used (a semicolon CSV, as spreadsheets write with decimal commas), else None."""
+    try:
+        first = next((ln for ln in path.read_text(encoding="utf-8-sig").splitlines()
+                      if ln.strip()), "")
+    except (OSError, UnicodeDecodeError):
+        return None
+    used = delimiter if delimiter is not None else next(
+        (d for d in ("\t", ",", ";") if d in first), None)
+    for other, name in ((";", "';'"), ("\t", "'\\t'"), (",", "','")):
+        if other != used and first.count(other) >= max(1, first.count(used or " ")):
+            decimal = " (and decimal commas are read as points)" if other == ";" else ""
+            return (f"its first line looks separated by {name}: pass --delimiter {name}"
+                    f"{decimal}")
+    return None
+
+
+def _parse_text(path: Path, delimiter, header, index_col, missing, annotations) -> Table:
+    rows, delimiter = _text_rows(path, delimiter)
+    if delimiter == ";":     # a semicolon table writes decimal commas: 1,5 is 1.5
+        rows = [(line, [_decimal_point(c) for c in cells]) for line, cells in rows]
     width = len(rows[0][1])
     for line, cells in rows:
         if len(cells) != width:
@@ -187,8 +242,17 @@ def _read_text(path: Path, delimiter, header, index_col, missing, annotations) -
     return Table(Y, row_ids, [names[j] for j in keep], obs, str(path))
 
 
-def _text_rows(path: Path, delimiter) -> list[tuple[int, list[str]]]:
-    """Non-blank rows with their line numbers; ``delimiter=None`` sniffs it."""
+_DECIMAL_COMMA = re.compile(r"^\s*[-+]?\d*,\d+(?:[eE][-+]?\d+)?\s*$")
+
+
+def _decimal_point(cell: str) -> str:
+    """``cell`` with a decimal comma made a point (``-1,5e3`` → ``-1.5e3``); others as they are."""
+    return cell.replace(",", ".") if _DECIMAL_COMMA.match(cell) else cell
+
+
+def _text_rows(path: Path, delimiter) -> tuple[list[tuple[int, list[str]]], object]:
+    """Non-blank rows with their line numbers, and the delimiter (``None`` sniffs it; still
+    None for cells separated by runs of white space)."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
@@ -206,7 +270,7 @@ def _text_rows(path: Path, delimiter) -> list[tuple[int, list[str]]]:
             if cells and any(c.strip() for c in cells)]
     if not rows:
         raise DataFileError(f"{path.name} is empty: it has no rows of data")
-    return rows
+    return rows, delimiter
 
 
 def _numeric(cell: str, missing) -> bool:
@@ -268,7 +332,7 @@ def read_annotation(spec: str, table: Table, what: str) -> np.ndarray:
     if path.suffix.lower() == ".npy":
         values = np.load(path, allow_pickle=False).ravel()
     else:
-        values = np.array([cells[-1].strip() for _, cells in _text_rows(path, None)],
+        values = np.array([cells[-1].strip() for _, cells in _text_rows(path, None)[0]],
                           dtype=object)
         if len(values) == n + 1:
             values = values[1:]

@@ -191,7 +191,12 @@ def write_atomic(path: str | os.PathLike, entries: dict[str, np.ndarray]) -> Non
     folder, base = os.path.split(path)
     remove_stale_temporaries(folder, base)
     temp = os.path.join(folder, f".{base}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
+                     0o666)
+    except OSError as err:      # name the user's path, not the temporary one
+        raise OSError(err.errno, f"cannot write {path}: {err.strerror} (in {folder})"
+                      ) from None
     try:
         with os.fdopen(fd, "wb") as file:
             np.savez(file, **entries)       # np.savez(name) would append ".npz"
@@ -302,7 +307,8 @@ def _read_archive(name: str) -> dict[str, np.ndarray]:
     try:
         with np.load(name, allow_pickle=False) as archive:
             return {key: archive[key] for key in archive.files}
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as err:
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError,
+            NotImplementedError) as err:
         raise _incomplete(name, f"the archive is truncated or damaged ({type(err).__name__}: "
                                 f"{err}); it was cut short or altered after saving") from err
 
@@ -364,6 +370,9 @@ def _read_document(raw: np.ndarray) -> dict:
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ValueError(f"damaged file: the {_DOCUMENT!r} entry is not valid JSON ({err})"
                          ) from err
+    except RecursionError:
+        raise ValueError(f"damaged file: the {_DOCUMENT!r} entry is nested deeper than any "
+                         f"gplvm writes") from None
     if not isinstance(document, dict):
         raise ValueError(f"damaged file: the {_DOCUMENT!r} entry is not a JSON object")
     return document
