@@ -169,6 +169,29 @@ def test_predict_checks_latent_columns_and_matches_inverse_transform(fitted):
         model.predict(np.zeros((2, model.n_components + 1)))
 
 
+def test_new_rows_and_points_follow_the_fits_magnitude_rule(fitted):
+    """One magnitude rule for every entry point (issue 31): what fit refuses (an entry above
+    1e150, whose square overflows) transform, impute, score and predict refuse too, with the
+    same message, before any computation; a large but representable value is accepted."""
+    _, model, Y = fitted
+    huge = Y[:2].copy()
+    huge[1, 0] = 1e300
+    calls = {"transform": lambda: model.transform(huge), "impute": lambda: model.impute(huge),
+             "score": lambda: model.score(huge),
+             "predict": lambda: model.predict(np.full((2, model.n_components), 1e300))}
+    for verb, call in calls.items():
+        with pytest.raises(ValueError, match=r"entries larger than 1e\+150 in magnitude"):
+            call()
+    if hasattr(model, "_layout"):                   # the structured model's pixel coordinates
+        layout = model._layout
+        grid = (tuple(np.linspace(0.0, 1e300, 3) for _ in layout.axes) if layout.axes
+                is not None else np.linspace(0.0, 1e300, 3)[:, None])
+        with pytest.raises(ValueError, match=r"grid has .*larger than 1e\+150"):
+            model.predict(model.X_mean_[:1], grid=grid)
+    with pytest.raises(ValueError, match=r"entries larger than 1e\+150 in magnitude"):
+        type(model)(**model.get_params()).fit(np.vstack([Y, huge]))
+
+
 def test_rows_are_independent_given_the_fitted_model(fitted):
     """A row's latent, prediction and imputation do not depend on the other rows of the call:
     equal up to the rounding of programs compiled for another number of rows (one may fuse a

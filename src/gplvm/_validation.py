@@ -125,6 +125,13 @@ def check_magnitude(arr: np.ndarray, name: str, fix: str) -> None:
                          f"would be NaN: {fix}")
 
 
+def check_new_values(arr: np.ndarray, name: str) -> None:
+    """The fit's magnitude rule (:func:`check_magnitude`, the same limit and message) for what
+    a fitted model is given afterwards: new rows, latent points, pixel coordinates."""
+    check_magnitude(np.asarray(arr, dtype=float), name,
+                    f"give {name} on the scale of the data the model was fitted on")
+
+
 def check_consistent_length(X, y, names=("X", "y")) -> None:
     if len(X) != len(y):
         raise ValueError(f"{names[0]} has {len(X)} rows but {names[1]} has {len(y)}; "

@@ -27,7 +27,7 @@ from gplvm._pytree import to_device
 from gplvm._params import POSITIVE_INT, RANDOM_STATE, check_argument, check_params
 from gplvm._random import as_key
 from gplvm._validation import (
-    as_1d_float, as_2d_float, check_magnitude, require_float64,
+    as_1d_float, as_2d_float, check_magnitude, check_new_values, require_float64,
 )
 from gplvm.inference.mcmc import run_chains, split_rhat
 from gplvm.inference.sharding import checkpoint_devices_problem
@@ -399,6 +399,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         if Y.shape[1] != self.n_features_in_:
             raise ValueError(f"Y has {Y.shape[1]} columns but the model was fitted on "
                              f"{self.n_features_in_}; pass rows with the same columns")
+        check_new_values(Y, "Y")
         spec = self._spec_
         if spec.likelihood != "binomial":
             get_likelihood(spec.likelihood).validate(Y)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gplvm._validation import (as_1d_float, as_2d_float, check_no_constant_columns,
+from gplvm._validation import (as_1d_float, as_2d_float, check_new_values, check_no_constant_columns,
                                check_observed_columns)
 from gplvm.likelihoods import AbstractLikelihood, Binomial, get_likelihood
 
@@ -80,6 +80,7 @@ def check_fit_inputs(model, Y, times, offset, n_trials):
 def check_latent_points(X, n_components: int) -> np.ndarray:
     """X as an (N, Q) float array whose Q matches the model's latent dimension."""
     X = as_2d_float(X, "X")
+    check_new_values(X, "X")
     if X.shape[1] != n_components:
         raise ValueError(f"X has {X.shape[1]} columns but the model has n_components="
                          f"{n_components} latent dimensions; pass latent points of shape "

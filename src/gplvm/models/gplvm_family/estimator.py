@@ -19,7 +19,8 @@ from gplvm._config import float_dtype
 from gplvm._params import POSITIVE_INT, RANDOM_STATE, check_argument, check_params
 from gplvm._random import as_key
 from gplvm._validation import (
-    as_2d_float, as_float_array, check_magnitude, check_no_constant_columns, check_observed_columns,
+    as_2d_float, as_float_array, check_magnitude, check_new_values, check_no_constant_columns,
+    check_observed_columns,
 )
 from gplvm.inference import sharding
 from gplvm.io import SaveMixin
@@ -192,6 +193,7 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         if Y.shape[1] != self.n_features_in_:
             raise ValueError(f"Y has {Y.shape[1]} columns but the model was fitted on "
                              f"{self.n_features_in_}; pass rows with the same columns")
+        check_new_values(Y, "Y")
         return Y, (Y - self.Y_mean_) / self.Y_std_
 
     def _start_reference(self):
@@ -231,6 +233,7 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         if X.shape[1] != self.n_components:
             raise ValueError(f"X has {X.shape[1]} columns but the latent space has "
                              f"{self.n_components}")
+        check_new_values(X, "X")
         return X
 
     def predict(self, X, return_var: bool = False):

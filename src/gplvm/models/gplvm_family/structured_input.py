@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from gplvm._validation import check_new_values
 from gplvm.registry import register
 
 
@@ -69,6 +70,7 @@ def _axes(grid, n_axes, name):
     for a in axes:
         if len(a) < 1 or not np.all(np.isfinite(a)):
             raise ValueError(f"{name}: every axis needs at least one finite coordinate")
+        check_new_values(a, name)
     return axes
 
 
@@ -80,6 +82,7 @@ def _points(grid, d_s, name):
                          f"coordinates; got shape {np.shape(grid)}")
     if not np.all(np.isfinite(points)):
         raise ValueError(f"{name} has non-finite coordinates")
+    check_new_values(points, name)
     return points
 
 
