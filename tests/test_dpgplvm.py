@@ -265,3 +265,19 @@ def test_factorisation_plot_shades_each_column_by_its_ard_weights(planted):
     np.testing.assert_allclose(image, column_relevance(model))
     np.testing.assert_array_equal(axes[0].get_images()[0].get_array(), truth)
     plt.close("all")
+
+
+def test_init_columns_with_a_kernel_without_length_scales_says_what_it_does():
+    """init='columns' groups columns by ARD length-scales; a Linear kernel has none, so the
+    fit starts from random assignments -- said in a warning, not silently (issue 31)."""
+    from gplvm.kernels import Linear
+
+    Y = np.random.default_rng(0).normal(size=(20, 4))
+    kw = dict(n_components=2, n_inducing=4, truncation=3, max_iter=2, n_init_steps=2,
+              random_state=0, progress=False)
+    with pytest.warns(UserWarning, match="Linear has none: the fit starts from random"):
+        DPGPLVM(init="columns", kernel=Linear(), **kw).fit(Y)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        DPGPLVM(init="random", kernel=Linear(), **kw).fit(Y)
+    assert not any("length-scales" in str(w.message) for w in caught)

@@ -228,3 +228,12 @@ def test_a_folder_or_a_truncated_archive_is_named_as_such(tmp_path):
         (tmp_path / "cut.npz").write_bytes(data[:cut])
         with pytest.raises(DataFileError, match="cut.npz is not a valid .npz file.*cut short"):
             read_data(tmp_path / "cut.npz")
+
+
+def test_a_header_naming_a_column_twice_is_refused(tmp_path):
+    """Columns are matched by name (a model's columns, reordered files): two columns of one
+    name would both map to the first, so such a header is refused naming them (issue 31)."""
+    path = tmp_path / "dup.csv"
+    path.write_text("id,g1,g2,g1\nr1,1,2,3\nr2,4,5,6\n")
+    with pytest.raises(DataFileError, match=r"names column 'g1' 2 times \(columns 2, 4\)"):
+        read_data(path)

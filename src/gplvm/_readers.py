@@ -238,6 +238,15 @@ def _parse_text(path: Path, delimiter, header, index_col, missing, annotations) 
     keep = [j for j in range(first, width) if names[j] not in obs]
     if not keep:
         raise DataFileError(f"{path.name} has no data columns left")
+    seen: dict = {}
+    for j in range(first, width):
+        seen.setdefault(names[j], []).append(j + 1)
+    twice = {name: at for name, at in seen.items() if len(at) > 1}
+    if header and twice:
+        name, at = next(iter(twice.items()))
+        raise DataFileError(f"{path.name}: the header names column {name!r} {len(at)} times "
+                            f"(columns {', '.join(map(str, at))}); columns are matched by name, "
+                            f"so give each column its own name")
     Y = _to_float(path, cells[:, keep], [names[j] for j in keep], lines, missing)
     return Table(Y, row_ids, [names[j] for j in keep], obs, str(path))
 

@@ -161,6 +161,13 @@ class DPGPLVM(ResumableMixin, AbstractGPLVM):
         """
         del y
         Y, times = self._validate_common(Y, times, groups)
+        if (self.init == "columns" and self.kernel is not None
+                and not dp_init.has_ard(self.kernel)):
+            warnings.warn(f"init='columns' groups the columns by their ARD length-scales, and "
+                          f"{type(self.kernel).__name__} has none: the fit starts from random "
+                          f"assignments instead (pass init='random' to say so, or a kernel with "
+                          f"length-scales such as RBF to group by them)", UserWarning,
+                          stacklevel=2)
         Y_mean, Y_std = self._standardisation(Y)
         self.times_, self.sequence_groups_ = times, groups
         self._train_Y = Y
