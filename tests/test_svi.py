@@ -348,6 +348,17 @@ def test_checkpoint_kill_or_ctrl_c_then_resume_equals_one_run(planted_fit, tmp_p
         gplvm.load(path).resume()
     with pytest.raises(ValueError, match="shape"):
         gplvm.load(path).resume(Y[:-1])
+    # other data of the same shape (issue 31): the same values times 7, a memmap of other
+    # numbers, one changed entry of a kept row -- refused, the checkpoint left as it was
+    other = np.lib.format.open_memmap(tmp_path / "other.npy", mode="w+", dtype=float,
+                                      shape=Y.shape)
+    other[:] = Y[::-1]
+    other.flush()
+    changed = np.array(Y, copy=True)
+    changed[0, 0] = 1.0 if np.isnan(changed[0, 0]) else changed[0, 0] + 1.0
+    for wrong in (np.asarray(Y) * 7, other, changed):
+        with pytest.raises(ValueError, match="Y is not the data this fit read"):
+            gplvm.load(path).resume(wrong)
     resumed = gplvm.load(path).resume(on_disk)
     np.testing.assert_array_equal(resumed.X_mean_, disk_one.X_mean_)
     assert resumed.elbo_ == disk_one.elbo_

@@ -368,6 +368,24 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
                              ": call resume() without arguments")
         return super().resume()
 
+    def _check_same_rows(self, source) -> None:
+        """``resume(Y)``: Y must be the data the fit read, not only of its shape -- the rows the
+        fit kept (a memmap's subsample ``_start_Y``, or the in-memory data) must come back bit
+        for bit, else the resumed run would continue on other data."""
+        index = getattr(self, "_start_index", None)
+        if index is not None and getattr(self, "_start_Y", None) is not None:
+            kept, given = self._start_Y, source.rows(index)
+            what = f"{len(index)} rows spread over the data"
+        elif self._train_Y is not None:
+            kept, given = self._train_Y, source.rows(np.arange(source.shape[0]))
+            what = "the data"
+        else:
+            return
+        if not np.array_equal(np.asarray(kept), np.asarray(given), equal_nan=True):
+            raise ValueError(f"resume(Y): Y is not the data this fit read ({what} differ from "
+                             f"the ones it kept); pass the same data, or fit afresh on new "
+                             f"data")
+
     def _svi_rows(self, run: dict, Y):
         """The standardised rows an unfinished SVI run reads: ``Y`` when given (checked against
         the fit's shape), else the ones this process fitted, else the in-memory data kept."""
@@ -388,6 +406,7 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
             if source.shape != (N, D):
                 raise ValueError(f"resume(Y): the fit read data of shape {(N, D)}; got "
                                  f"{source.shape}: pass the same data")
+            self._check_same_rows(source)
         rows_of = svi_init.Standardised(source, run["Y_mean"], run["Y_std"],
                                         bool(run["has_missing"]))
         _SVI_ROWS[self] = rows_of
