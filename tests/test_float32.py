@@ -215,3 +215,32 @@ def test_count_samplers_refuse_float32_instead_of_drawing_wrong_numbers():
         for likelihood in ("negative_binomial", "bernoulli", "binomial", "multinomial"):
             with pytest.raises(ValueError, match="float64 only"):
                 gplvm.RFLVM(likelihood=likelihood, progress=False).fit(np.minimum(Y, 1.0))
+
+
+@pytest.mark.parametrize("name", ["BayesianGPLVM", "DPGPLVM", "StructuredGPLVM"])
+def test_a_model_computes_in_the_precision_it_was_fitted_in(name, tmp_path):
+    """Precision follows the model (issue 31): a float32 fit used in a float64 process (as
+    fitted, and after save/load there), and a float64 fit used in a float32 process, give
+    transform/impute/score exactly as in the precision they were fitted in, instead of
+    mixing dtypes (optax: "cond branches must have equal output types")."""
+    Y = _planted(n=24, d=5)
+    kw = dict(n_components=2, n_inducing=5, max_iter=8, transform_max_iter=20,
+              progress=False, random_state=0)
+    make = {"BayesianGPLVM": lambda: gplvm.BayesianGPLVM(**kw),
+            "DPGPLVM": lambda: gplvm.DPGPLVM(truncation=3, n_init_steps=2, **kw),
+            "StructuredGPLVM": lambda: gplvm.StructuredGPLVM(
+                grid=np.arange(5.0)[:, None], **kw)}[name]
+    rows = Y[:3].copy()
+    rows[0, 1] = np.nan
+    for fitted_in, used_in in (("float32", "float64"), ("float64", "float32")):
+        with gplvm.config.precision(fitted_in), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = make().fit(Y)
+            expected = (model.transform(rows), model.impute(rows), model.score(rows))
+        model.save(tmp_path / "m.gplvm")
+        with gplvm.config.precision(used_in):
+            for m in (model, gplvm.load(tmp_path / "m.gplvm")):
+                got = (m.transform(rows), m.impute(rows), m.score(rows))
+                assert np.asarray(got[0]).dtype == np.dtype(fitted_in)
+                for a, b in zip(got, expected):
+                    np.testing.assert_array_equal(a, b)

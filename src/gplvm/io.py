@@ -59,6 +59,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from gplvm import _io_format1  # noqa: F401  (registers the format-1 types old files hold)
+from gplvm._config import get_precision, precision
 from gplvm._io_codec import Decoder, Encoder
 from gplvm._version import __version__
 from gplvm.registry import estimators, lookup, name_of
@@ -284,10 +285,21 @@ def _load(name: str) -> Any:
         raise ValueError(f"the file's top-level class {document['class']!r} is not a gplvm "
                          f"estimator")
     try:
-        return _rebuild(cls, document, Decoder(entries, version), version)
+        with precision(_precision_of(entries)):    # a float64 model stays float64 in a
+            return _rebuild(cls, document, Decoder(entries, version), version)  # float32 run
     except (KeyError, TypeError, AttributeError) as err:
         raise ValueError(f"damaged file: the document does not describe a "
                          f"{cls.__name__} ({type(err).__name__}: {err})") from err
+
+
+def _precision_of(arrays: dict[str, np.ndarray]) -> str:
+    """The precision a model was fitted in, read from its arrays: JAX arrays are rebuilt in it
+    whatever the loading process's precision (else a float64 model loaded in a float32
+    process would be rounded to float32)."""
+    kinds = {np.asarray(a).dtype for a in arrays.values()}
+    if np.dtype(np.float64) in kinds:
+        return "float64"
+    return "float32" if np.dtype(np.float32) in kinds else get_precision()
 
 
 def _incomplete(name: str, reason: str) -> ValueError:

@@ -29,7 +29,7 @@ from gplvm.models._checkpoint import ResumableMixin, holding_checkpoint
 from gplvm.models._common import check_is_fitted
 from gplvm.models.gplvm_family import fitted as fam
 from gplvm.models.gplvm_family.bound import negative_bound, negative_bound_keyed
-from gplvm.models.gplvm_family.estimator import AbstractGPLVM
+from gplvm.models.gplvm_family.estimator import AbstractGPLVM, in_model_precision
 from gplvm.models.gplvm_family import svi_fit, svi_init
 from gplvm.models.gplvm_family.format1 import upgrade_format1
 from gplvm.models.gplvm_family.latent import DynamicalLatent
@@ -454,19 +454,23 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
             return self._start_Y, self.X_mean_[self._start_index]
         return super()._start_reference()
 
+    @in_model_precision
     def _infer_new(self, Ys):
         """q(x*) of each standardised row, each row optimised on its own with the model fixed
         (seed 003 eqs. 36–37)."""
         X_start, X_var_start = self._start_new(Ys)
         return infer_latents(self.fitted_, Ys, X_start, X_var_start, self.transform_max_iter)
 
+    @in_model_precision
     def _predict_fitted(self, X, return_var):
         return fam.predict(self.fitted_, X, return_var)
 
+    @in_model_precision
     def _expected_y(self, X_mean, X_var):
         """E[y*] = ψ1(q(x*)) K_uu⁻¹ ū_d, averaged over the latents' uncertainty."""
         return fam.expected_y(self.fitted_, X_mean, X_var)
 
+    @in_model_precision
     def _sample_y(self, X, key_f, key_noise):
         """f ~ q(f | X) jointly over the rows, then Gaussian noise."""
         return fam.sample(self.fitted_, X, key_f, key_noise)

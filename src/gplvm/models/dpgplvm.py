@@ -32,7 +32,7 @@ from gplvm.models._common import check_is_fitted
 from gplvm.models.gplvm_family import dp, dp_fit, dp_fitted, dp_init
 from gplvm.models.gplvm_family.atoms import AtomPrior, atom, stack_atoms
 from gplvm.models.gplvm_family.dp_rows import infer_latents
-from gplvm.models.gplvm_family.estimator import AbstractGPLVM, ard_relevance
+from gplvm.models.gplvm_family.estimator import AbstractGPLVM, ard_relevance, in_model_precision
 from gplvm.models.gplvm_family.missing_block import block_log_likelihood
 from gplvm.registry import register
 
@@ -323,18 +323,22 @@ class DPGPLVM(ResumableMixin, AbstractGPLVM):
         return self.assignments_ @ noise * self.fitted_.Y_std**2
 
     # ------------------------------------------------------------------ hooks
+    @in_model_precision
     def _infer_new(self, Ys):
         X_start, X_var_start = self._start_new(Ys)
         return infer_latents(self.fitted_, Ys, X_start, X_var_start, self.transform_max_iter)
 
+    @in_model_precision
     def _predict_fitted(self, X, return_var):
         """The moments of the mixture Σ_t φ_dt N(m_dt, v_dt) over atoms."""
         return dp_fitted.predict(self.fitted_, X, return_var)
 
+    @in_model_precision
     def _expected_y(self, X_mean, X_var):
         """E[y*] = Σ_t φ_dt ψ1(q(x*)) V_t."""
         return dp_fitted.expected_y(self.fitted_, X_mean, X_var)
 
+    @in_model_precision
     def _sample_y(self, X, key_f, key_noise):
         """z_d ~ Cat(φ_d), each column from its atom's q(f | X) jointly over the rows, noise."""
         return dp_fitted.sample(self.fitted_, X, key_f, key_noise)

@@ -33,7 +33,8 @@ from gplvm.models._checkpoint import ResumableMixin, holding_checkpoint
 from gplvm.models._common import check_is_fitted
 from gplvm.models.gplvm_family import structured_fitted as sf
 from gplvm.models.gplvm_family.bound import negative_bound
-from gplvm.models.gplvm_family.estimator import AbstractGPLVM, check_inducing
+from gplvm.models.gplvm_family.estimator import (AbstractGPLVM, check_inducing,
+                                                  in_model_precision)
 from gplvm.models.gplvm_family.kron_route import KroneckerRoute
 from gplvm.models.gplvm_family.latent import DynamicalLatent
 from gplvm.models.gplvm_family.new_rows import infer_rows
@@ -343,10 +344,12 @@ class StructuredGPLVM(ResumableMixin, AbstractGPLVM):
         return float(self.fitted_.noise_var) * sf.channel_scale(self.fitted_) ** 2
 
     # ------------------------------------------------------------------ verbs
+    @in_model_precision
     def _standardise_new(self, Y):
         check_is_fitted(self, "fitted_")
         return super()._standardise_new(self._layout.flatten(Y))
 
+    @in_model_precision
     def impute(self, Y, return_var: bool = False):
         """A copy of the images Y with their NaN pixels replaced by posterior predictive means,
         in Y's shape: q(x*) from the observed pixels (:meth:`transform`), then the joint
@@ -371,6 +374,7 @@ class StructuredGPLVM(ResumableMixin, AbstractGPLVM):
         shape = np.shape(Y)
         return (filled.reshape(shape), var.reshape(shape)) if return_var else filled.reshape(shape)
 
+    @in_model_precision
     def predict(self, X, grid=None, return_var: bool = False, given=None):
         """Predictive mean (and variance, noise included) of the images at latent points X
         (N*, Q) and at the pixel coordinates ``grid`` (default: the training pixels; a tuple
@@ -418,6 +422,7 @@ class StructuredGPLVM(ResumableMixin, AbstractGPLVM):
         return X_mean, X_var, images.reshape((len(X_mean),) + tuple(self._layout.tail))
 
     # ------------------------------------------------------------------ hooks
+    @in_model_precision
     def _infer_new(self, Ys):
         """q(x*) of each standardised image on its own, with the model fixed (seed 003 eqs.
         36–37 corrected), through the family's per-row solver."""
@@ -435,14 +440,17 @@ class StructuredGPLVM(ResumableMixin, AbstractGPLVM):
         return infer_rows(sf.row_objective, fixed, Ys, X_start, X_var_start,
                           self.transform_max_iter, row_extras=extras)
 
+    @in_model_precision
     def _predict_fitted(self, X, return_var):
         out = sf.predict(self.fitted_, X, None, return_var)
         flat = lambda a: a.reshape(len(X), -1)   # noqa: E731
         return (flat(out[0]), flat(out[1])) if return_var else flat(out)
 
+    @in_model_precision
     def _expected_y(self, X_mean, X_var):
         return sf.expected_y(self.fitted_, X_mean, X_var)
 
+    @in_model_precision
     def _sample_y(self, X, key_f, key_noise):
         F = sf.sample(self.fitted_, X, key_f, key_noise)
         return F.reshape((len(X),) + tuple(self._layout.tail))

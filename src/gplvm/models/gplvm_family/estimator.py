@@ -10,12 +10,14 @@ docs/contract.md (``transform``, ``score``, ``predict``, ``inverse_transform``, 
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from gplvm._config import float_dtype
+from gplvm._config import float_dtype, precision
 from gplvm._params import POSITIVE_INT, RANDOM_STATE, check_argument, check_params
 from gplvm._random import as_key
 from gplvm._validation import (
@@ -35,6 +37,20 @@ from gplvm.models.gplvm_family.route import DenseRoute
 from gplvm.objectives import collapsed
 from gplvm.priors import dynamical
 from gplvm.transforms import inverse_softplus
+
+
+def in_model_precision(method):
+    """Run a method of a fitted model in the precision it was fitted in (float32 or float64),
+    whatever the process's precision now: a float32 model used in a float64 process (or after
+    ``gplvm.load`` there), or the reverse, computes as it was fitted instead of mixing dtypes
+    (issue 31).  Outputs come in the model's precision."""
+    @functools.wraps(method)
+    def in_precision(self, *args, **kwargs):
+        fitted32 = np.asarray(self.X_mean_).dtype == np.float32
+        with precision("float32" if fitted32 else "float64"):
+            return method(self, *args, **kwargs)
+
+    return in_precision
 
 
 def check_inducing(n_inducing: int, n_rows: int, what: str) -> None:
@@ -187,6 +203,7 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         return self.fitted_.Y_std
 
     # ------------------------------------------------------------------ new rows
+    @in_model_precision
     def _standardise_new(self, Y):
         check_is_fitted(self, "fitted_")
         Y = as_2d_float(Y, "Y", allow_nan=True)
@@ -227,6 +244,7 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         return bound - jacobian
 
     # ------------------------------------------------------------------ prediction
+    @in_model_precision
     def _check_X(self, X):
         check_is_fitted(self, "fitted_")
         X = as_2d_float(X, "X")
