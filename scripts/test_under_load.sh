@@ -31,11 +31,19 @@ fi
 export GPLVM_DATA_DIR=${GPLVM_DATA_DIR:-$(cd "$repo/.." && pwd)/shared/data}
 work=$(mktemp -d)
 pids=()
+suite=""
+kill_tree() {  # kill_tree PID: the process and everything it started
+  local child
+  for child in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$child"; done
+  kill "$1" 2>/dev/null
+}
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
+  [ -n "$suite" ] && kill_tree "$suite"
   rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 git clone -q "$repo" "$work/clone" || exit 1
 echo "[load] fresh clone of $(git -C "$repo" rev-parse --short HEAD) in $work/clone"
 echo "[load] $(nproc) CPUs, $busy busy processes, ISA settings: $isas; data: $GPLVM_DATA_DIR"
@@ -53,8 +61,11 @@ for isa in $isas; do
   log="$work/suite-$isa.log"
   start=$(date +%s)
   (cd "$work/clone" && JAX_PLATFORMS=cpu XLA_FLAGS="$flags" XDG_CACHE_HOME="$work/cache-$isa" \
-     bash scripts/test.sh "$@") > "$log" 2>&1
+     bash scripts/test.sh "$@") > "$log" 2>&1 &
+  suite=$!
+  wait "$suite"
   rc=$?
+  suite=""
   took=$(( $(date +%s) - start ))
   summary=$(grep -E "^=+ .*(passed|failed|error).* in " "$log" |
             grep -oE "[0-9]+ (passed|failed|errors?|deselected)" |
