@@ -1,5 +1,7 @@
 """Bayesian GPLVM estimator: identities, planted structure, missing data, new rows, contract."""
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -361,3 +363,26 @@ def test_interrupted_fit_keeps_its_iterations_and_is_usable(monkeypatch):
     assert part.interrupted_ and part.n_iter_ == 5
     np.testing.assert_array_equal(part.history_, full.history_[:5])
     assert np.all(np.isfinite(part.predict(part.X_mean_[:3])))
+
+
+def test_tiny_but_varying_columns_are_not_called_constant():
+    """Columns near 1e-300 vary like any others relative to their size; their squares
+    underflow, so an absolute test would call them constant (issue 31).  Their spread is
+    taken relative to each column's size: the fit of 1e-300·Y equals the fit of Y scaled back
+    (the standardised data are the same), and a truly constant column is still refused."""
+    from gplvm._validation import column_std
+
+    Y, _ = planted(n=20, d=4)
+    np.testing.assert_allclose(column_std(1e-300 * Y), 1e-300 * np.nanstd(Y, axis=0),
+                               rtol=1e-12)
+    assert np.array_equal(column_std(Y), np.nanstd(Y, axis=0))      # ordinary data: as numpy
+    kw = dict(n_components=2, n_inducing=5, max_iter=5, random_state=0, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tiny = BayesianGPLVM(**kw).fit(1e-300 * Y)
+        plain = BayesianGPLVM(**kw).fit(Y)
+    np.testing.assert_allclose(tiny.X_mean_, plain.X_mean_, rtol=1e-6, atol=1e-9)
+    constant = Y.copy()
+    constant[:, 2] = 1e-300
+    with pytest.raises(ValueError, match="1 constant columns"):
+        BayesianGPLVM(**kw).fit(constant)

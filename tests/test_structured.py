@@ -331,3 +331,25 @@ def test_area_kernel_predicts_points_at_new_coordinates(planted):
         np.testing.assert_allclose(K_diag[p], b.diag(c), rtol=1e-12)
         np.testing.assert_allclose(P_u[p], b.point_cross(new[p], c), rtol=1e-12)
         np.testing.assert_allclose(P_diag[p], b.kernel.diag(new[p]), rtol=1e-12)
+
+
+def test_a_constant_channel_or_coinciding_pixels_are_refused_before_fitting(forbid_computation):
+    """A channel constant over every image (its standardising spread 0: noise variance 0, NaN
+    imputations) and a grid whose pixels coincide (a singular spatial kernel) are refused
+    with the fix named, before any computation (issue 31)."""
+    from gplvm.models import structured
+
+    StructuredGPLVM = gplvm.StructuredGPLVM
+    forbid_computation(structured, "as_key")
+    rng = np.random.default_rng(0)
+    images = rng.normal(size=(6, 4, 3, 2))
+    images[..., 1] = 0.5
+    kw = dict(n_components=2, n_inducing=3, max_iter=2, progress=False)
+    with pytest.raises(ValueError, match="channel 1 of Y is constant over every image"):
+        StructuredGPLVM(**kw).fit(images)
+    flat = rng.normal(size=(6, 5))
+    with pytest.raises(ValueError, match=r"the grid repeats a coordinate \(5 pixels at 1 "):
+        StructuredGPLVM(grid=np.zeros((5, 1)), **kw).fit(flat)
+    with pytest.raises(ValueError, match="axis 1 of the grid repeats a coordinate"):
+        StructuredGPLVM(grid=(np.arange(4.0), np.array([0.0, 1.0, 1.0])), **kw).fit(
+            rng.normal(size=(6, 4, 3)))

@@ -146,10 +146,21 @@ def check_observed_columns(Y: np.ndarray, name: str = "Y") -> None:
                          f"(columns {_where(empty)}); drop them before fitting")
 
 
+def column_std(Y: np.ndarray, axis=0) -> np.ndarray:
+    """``np.nanstd(Y, axis)`` computed relative to each column's largest magnitude, so that
+    data of any scale get their spread: squares of entries near 1e-300 underflow to 0, and a
+    column of tiny but different values would otherwise look constant (issue 31)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scale = np.nanmax(np.abs(Y), axis=axis, keepdims=True)
+        # only where squares could underflow or overflow: ordinary data as np.nanstd has it
+        scale = np.where((scale > 0) & np.isfinite(scale)
+                         & ((scale < 1e-100) | (scale > 1e100)), scale, 1.0)
+        return np.squeeze(np.nanstd(Y / scale, axis=axis, keepdims=True) * scale, axis=axis)
+
+
 def check_no_constant_columns(Y: np.ndarray, name: str = "Y") -> None:
     """Reject columns with zero variance over their observed entries (standardising divides by it)."""
-    with np.errstate(invalid="ignore"):
-        sd = np.nanstd(Y, axis=0)
+    sd = column_std(Y)
     const = ~(sd > 0)
     if const.any():
         raise ValueError(f"{name} has {int(const.sum())} constant columns (columns "

@@ -49,6 +49,29 @@ def _spacing(axis) -> float:
     return float(np.median(steps)) if len(steps) else 1.0
 
 
+def _check_channels_and_pixels(Yf: np.ndarray, layout) -> None:
+    """Each channel is standardised by its spread over images and pixels, and the spatial
+    kernel needs distinct pixel coordinates: a constant channel (noise variance 0, NaN
+    imputations) or a grid whose pixels coincide (a singular spatial kernel, a non-finite
+    gradient after the first steps) is refused before any computation (issue 31)."""
+    channels = Yf.reshape(Yf.shape[0], layout.n_pixels, layout.n_channels)
+    with np.errstate(invalid="ignore"):
+        spread = np.nanmax(channels, axis=(0, 1)) - np.nanmin(channels, axis=(0, 1))
+    flat = np.flatnonzero(~(spread > 0))
+    if layout.n_channels > 1 and len(flat):
+        raise ValueError(f"channel{'s' if len(flat) > 1 else ''} {', '.join(map(str, flat))} "
+                         f"of Y {'are' if len(flat) > 1 else 'is'} constant over every image and "
+                         f"pixel; each channel is standardised by its spread: drop "
+                         f"{'them' if len(flat) > 1 else 'it'} and add the constant back after")
+    for i, coords in enumerate(layout.coords):
+        points = np.asarray(coords, dtype=float).reshape(len(coords), -1)
+        if len(np.unique(points, axis=0)) < len(points):
+            what = (f"axis {i} of the grid" if layout.axes is not None else "the grid")
+            raise ValueError(f"{what} repeats a coordinate ({len(points)} pixels at "
+                             f"{len(np.unique(points, axis=0))} distinct points); give each "
+                             f"pixel its own coordinates")
+
+
 @register("gplvm.StructuredGPLVM", estimator=True)
 class StructuredGPLVM(ResumableMixin, AbstractGPLVM):
     """Structured GPLVM: a latent × spatial Kronecker kernel over images (seed 003).
@@ -158,6 +181,7 @@ class StructuredGPLVM(ResumableMixin, AbstractGPLVM):
         spread = np.nanmax(Yf, axis=0) - np.nanmin(Yf, axis=0)
         if not np.any(spread > 0):
             raise ValueError("Y is the same image repeated; there is nothing to model")
+        _check_channels_and_pixels(Yf, layout)
         times = self._check_times(times, groups, Y.shape[0])
         check_inducing(self.n_inducing, Y.shape[0], "images")
         return Yf, layout, times

@@ -22,7 +22,7 @@ from gplvm._params import POSITIVE_INT, RANDOM_STATE, check_argument, check_para
 from gplvm._random import as_key
 from gplvm._validation import (
     as_2d_float, as_float_array, check_magnitude, check_new_values, check_no_constant_columns,
-    check_observed_columns,
+    check_observed_columns, column_std,
 )
 from gplvm.inference import sharding
 from gplvm.io import SaveMixin
@@ -46,8 +46,10 @@ def in_model_precision(method):
     (issue 31).  Outputs come in the model's precision."""
     @functools.wraps(method)
     def in_precision(self, *args, **kwargs):
-        fitted32 = np.asarray(self.X_mean_).dtype == np.float32
-        with precision("float32" if fitted32 else "float64"):
+        X_mean = getattr(self, "X_mean_", None)
+        if X_mean is None:          # not fitted: the method itself says so (NotFittedError)
+            return method(self, *args, **kwargs)
+        with precision("float32" if np.asarray(X_mean).dtype == np.float32 else "float64"):
             return method(self, *args, **kwargs)
 
     return in_precision
@@ -131,7 +133,7 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         """Column means and standard deviations (zeros and ones with ``standardize=False``)."""
         dtype = float_dtype()  # float32 in gplvm.config's float32 mode
         if self.standardize:
-            return np.nanmean(Y, axis=0).astype(dtype), np.nanstd(Y, axis=0).astype(dtype)
+            return np.nanmean(Y, axis=0).astype(dtype), column_std(Y).astype(dtype)
         return np.zeros(Y.shape[1], dtype), np.ones(Y.shape[1], dtype)
 
     def _initial(self, Ys, times, groups, key):
