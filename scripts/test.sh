@@ -44,11 +44,11 @@ run_group() {  # run_group g: one pytest process over group g; its log, then its
   (flock 9 2>/dev/null; cat "$logs/$g.log") 9> "$logs/print.lock"  # one log at a time
 }
 
-# The order in which the lanes take the groups: longest first, then so that the two lanes end
-# together (measured per group on a cold run of 2026-11-26, minutes: 8: 9.7, 3: 6.8, 7: 5.8,
-# 2: 6.1, 6: 2.7, 1: 2.3, 4: 2.2, 5: 1.5; greedy lanes in this order end within 0.3 min of
-# each other, against 1.2 min last-group-first).  Any order runs every group.
-order=(7 2 6 1 5 0 3 4)
+# The order in which the lanes take the groups: longest first (measured per group on a cold,
+# quiet run of 2026-11-28 in a fresh clone, seconds: 8: 587, 3: 535, 2: 399, 7: 272, 6: 166,
+# 1: 138, 4: 119, 5: 78; greedy lanes in this order end within ~10 s of each other).  Any
+# order runs every group.
+order=(7 2 1 6 5 0 3 4)
 
 next_group() {  # the next group nobody has taken, in the order above; -1 when none is left
   (
