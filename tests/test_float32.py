@@ -217,14 +217,15 @@ def test_count_samplers_refuse_float32_instead_of_drawing_wrong_numbers():
                 gplvm.RFLVM(likelihood=likelihood, progress=False).fit(np.minimum(Y, 1.0))
 
 
-@pytest.mark.parametrize("name", ["BayesianGPLVM", "StructuredGPLVM"])
+@pytest.mark.parametrize("name", ["BayesianGPLVM"])
 def test_a_model_computes_in_the_precision_it_was_fitted_in(name, tmp_path):
     """Precision follows the model (issue 31): a float32 fit used in a float64 process (as
     fitted, and after save/load there), and a float64 fit used in a float32 process, give
     transform/impute/score exactly as in the precision they were fitted in, instead of
-    mixing dtypes (optax: "cond branches must have equal output types").  DPGPLVM shares
-    the Bayesian GPLVM's wrapped methods (``in_model_precision``; checked for every family
-    member below) and is left out for time: a float32 DP fit compiles for a minute."""
+    mixing dtypes (optax: "cond branches must have equal output types").  DPGPLVM and
+    StructuredGPLVM wrap the same methods (``in_model_precision``; checked for every family
+    member below) and are left out for the suite's time: their float32 fits compile for
+    30-60 s (measured in a cold run of 2026-11-28)."""
     Y = _planted(n=24, d=5)
     kw = dict(n_components=2, n_inducing=5, max_iter=8, transform_max_iter=20,
               progress=False, random_state=0)
