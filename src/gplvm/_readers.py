@@ -101,6 +101,15 @@ def read_data(path, *, key=None, layer=None, header=None, index_col=None, delimi
 
 
 # ----------------------------------------------------------------------------- arrays
+#: what reading a cut-short or damaged .npy/.npz raises
+_DAMAGED = (OSError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError)
+
+
+def _damaged(path: Path, err: BaseException) -> DataFileError:
+    return DataFileError(f"{path.name} is not a valid {path.suffix} file "
+                         f"({type(err).__name__}: {err}); was it cut short?")
+
+
 def _read_array(path: Path, key) -> Table:
     with open(path, "rb") as stream:
         magic = stream.read(6)
@@ -114,19 +123,16 @@ def _read_array(path: Path, key) -> Table:
             raise DataFileError(f"{path.name} holds Python objects; save a numeric array "
                                 f"(numpy.save(path, Y.astype(float)))") from None
         raise DataFileError(f"{path.name} is not a valid {path.suffix} file ({err})") from None
-    except (OSError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError) as err:
-        raise DataFileError(f"{path.name} is not a valid {path.suffix} file "
-                            f"({type(err).__name__}: {err}); was it cut short?") from None
+    except _DAMAGED as err:
+        raise _damaged(path, err) from None
     if isinstance(loaded, np.lib.npyio.NpzFile):
         try:
             with loaded:
                 array = _npz_member(path, loaded, key)
-        except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error,
-                NotImplementedError) as err:
-            if isinstance(err, DataFileError):
-                raise
-            raise DataFileError(f"{path.name} is not a valid {path.suffix} file "
-                                f"({type(err).__name__}: {err}); was it cut short?") from None
+        except DataFileError:
+            raise
+        except (ValueError, *_DAMAGED) as err:
+            raise _damaged(path, err) from None
     else:
         array = loaded
     return _array_table(path, array)
