@@ -188,6 +188,9 @@ def write_results(folder: Path, model, table, Y, labels, offset=None) -> list[st
     with the fit's offsets, if any) and the plots; their names."""
     header, values = output.latent_columns(model, model.X_mean_, model.X_var_)
     output.write_csv(folder / "embedding.csv", table.row_ids, header, values)
+    # the model file carries the data's column names, so that the verbs can check (and
+    # reorder) a data file's columns even when the model was moved away from summary.json
+    model.feature_names_in_ = np.asarray(table.columns, dtype=object)
     model.save(folder / "model.npz")
     written = ["embedding.csv", "model.npz"]
     extras = {} if offset is None else {"offset": offset}

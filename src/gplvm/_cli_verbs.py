@@ -1,9 +1,10 @@
 """``gplvm transform|impute|sample|info MODEL ...``: the verbs of a saved model.
 
 Each reads a ``model.npz`` written by ``gplvm fit`` (or ``model.save``) and writes a CSV to
-``--out`` or standard output.  When the model file sits in a ``gplvm fit`` folder, its
-``summary.json`` says which columns of a data file are the model's (checked, and reordered when
-only their order differs), which were annotations set aside, and how the fit's rows were
+``--out`` or standard output.  The model file (``feature_names_in_``) and the ``summary.json``
+of its ``gplvm fit`` folder say which columns of a data file are the model's (checked, and
+reordered when only their order differs); the summary also says which were annotations set
+aside, and how the fit's rows were
 offset: ``transform`` and ``impute`` give DATA's rows the offsets of the same kind, library
 sizes against the mean total of the fit's rows, so that ``gplvm transform MODEL DATA`` is
 ``model.transform(Y, offset=library_size_offset(Y, mean_total))`` exactly.
@@ -73,16 +74,20 @@ def _saved(model_path, key):
         return None
 
 
-def saved_columns(model_path) -> list[str] | None:
-    """The column names of the fit that wrote ``model_path``."""
-    return _saved(model_path, "columns")
+def saved_columns(model_path, model=None) -> list[str] | None:
+    """The column names of the fit that wrote ``model_path``: from the summary.json beside it,
+    else from the model file itself (``feature_names_in_``, which ``gplvm fit`` stores)."""
+    names = _saved(model_path, "columns")
+    if names is None and getattr(model, "feature_names_in_", None) is not None:
+        names = [str(name) for name in model.feature_names_in_]
+    return names
 
 
 def model_rows(model, table, model_path) -> np.ndarray:
     """The data's rows with the model's columns (checked, and reordered by name)."""
     D = int(model.n_features_in_)
     Y = table.Y.reshape(table.Y.shape[0], -1)
-    names = saved_columns(model_path)
+    names = saved_columns(model_path, model)
     unnamed = table.columns == [str(j) for j in range(len(table.columns))]
     if names is not None and not unnamed and table.columns != names:
         absent = [c for c in names if c not in table.columns]
@@ -119,7 +124,7 @@ def run(args) -> int:
     if args.command == "sample":
         Y, X = model.sample(args.n_samples, random_state=args.seed)
         Y = np.asarray(Y).reshape(len(X), -1)                  # images as rows of pixels
-        names = saved_columns(args.model) or [f"y{j}" for j in range(np.shape(Y)[1])]
+        names = saved_columns(args.model, model) or [f"y{j}" for j in range(np.shape(Y)[1])]
         columns = [*names, *(f"x{q}" for q in range(np.shape(X)[1]))]
         output.write_csv(args.out, range(len(Y)), columns, np.column_stack([Y, X]),
                          index_name="draw")
@@ -133,7 +138,7 @@ def run(args) -> int:
         header, values = output.latent_columns(model, np.asarray(X_mean), np.asarray(X_var))
         output.write_csv(args.out, table.row_ids, header, values)
     else:
-        names = saved_columns(args.model) or table.columns
+        names = saved_columns(args.model, model) or table.columns
         output.write_csv(args.out, table.row_ids, names,
                          model.impute(Y, **extras).reshape(len(Y), -1))
     if args.out:
