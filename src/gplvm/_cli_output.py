@@ -107,12 +107,16 @@ def atomic_folder(out: Path, force: bool = False, inputs=()):
     without error, remove it otherwise (so ``out`` is complete or absent)."""
     out = Path(out)
     check_free(out, force, inputs)
-    out.parent.mkdir(parents=True, exist_ok=True)
     try:
+        out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     except OSError as err:
+        in_the_way = next((p for p in (out.parent, *out.parent.parents)
+                           if p.exists() and not p.is_dir()), None)
+        reason = (f"{in_the_way} is a file, not a folder" if in_the_way is not None
+                  else err.strerror)
         raise OSError(err.errno, f"--out {out}: cannot write in {out.parent} "
-                                 f"({err.strerror}); choose a folder you can write to") from None
+                                 f"({reason}); choose a folder you can write to") from None
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o777 & ~umask)             # mkdtemp's folder is private (0700)
