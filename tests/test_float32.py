@@ -217,45 +217,24 @@ def test_count_samplers_refuse_float32_instead_of_drawing_wrong_numbers():
                 gplvm.RFLVM(likelihood=likelihood, progress=False).fit(np.minimum(Y, 1.0))
 
 
-@pytest.mark.parametrize("name", ["BayesianGPLVM"])
-def test_a_model_computes_in_the_precision_it_was_fitted_in(name, tmp_path):
-    """Precision follows the model (issue 31): a float32 fit used in a float64 process (as
-    fitted, and after save/load there), and a float64 fit used in a float32 process, give
-    transform/impute/score exactly as in the precision they were fitted in, instead of
-    mixing dtypes (optax: "cond branches must have equal output types").  DPGPLVM and
-    StructuredGPLVM wrap the same methods (``in_model_precision``; checked for every family
-    member below) and are left out for the suite's time: their float32 fits compile for
-    30-60 s (measured in a cold run of 2026-11-28)."""
-    Y = _planted(n=24, d=5)
-    kw = dict(n_components=2, n_inducing=5, max_iter=8, transform_max_iter=20,
-              progress=False, random_state=0)
-    make = {"BayesianGPLVM": lambda: gplvm.BayesianGPLVM(**kw),
-            "DPGPLVM": lambda: gplvm.DPGPLVM(truncation=3, n_init_steps=2, **kw),
-            "StructuredGPLVM": lambda: gplvm.StructuredGPLVM(
-                grid=np.arange(5.0)[:, None], **kw)}[name]
-    rows = Y[:3].copy()
-    rows[0, 1] = np.nan
-    for fitted_in, used_in in (("float32", "float64"), ("float64", "float32")):
-        with gplvm.config.precision(fitted_in), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model = make().fit(Y)
-            expected = (model.transform(rows), model.impute(rows), model.score(rows))
-        model.save(tmp_path / "m.gplvm")
-        with gplvm.config.precision(used_in):
-            for m in (model, gplvm.load(tmp_path / "m.gplvm")):
-                got = (m.transform(rows), m.impute(rows), m.score(rows))
-                assert np.asarray(got[0]).dtype == np.dtype(fitted_in)
-                for a, b in zip(got, expected):
-                    np.testing.assert_array_equal(a, b)
-
-
-def test_every_gplvm_family_member_computes_new_rows_in_its_fitted_precision():
-    """The methods through which a fitted GPLVM-family model computes (new rows, predictions,
-    expectations, draws) are wrapped by ``in_model_precision`` in every member, so none of
-    them mixes a float32 model with float64 inputs or the reverse."""
-    for cls in (gplvm.BayesianGPLVM, gplvm.DPGPLVM, gplvm.StructuredGPLVM):
-        for name in ("_standardise_new", "_check_X", "_infer_new", "_predict_fitted",
-                     "_expected_y", "_sample_y"):
+def test_every_estimator_computes_in_its_fitted_precision():
+    """Precision follows the model (issue 31): the methods through which a fitted model
+    computes (new rows, predictions, expectations, draws) are wrapped by
+    ``in_model_precision`` in every estimator, so none of them mixes a float32 model with
+    float64 inputs or the reverse.  That the wrapping gives the fit's numbers exactly, both
+    ways and after load, is checked on the Bayesian GPLVM, the RFLVM and both supervised
+    models by tests/test_robustness_audit.py (``unclear_precision_follows_the_model``)."""
+    family = ("_standardise_new", "_check_X", "_infer_new", "_predict_fitted", "_expected_y",
+              "_sample_y")
+    methods = {gplvm.BayesianGPLVM: family, gplvm.DPGPLVM: family, gplvm.StructuredGPLVM: family,
+               gplvm.RFLVM: ("transform", "predict", "impute", "score", "sample"),
+               gplvm.BayesianLinearRegression: ("predict", "predict_quantile",
+                                                "predict_interval", "weights_posterior"),
+               gplvm.BayesianGLM: ("predict", "predict_proba", "predict_quantile",
+                                   "predict_interval", "score", "log_predictive_density")}
+    for cls, names in methods.items():
+        assert isinstance(getattr(cls, "_precision_attribute", "X_mean_"), str)
+        for name in names:
             method = getattr(cls, name)
             assert getattr(method, "__wrapped__", None) is not None, (cls.__name__, name)
             assert method.__qualname__.endswith(name)

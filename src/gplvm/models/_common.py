@@ -1,12 +1,16 @@
-"""Pieces shared by the estimators: default feature maps, masks, fitted-state checks."""
+"""Pieces shared by the estimators: default feature maps, masks, fitted-state checks, the
+precision a fitted model computes in."""
 
 from __future__ import annotations
+
+import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from sklearn.exceptions import NotFittedError
 
+from gplvm._config import precision
 from gplvm.features import AbstractFeatureMap, RandomFourierFeatures
 from gplvm.kernels import RBF
 
@@ -14,6 +18,27 @@ from gplvm.kernels import RBF
 def check_is_fitted(model, attribute: str) -> None:
     if not hasattr(model, attribute):
         raise NotFittedError(f"this {type(model).__name__} is not fitted yet; call fit first")
+
+
+def in_model_precision(method):
+    """Run a method of a fitted model in the precision it was fitted in (float32 or float64),
+    whatever the process's precision now: a float32 model used in a float64 process (or after
+    ``gplvm.load`` there), or the reverse, computes as it was fitted instead of mixing dtypes
+    or rounding its parameters (issue 31).  Outputs come in the model's precision.
+
+    The fitted precision is the dtype of the fitted array the class names in
+    ``_precision_attribute`` (default ``X_mean_``); an unfitted model runs the method as it
+    is (the method itself says it is not fitted)."""
+    @functools.wraps(method)
+    def in_precision(self, *args, **kwargs):
+        reference = getattr(self, getattr(self, "_precision_attribute", "X_mean_"), None)
+        if reference is None:
+            return method(self, *args, **kwargs)
+        fitted = "float32" if np.asarray(reference).dtype == np.float32 else "float64"
+        with precision(fitted):
+            return method(self, *args, **kwargs)
+
+    return in_precision
 
 
 def median_distance(X: np.ndarray, max_points: int = 1000, seed: int = 0) -> float:

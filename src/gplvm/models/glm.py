@@ -30,7 +30,8 @@ from gplvm.io import SaveMixin
 from gplvm.likelihoods import AbstractLikelihood, get_likelihood
 from gplvm.models import _glm_core as core
 from gplvm.models._checkpoint import ResumableMixin, holding_checkpoint
-from gplvm.models._common import check_features, check_is_fitted, default_features
+from gplvm.models._common import (check_features, check_is_fitted, default_features,
+                                  in_model_precision)
 from gplvm.models._rows import map_rows
 from gplvm.models._supervised import (
     fit_inputs, no_missing_values, query_inputs, warn_not_converged,
@@ -249,6 +250,7 @@ class BayesianGLM(ResumableMixin, SaveMixin, BaseEstimator):
         return self
 
     _fitted_attribute = "weights_mean_"
+    _precision_attribute = "weights_mean_"      # the precision its predictions compute in
 
     def resume(self):
         """Finish an interrupted (or checkpointed) fit from its stored Adam state: the result
@@ -320,6 +322,7 @@ class BayesianGLM(ResumableMixin, SaveMixin, BaseEstimator):
         return X, core.predictive(self._predict_key, self.features_, self.weights_mean_,
                                   self.weights_var_, self.y_mean_, int(self.n_predict_samples))
 
+    @in_model_precision
     def predict(self, X, return_std: bool = False):
         """Classifier: the most probable label.  Regressor: the predictive expectation E[y*]
         (eq. 29); ``return_std`` adds the predictive standard deviation (law of total variance
@@ -334,6 +337,7 @@ class BayesianGLM(ResumableMixin, SaveMixin, BaseEstimator):
         return (mean, np.sqrt(var)) if return_std else mean
 
     @available_if(_has_trial_probability)
+    @in_model_precision
     def predict_proba(self, X):
         """Classifier: the class probabilities (N*, 2) in the order of ``classes_``.  Binomial
         count model: [1 − p, p], the outcome probabilities of one trial (p = E[σ(f*)])."""
@@ -345,6 +349,7 @@ class BayesianGLM(ResumableMixin, SaveMixin, BaseEstimator):
         return np.column_stack([1.0 - p1, p1])
 
     @available_if(_is_regressor)
+    @in_model_precision
     def predict_quantile(self, X, q):
         """The q-quantile(s) of the predictive distribution by root finding (eqs. 30–31).
 
@@ -364,6 +369,7 @@ class BayesianGLM(ResumableMixin, SaveMixin, BaseEstimator):
         return out[:, 0] if np.ndim(q) == 0 else out
 
     @available_if(_is_regressor)
+    @in_model_precision
     def predict_interval(self, X, coverage: float = 0.9):
         """The central predictive interval (lower, upper) with the given coverage: the
         (1 − c)/2 and (1 + c)/2 quantiles."""
@@ -373,12 +379,14 @@ class BayesianGLM(ResumableMixin, SaveMixin, BaseEstimator):
         bounds = self.predict_quantile(X, [a, 1.0 - a])
         return bounds[:, 0], bounds[:, 1]
 
+    @in_model_precision
     def score(self, X, y, sample_weight=None):
         """scikit-learn's score: the accuracy of a classifier, R² of a regressor."""
         if self._fitted_classifier():
             return float(accuracy_score(y, self.predict(X), sample_weight=sample_weight))
         return float(r2_score(y, self.predict(X), sample_weight=sample_weight))
 
+    @in_model_precision
     def log_predictive_density(self, X, y):
         """Mean log predictive density of y under the Monte Carlo predictive (eq. 28), in y's
         units (labels of ``classes_`` for a classifier)."""

@@ -23,6 +23,7 @@ from gplvm.io import SaveMixin
 from gplvm.registry import register
 from gplvm.models._common import (
     block_expand, check_features, check_is_fitted, default_features, freeze_feature_variance,
+    in_model_precision,
 )
 from gplvm.models._rows import map_rows
 from gplvm.models._supervised import (
@@ -106,6 +107,8 @@ class BayesianLinearRegression(SaveMixin, RegressorMixin, BaseEstimator):
         var_y = y_std**2
         return float(noise) / var_y, np.broadcast_to(prior, (n_blocks,)) / var_y
 
+    _precision_attribute = "prior_var_"         # the precision its predictions compute in
+
     # ------------------------------------------------------------------ fit
     def fit(self, X, y):
         """Learn the hyper-parameters by maximising eq. 14, then condition the weights.
@@ -187,6 +190,7 @@ class BayesianLinearRegression(SaveMixin, RegressorMixin, BaseEstimator):
         return res.params, res.history, res.n_iter, res.converged, interrupted
 
     # ------------------------------------------------------------------ prediction
+    @in_model_precision
     def predict(self, X, return_std: bool = False):
         """Predictive mean of y* (eq. 16); with ``return_std`` also the square root of eq. 17
         (noise included), both in the units of y."""
@@ -198,6 +202,7 @@ class BayesianLinearRegression(SaveMixin, RegressorMixin, BaseEstimator):
             return mean
         return mean, np.sqrt(var) * self.y_std_
 
+    @in_model_precision
     def predict_quantile(self, X, q):
         """Quantile(s) of the Gaussian predictive of eq. 15: mean + sd·Φ⁻¹(q).
 
@@ -210,6 +215,7 @@ class BayesianLinearRegression(SaveMixin, RegressorMixin, BaseEstimator):
         out = mean[:, None] + sd[:, None] * norm.ppf(levels)[None, :]
         return out[:, 0] if np.ndim(q) == 0 else out
 
+    @in_model_precision
     def predict_interval(self, X, coverage: float = 0.9):
         """The central predictive interval (lower, upper) with the given coverage."""
         if not 0.0 < coverage < 1.0:
@@ -218,6 +224,7 @@ class BayesianLinearRegression(SaveMixin, RegressorMixin, BaseEstimator):
         bounds = self.predict_quantile(X, [a, 1.0 - a])
         return bounds[:, 0], bounds[:, 1]
 
+    @in_model_precision
     def weights_posterior(self):
         """Mean m (M,) and covariance C (M, M) of the weights, in the units of y (for the
         centred targets when ``standardize``)."""

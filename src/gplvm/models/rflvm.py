@@ -36,7 +36,7 @@ from gplvm.io import SaveMixin
 from gplvm.kernels import RBF
 from gplvm.likelihoods import get_likelihood
 from gplvm.models._checkpoint import holding_checkpoint
-from gplvm.models._common import check_is_fitted
+from gplvm.models._common import check_is_fitted, in_model_precision
 from gplvm.models._rows import map_rows
 from gplvm.models._rflvm import predict as pred
 from gplvm.models._rflvm.checks import check_fit_inputs, check_latent_points
@@ -422,6 +422,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
                                       int(self.transform_steps), data.Y, data.observed,
                                       data.offset, data.trials, W, beta, nv, disp)
 
+    @in_model_precision
     def transform(self, Y, return_var: bool = False, *, offset=None):
         """Posterior mean latents of new rows (map held fixed; rows may contain NaN).
 
@@ -435,6 +436,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
     def fit_transform(self, Y, y=None, **fit_params):
         return self.fit(Y, **fit_params).X_mean_
 
+    @in_model_precision
     def predict(self, X, return_var: bool = False):
         """Posterior predictive mean (and variance over draws of E[y | ψ]) at latent points X,
         in the units of Y; the variance leaves out the observation noise (for the Gaussian
@@ -457,6 +459,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
 
     inverse_transform = predict
 
+    @in_model_precision
     def impute(self, Y, *, offset=None):
         """A copy of Y with each NaN replaced by its posterior expected value (seed 000 §4.2).
 
@@ -480,6 +483,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         return (np.array_equal(Y, self._train_Y_, equal_nan=True)
                 and np.array_equal(np.asarray(data.offset), np.asarray(self._data_.offset)))
 
+    @in_model_precision
     def score(self, Y, y=None, *, offset=None):
         """Log pointwise predictive density of Y's observed entries, in the units of Y:
         Σ_i log of the mean over stored draws of p(y_i,obs | x_i*, map), with x_i* inferred
@@ -494,6 +498,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         jac = np.sum(np.where(np.isnan(Y), 0.0, np.log(self.scale_)))
         return float(lp) - float(jac)
 
+    @in_model_precision
     def sample(self, n_samples: int = 1, X=None, random_state=None, n_trials=None):
         """Data from the posterior generative process: per row a stored draw s of the map,
         x ~ N(0, I) (or the given X), y ~ p(y | φ_{W_s}(x)β_s, θ_s).

@@ -10,14 +10,12 @@ docs/contract.md (``transform``, ``score``, ``predict``, ``inverse_transform``, 
 
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from gplvm._config import float_dtype, precision
+from gplvm._config import float_dtype
 from gplvm._params import POSITIVE_INT, RANDOM_STATE, check_argument, check_params
 from gplvm._random import as_key
 from gplvm._validation import (
@@ -27,7 +25,7 @@ from gplvm._validation import (
 from gplvm.inference import sharding
 from gplvm.io import SaveMixin
 from gplvm.kernels import RBF
-from gplvm.models._common import check_is_fitted
+from gplvm.models._common import check_is_fitted, in_model_precision
 from gplvm.models.gplvm_family.bound import Problem
 from gplvm.models.gplvm_family.init import (initial_inducing, initial_jitter, initial_latents,
                                             initial_variances, resolve_rule)
@@ -37,22 +35,6 @@ from gplvm.models.gplvm_family.route import DenseRoute
 from gplvm.objectives import collapsed
 from gplvm.priors import dynamical
 from gplvm.transforms import inverse_softplus
-
-
-def in_model_precision(method):
-    """Run a method of a fitted model in the precision it was fitted in (float32 or float64),
-    whatever the process's precision now: a float32 model used in a float64 process (or after
-    ``gplvm.load`` there), or the reverse, computes as it was fitted instead of mixing dtypes
-    (issue 31).  Outputs come in the model's precision."""
-    @functools.wraps(method)
-    def in_precision(self, *args, **kwargs):
-        X_mean = getattr(self, "X_mean_", None)
-        if X_mean is None:          # not fitted: the method itself says so (NotFittedError)
-            return method(self, *args, **kwargs)
-        with precision("float32" if np.asarray(X_mean).dtype == np.float32 else "float64"):
-            return method(self, *args, **kwargs)
-
-    return in_precision
 
 
 def check_inducing(n_inducing: int, n_rows: int, what: str) -> None:
