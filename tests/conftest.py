@@ -90,12 +90,33 @@ def pytest_report_header(config):
     return f"gplvm: real datasets from {shared_data_dir()}"
 
 
+def memory_mappings() -> tuple[int, int] | None:
+    """(this process's memory mappings, the kernel's limit vm.max_map_count), where Linux says.
+
+    Every XLA executable compiled on the CPU keeps ~3 mappings (code, constants, data) for as
+    long as JAX caches it: one pytest process over many test files can reach the limit, and
+    XLA then aborts inside a compile (scripts/test.sh runs the files in groups for this)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            count = sum(1 for _ in maps)
+        with open("/proc/sys/vm/max_map_count") as limit:
+            return count, int(limit.read())
+    except (OSError, ValueError):
+        return None
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     n = getattr(config, "_gplvm_deselected", 0)
     if n:
         terminalreporter.write_line(
             f"gplvm: {n} tests needing ../shared/data were deselected because "
             f"{shared_data_dir()} does not exist", yellow=True)
+    mappings = memory_mappings()
+    if mappings is not None:
+        count, limit = mappings
+        terminalreporter.write_line(
+            f"gplvm: this process ends with {count:,} memory mappings of the {limit:,} the "
+            f"kernel allows ({100 * count / limit:.0f}%)", yellow=count > 0.6 * limit)
 
 
 @pytest.fixture
