@@ -98,6 +98,8 @@ def test_count_likelihood_recovers_planted_clusters(likelihood):
     baseline = accuracy(pca(np.log1p(Y)), labels)
     assert baseline >= 0.95                     # the data carry the clusters (module docstring)
     model = gplvm.RFLVM(likelihood=likelihood, **FIT).fit(Y, **fit_kw)
+    if likelihood == "multinomial":                 # J − 1 latent weight columns
+        assert model.beta_samples_.shape[-1] == Y.shape[1] - 1
     acc = accuracy(model.X_mean_, labels)
     assert acc >= THRESHOLD, f"{likelihood}: 1-NN accuracy {acc:.3f} (PCA {baseline:.3f})"
     assert acc >= baseline - 0.1, f"{likelihood}: {acc:.3f} vs PCA {baseline:.3f}"
