@@ -53,6 +53,20 @@ def _log_prob(lik, Y, F):
 
 
 @jax.jit
+def _grad_log_prob(lik, Y, F):
+    F = as_float(F)
+    Y = as_float(Y, F)
+    return lik._masked_in_latent(Y, lik._grad_log_prob(jnp.where(jnp.isnan(Y), 0.0, Y), F))
+
+
+@jax.jit
+def _curvature(lik, Y, F):
+    F = as_float(F)
+    Y = as_float(Y, F)
+    return lik._masked_in_latent(Y, lik._curvature(jnp.where(jnp.isnan(Y), 0.0, Y), F))
+
+
+@jax.jit
 def _inverse_link(lik, F):
     return lik._inverse_link(as_float(F))
 
@@ -162,6 +176,50 @@ class AbstractLikelihood(abc.ABC):
     def log_likelihood(self, Y: Data, F: Latent) -> Float[Array, ""]:
         """Σ log p(y | f) over all observed entries (a scalar)."""
         return jnp.sum(self.log_prob(Y, F))
+
+    # --- gradient and curvature in the latent values (gradient-based samplers, MAP, Laplace) ---
+
+    def grad_log_prob(self, Y: Data, F: Latent) -> Float[Array, "*batch L"]:
+        """∂/∂F of :meth:`log_likelihood`: the score of each latent value, in closed form.
+
+        What a gradient-based sampler or optimiser of ψ = Φβ (seed 000) needs from the
+        observation model: the chain rule through ψ is the model's, this factor the
+        likelihood's, so the sampler has no branch per likelihood.  0 where ``Y`` is missing.
+
+        Returns:
+            Shape of ``F``: (N, D); (N, J − 1) for the multinomial.
+        """
+        return _grad_log_prob(self, Y, F)
+
+    def curvature(self, Y: Data, F: Latent) -> Float[Array, "*batch L"]:
+        """−∂² log p(y | f)/∂f², elementwise: the diagonal of the negative Hessian of
+        :meth:`log_likelihood` in ``F`` (≥ 0; 0 where ``Y`` is missing).
+
+        For every likelihood here but the multinomial the Hessian is diagonal, so this is all
+        of it; for the multinomial it is the diagonal of each row's N_i (diag π − π πᵀ) over
+        the first J − 1 categories.  It sets the scale of a mass matrix or a Laplace
+        approximation (e.g. per-column scales from the MAP fit's curvature).
+
+        Returns:
+            Shape of ``F``.
+        """
+        return _curvature(self, Y, F)
+
+    def _grad_log_prob(self, Y: Array, F: Array) -> Array:
+        """∂ log p/∂F on complete ``Y`` (default: autodiff of the elementwise ``_log_prob``)."""
+        return jax.grad(lambda f: jnp.sum(self._log_prob(Y, f)))(F)
+
+    def _curvature(self, Y: Array, F: Array) -> Array:
+        """−∂² log p/∂F² elementwise on complete ``Y`` (default: a Hessian-vector product with
+        ones, which is the diagonal because an elementwise likelihood's Hessian is diagonal)."""
+        return -jax.jvp(lambda f: self._grad_log_prob(Y, f), (F,), (jnp.ones_like(F),))[1]
+
+    def _masked_in_latent(self, Y: Array, values: Array) -> Array:
+        """``values`` (shaped like F) set to 0 where Y is missing (a row, for the multinomial)."""
+        missing = self._missing(Y)
+        if missing.ndim < values.ndim:
+            missing = missing[..., None]
+        return jnp.where(missing, 0.0, values)
 
     def latent_dim(self, n_columns: int) -> int:
         """Number of columns of ``F`` for a ``Y`` with ``n_columns`` columns."""

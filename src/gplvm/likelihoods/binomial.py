@@ -39,6 +39,12 @@ class Bernoulli(AbstractLikelihood):
     def _log_prob(self, Y: Array, F: Array) -> Array:
         return Y * F - softplus(F)
 
+    def _grad_log_prob(self, Y: Array, F: Array) -> Array:
+        return Y - jax.nn.sigmoid(F)
+
+    def _curvature(self, Y: Array, F: Array) -> Array:
+        return jnp.broadcast_to(jax.nn.sigmoid(F) * jax.nn.sigmoid(-F), jnp.shape(Y - F))
+
     def _inverse_link(self, F: Array) -> Array:
         return jax.nn.sigmoid(as_float(F))
 
@@ -87,6 +93,13 @@ class Binomial(AbstractLikelihood):
         n = as_float(self.n_trials, F)
         log_choose = gammaln(n + 1.0) - gammaln(Y + 1.0) - gammaln(n - Y + 1.0)
         return log_choose + Y * F - n * softplus(F)
+
+    def _grad_log_prob(self, Y: Array, F: Array) -> Array:
+        return Y - as_float(self.n_trials, F) * jax.nn.sigmoid(F)
+
+    def _curvature(self, Y: Array, F: Array) -> Array:
+        n = as_float(self.n_trials, F)
+        return jnp.broadcast_to(n * jax.nn.sigmoid(F) * jax.nn.sigmoid(-F), jnp.shape(Y - F))
 
     def _inverse_link(self, F: Array) -> Array:
         F = as_float(F)

@@ -37,6 +37,12 @@ class Gaussian(AbstractLikelihood):
         var = as_float(self.noise_var, F)
         return -0.5 * (jnp.log(2.0 * jnp.pi * var) + (Y - F) ** 2 / var)
 
+    def _grad_log_prob(self, Y: Array, F: Array) -> Array:
+        return (Y - F) / as_float(self.noise_var, F)
+
+    def _curvature(self, Y: Array, F: Array) -> Array:
+        return jnp.broadcast_to(1.0 / as_float(self.noise_var, F), jnp.shape(Y - F))
+
     def _inverse_link(self, F: Array) -> Array:
         return as_float(F)
 

@@ -105,6 +105,18 @@ class Multinomial(AbstractLikelihood):
         log_coef = gammaln(total + 1.0) - jnp.sum(gammaln(Y + 1.0), axis=-1)
         return log_coef + jnp.sum(Y * log_pi, axis=-1)
 
+    def _grad_log_prob(self, Y: Array, F: Array) -> Array:
+        """y_ij − N_i π_ij for the first J − 1 categories (N_i the row's observed total)."""
+        total = jnp.sum(Y, axis=-1, keepdims=True)
+        return Y[..., :-1] - total * self.probabilities(F)[..., :-1]
+
+    def _curvature(self, Y: Array, F: Array) -> Array:
+        """N_i π_ij (1 − π_ij), 1 − π_ij as σ(−ψ_ij) (no cancellation when π_ij → 1)."""
+        L = _logits(F)
+        psi = (L - logsumexp_others(L))[..., :-1]
+        total = jnp.sum(Y, axis=-1, keepdims=True)
+        return total * jax.nn.sigmoid(psi) * jax.nn.sigmoid(-psi)
+
     def _totals(self, F: Array) -> Array:
         """n_trials shaped to broadcast against (..., J)."""
         if self.n_trials is None:

@@ -53,6 +53,13 @@ class NegativeBinomial(AbstractLikelihood):
         # y·ψ − (y + r)·softplus(ψ) = y·log σ(ψ) + r·log σ(−ψ), exact for |ψ| ≫ 1.
         return log_coef + Y * F - (Y + r) * jnp.logaddexp(F, 0.0)
 
+    def _grad_log_prob(self, Y: Array, F: Array) -> Array:
+        # y − (y + r)·σ(ψ), the score of y·ψ − (y + r)·softplus(ψ)
+        return Y - (Y + as_float(self.dispersion, F)) * jax.nn.sigmoid(F)
+
+    def _curvature(self, Y: Array, F: Array) -> Array:
+        return (Y + as_float(self.dispersion, F)) * jax.nn.sigmoid(F) * jax.nn.sigmoid(-F)
+
     def _inverse_link(self, F: Array) -> Array:
         F = as_float(F)
         return as_float(self.dispersion, F) * jnp.exp(F)

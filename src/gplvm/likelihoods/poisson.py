@@ -34,6 +34,12 @@ class Poisson(AbstractLikelihood):
         # y·f − e^f − log y!: uses f directly, never log(e^f), so it is exact for f ≪ 0.
         return Y * F - jnp.exp(F) - gammaln(Y + 1.0)
 
+    def _grad_log_prob(self, Y: Array, F: Array) -> Array:
+        return Y - jnp.exp(F)
+
+    def _curvature(self, Y: Array, F: Array) -> Array:
+        return jnp.broadcast_to(jnp.exp(F), jnp.shape(Y - F))
+
     def _inverse_link(self, F: Array) -> Array:
         return jnp.exp(as_float(F))
 
