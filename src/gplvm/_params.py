@@ -306,7 +306,8 @@ RULES: dict[str, dict[str, Rule]] = {
               "block_size": POSITIVE_INT, "standardize": FLAG, "random_state": RANDOM_STATE,
               "progress": FLAG, "checkpoint": CHECKPOINT,
               "checkpoint_interval": NON_NEGATIVE,
-              "nb_beta": _choice("polya_gamma", "slice"), "devices": DEVICES},
+              "nb_beta": _choice("polya_gamma", "slice"), "sampler": _choice("gibbs", "nuts"),
+              "devices": DEVICES},
     "BayesianLinearRegression": {
         "features": FEATURES, "n_features": POSITIVE_INT, "ard": FLAG,
         "noise_var": _optional(POSITIVE, "0.1"), "prior_var": PRIOR_VAR, "optimize": FLAG,

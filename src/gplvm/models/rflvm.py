@@ -40,7 +40,7 @@ from gplvm.models._common import check_is_fitted, in_model_precision
 from gplvm.models._rows import map_rows
 from gplvm.models._rflvm import predict as pred
 from gplvm.models._rflvm.checks import check_fit_inputs, check_latent_points
-from gplvm.models._rflvm.fitted import (SAMPLER_INFO, aligned_draws, record_heavy,
+from gplvm.models._rflvm.fitted import (aligned_draws, record_heavy,
                                         record_light, trace)
 from gplvm.models._rflvm.inference_data import inference_data
 from gplvm.models._rflvm.init import initial_states, prepare_data
@@ -102,6 +102,11 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
             column without augmentation, about half the cost of a congress109 sweep, but slower
             to mix where counts span orders of magnitude: bridges 1-NN 0.755 against 0.836 in
             the Table 1 protocol, ``benchmarks/README.md``).
+        sampler: ``'gibbs'`` (seed 000's sweep: β given X, X given β, each by its own
+            kernel) or ``'nuts'``: X, β and the negative binomial's log r jointly by one NUTS
+            transition per sweep given W (blackjax; step size and diagonal mass matrix adapted
+            during burn-in; the Gaussian's β integrated out), W and the DP mixture by their own
+            steps (:mod:`gplvm.models._rflvm.joint`, issue 30).  Static latent prior only.
         devices: None (default): the chains run one per device (one CPU device per core).  A
             count d (the first d devices), a list of ``jax.Device`` or a
             ``jax.sharding.Mesh``: for data too big for one device, each chain is split over
@@ -133,7 +138,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
                  transform_steps: int = 50,
                  block_size: int = 50, standardize: bool = True, random_state=0,
                  progress: bool = True, checkpoint=None, checkpoint_interval: float = 60.0,
-                 nb_beta: str = "polya_gamma", devices=None):
+                 nb_beta: str = "polya_gamma", sampler: str = "gibbs", devices=None):
         self.n_components = n_components
         self.likelihood = likelihood
         self.n_features = n_features
@@ -159,6 +164,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         self.checkpoint = checkpoint
         self.checkpoint_interval = checkpoint_interval
         self.nb_beta = nb_beta
+        self.sampler = sampler
         self.devices = devices
 
     # --- fitting ------------------------------------------------------------------------------
@@ -170,9 +176,11 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
                          dynamic=dynamic, beta_prior_var=float(self.beta_prior_var),
                          intercept_prior_var=float(self.intercept_prior_var),
                          n_x_steps=int(self.x_steps), map_sweeps=self._map_sweeps(),
-                         nb_beta=str(self.nb_beta))
+                         nb_beta=str(self.nb_beta), sampler=str(self.sampler))
 
     def _map_sweeps(self) -> int:
+        if self.map_sweeps == "auto" and self.sampler == "nuts":
+            return 0     # NUTS adapts from the start; uphill sweeps would disturb adaptation
         if self.map_sweeps == "auto":
             return int(self.burn_in) // 2
         return int(self.map_sweeps)
@@ -212,6 +220,9 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         keys = jax.random.split(key_init, self.n_chains)
         jitter = 0.1
         states = initial_states(keys, spec, data, X0, jitter, self.n_clusters)
+        if states.tuning is not None:     # the NUTS block adapts over the burn-in
+            states = states._replace(tuning=states.tuning._replace(
+                burn_in=np.full(self.n_chains, int(self.burn_in), np.int32)))
         u = _inducing_times(times, self.n_inducing_times)
         # The data travel with each chain's state, so the compiled sweep depends on the spec
         # and the shapes only and is reused by later fits (other seeds, other data of the
@@ -338,7 +349,8 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         self.n_iter_ = int(result.n_done)
         self.interrupted_ = bool(result.interrupted)
         self.history_ = np.asarray(result.trace["log_lik"])
-        self.sampler_info_ = {k: np.asarray(result.trace[k]) for k in SAMPLER_INFO}
+        self.sampler_info_ = {k: np.asarray(v) for k, v in result.trace.items()
+                              if k != "log_lik"}
         self.accept_rate_ = float(np.mean(self.sampler_info_["accept_W"]))
         # Interrupted before a (heavy) draw was kept: the chains' last states stand in for the
         # draws, so the model stays usable (API.md); they are not posterior draws.

@@ -58,6 +58,9 @@ def check_fit_inputs(model, Y, times, offset, n_trials):
     lik.validate(Y)                    # (the multinomial's: at least 2 categories)
     if kind == "gaussian":
         check_no_constant_columns(Y)
+    if times is not None and model.sampler == "nuts":
+        raise ValueError("sampler='nuts' samples the iid N(0, I) latent prior only; pass "
+                         "sampler='gibbs' for the dynamic RFLVM (times=...)")
     if times is not None:
         times = as_1d_float(times, "times")
         if times.shape[0] != N:

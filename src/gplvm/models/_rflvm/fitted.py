@@ -14,6 +14,9 @@ from gplvm.inference.mcmc import align_samples, generalised_procrustes
 
 #: the samplers' per-sweep diagnostics kept in the trace (:class:`.spec.RFLVMState`)
 SAMPLER_INFO = ("accept_W", "n_proposals_X", "n_proposals_beta")
+#: and the NUTS block's (``sampler='nuts'``; :class:`gplvm.inference.mcmc.nuts.NUTSTuning`):
+#: mean acceptance statistic, leapfrog steps and step size of each sweep's transition
+NUTS_INFO = {"accept_nuts": "accept", "n_leapfrog": "n_steps", "step_size": "step_size"}
 
 
 def record_light(carry) -> dict:
@@ -35,7 +38,10 @@ def record_heavy(carry) -> dict:
 def trace(carry) -> dict:
     """Every sweep's log-likelihood and the samplers' diagnostics."""
     state = carry[0]
-    return {"log_lik": state.log_lik, **{k: getattr(state, k) for k in SAMPLER_INFO}}
+    out = {"log_lik": state.log_lik, **{k: getattr(state, k) for k in SAMPLER_INFO}}
+    if state.tuning is not None:
+        out.update({k: getattr(state.tuning, f) for k, f in NUTS_INFO.items()})
+    return out
 
 
 def aligned_draws(light: dict, heavy: dict):

@@ -12,6 +12,7 @@ from scipy.special import gammaln
 from gplvm._pytree import to_device
 from gplvm.inference.mcmc._block import Block
 from gplvm.models._rflvm.dispersion import crt_layout
+from gplvm.models._rflvm.joint import init_tuning
 from gplvm.models._rflvm.spec import RFLVMData, RFLVMSpec, RFLVMState
 from gplvm.samplers.dp_mixture import default_niw_prior, dp_init
 
@@ -132,7 +133,8 @@ def init_state(key: Array, spec: RFLVMSpec, data: RFLVMData, X0: Array, jitter: 
         dispersion=r0, dispersion_rate=jnp.ones(()), dp=dp, Y_fill=data.Y,
         time_params=jnp.array([jnp.log(0.1 * span), 0.0]), log_lik=jnp.zeros(()),
         accept_W=jnp.zeros((), dtype), n_sweeps=jnp.zeros((), jnp.int32),
-        n_proposals_X=jnp.full((), jnp.nan, dtype), n_proposals_beta=jnp.full((), jnp.nan, dtype))
+        n_proposals_X=jnp.full((), jnp.nan, dtype), n_proposals_beta=jnp.full((), jnp.nan, dtype),
+        tuning=init_tuning(spec, N, dtype) if spec.sampler == "nuts" else None)
 
 
 def initial_states(keys: Array, spec: RFLVMSpec, data: RFLVMData, X0: Array, jitter: float,

@@ -55,6 +55,10 @@ class RFLVMSpec:
             (:mod:`gplvm.models._rflvm.weights_ess`, issue 14): ~2x cheaper per sweep on
             congress109 but slower to mix where a column's counts span orders of magnitude
             (bridges).  Both leave the same posterior invariant.
+        sampler: ``'gibbs'`` (seed 000's sweep: β given X, X given β) or ``'nuts'``: X, β and
+            the NB's log r jointly by one NUTS transition per sweep given W, its step size
+            and diagonal mass matrix adapted during burn-in (:mod:`.joint`, issue 30).
+        max_doublings: ``'nuts'``: at most 2^max_doublings − 1 leapfrog steps per transition.
     """
 
     likelihood: str
@@ -74,6 +78,8 @@ class RFLVMSpec:
     map_sweeps: int = 0
     map_steps: int = 5
     nb_beta: str = "polya_gamma"
+    sampler: str = "gibbs"
+    max_doublings: int = 8
 
     @property
     def n_weights(self) -> int:
@@ -83,6 +89,8 @@ class RFLVMSpec:
     @property
     def polya_gamma(self) -> bool:
         """Whether β is drawn given Pólya-gamma variables ω (eq. 28)."""
+        if self.sampler == "nuts":
+            return False
         if self.likelihood == "negative_binomial":
             return self.nb_beta == "polya_gamma"
         return self.likelihood in POLYA_GAMMA
@@ -154,6 +162,8 @@ class RFLVMState(NamedTuple):
             accepted), averaged over blocks and the sweep's X steps; NaN in a MAP warm-up sweep.
         n_proposals_beta: () the same for the columns of β (Poisson); NaN where β is drawn
             from its exact conditional.
+        tuning: ``sampler='nuts'``: the NUTS block's step size, mass matrix and adaptation
+            state (:class:`gplvm.inference.mcmc.nuts.NUTSTuning`); None for the Gibbs sweep.
 
     The last two are None only in states read from files saved before they existed
     (:meth:`gplvm.RFLVM._upgrade_fitted` fills them in).
@@ -173,3 +183,4 @@ class RFLVMState(NamedTuple):
     n_sweeps: Array
     n_proposals_X: Any = None
     n_proposals_beta: Any = None
+    tuning: Any = None

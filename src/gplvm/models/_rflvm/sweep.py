@@ -16,6 +16,13 @@ before any step that conditions on it):
 
 then, under kernel learning, the DP mixture on W (eqs. 23–25).
 
+With ``spec.sampler = 'nuts'`` (issue 30) the β and X steps are one NUTS transition of
+(X, β, log r) given W (:mod:`.joint`):
+
+* Gaussian: W | X, σ², Y (β out) → σ² | X, W, Y (β out) → X | W, σ², Y (β out, NUTS) →
+  β | X, W, σ², Y → missing y | β, X, W, σ².
+* counts: (X, β, log r) | W, h (NUTS) → NB: h | r → W | β, X.
+
 X, β (Poisson, NB) and W are moved by the kernels of :mod:`gplvm.inference.mcmc` (elliptical
 slice, Metropolis–Hastings); the state after the sweep carries their ``Info`` summarised:
 ``accept_W``, ``n_proposals_X``, ``n_proposals_beta`` (:class:`.spec.RFLVMState`).
@@ -30,6 +37,7 @@ from jax import lax
 from gplvm.models._rflvm.dispersion import mean_preserving_moves, update_dispersion_crt
 from gplvm.models._rflvm.features import design
 from gplvm.models._rflvm.init import nb_prior_mean
+from gplvm.models._rflvm.joint import update_joint
 from gplvm.models._rflvm.frequencies import (FrequencyPrior, frequency_prior,
                                              update_frequencies_collapsed,
                                              update_frequencies_given_beta)
@@ -123,9 +131,21 @@ def _sweep_gaussian(key, spec, data, state, inducing_times):
     state = state._replace(W=W, beta=beta, noise_var=noise_var,
                            accept_W=_fraction(n_acc, spec.n_freq, Y.dtype),
                            n_proposals_beta=jnp.full((), jnp.nan, Y.dtype))
-    # X given the observed entries only (the missing ones integrated out), then the missing
-    # entries redrawn at the new X: a partially collapsed step followed by the draw it needs.
-    state, log_lik = _update_latents(k_x, spec, data, state, data.Y, inducing_times)
+    if spec.sampler == "nuts":
+        # X given the filled data with β integrated out, then β given the new X
+        k_joint, k_beta_new = jax.random.split(k_x)
+        X, _, _, tuning = update_joint(k_joint, spec, data, state, state.tuning, Y)
+        Phi = design(X, W, False)
+        terms = collapsed_terms(Phi.T @ Phi, Phi.T @ Y, s0)
+        beta = sample_beta_gaussian(k_beta_new, terms, noise_var)
+        state = state._replace(X=X, beta=beta, tuning=tuning)
+        log_lik = None
+    else:
+        # X given the observed entries only (the missing ones integrated out), then the
+        # missing entries redrawn at the new X: a partially collapsed step followed by the
+        # draw it needs.
+        state, log_lik = _update_latents(k_x, spec, data, state, data.Y, inducing_times)
+    beta = state.beta
 
     def fill():
         F = design(state.X, W, False) @ beta
@@ -138,7 +158,26 @@ def _sweep_gaussian(key, spec, data, state, inducing_times):
     return state._replace(Y_fill=Y_fill), log_lik
 
 
+def _sweep_counts_nuts(key, spec, data, state):
+    """(X, β, log r) | W, h by NUTS → NB: h | r (eq. 29's hierarchy) → W | β, X."""
+    k_joint, k_h, k_w, k_prop = jax.random.split(key, 4)
+    X, beta, r, tuning = update_joint(k_joint, spec, data, state, state.tuning)
+    state = state._replace(X=X, beta=beta, tuning=tuning)
+    if r is not None:
+        _, b0, g0 = spec.dispersion_prior
+        shape = b0 + r.shape[0] * spec.dispersion_prior[0]
+        h = jax.random.gamma(k_h, shape, dtype=r.dtype) / (g0 + jnp.sum(r))
+        state = state._replace(dispersion=r, dispersion_rate=h)
+    Phi = design(X, state.W, spec.intercept)
+    W, n_acc = update_frequencies_given_beta(k_w, prior_W(k_prop, spec, data, state), X,
+                                             state.W, beta, spec.likelihood, data,
+                                             state.noise_var, state.dispersion, Phi, Phi @ beta)
+    return state._replace(W=W, accept_W=_fraction(n_acc, spec.n_freq, Phi.dtype)), None
+
+
 def _sweep_counts(key, spec, data, state, inducing_times):
+    if spec.sampler == "nuts":
+        return _sweep_counts_nuts(key, spec, data, state)
     k_beta, k_r, k_w, k_prop, k_x, k_move = jax.random.split(key, 6)
     Phi = design(state.X, state.W, spec.intercept)
     if spec.polya_gamma:

@@ -1,0 +1,81 @@
+"""Inject bugs into the RFLVM's NUTS block and show that the Geweke test catches each (issue 30).
+
+    .venv/bin/python scripts/rflvm_nuts_injected_bugs.py [--bugs none,no_x_prior,...]
+        [--kind poisson|gaussian] [--seed 14]
+
+Runs the whole-sweep Geweke test of tests/test_rflvm_geweke.py (same simulators, sizes and
+critical value) on ``sampler='nuts'`` with one bug monkeypatched into
+:mod:`gplvm.models._rflvm.joint` at a time, and prints max |z| beside the critical value:
+
+* ``none``: the unmodified block (should pass);
+* ``no_x_prior``: the N(0, I) prior of X left out of the log-density;
+* ``beta_prior_scale``: the whitened weights scaled by 1.2 (a wrong prior variance of β);
+* ``tempered``: the log-density multiplied by 0.8 (a target that is not the posterior).
+
+A wrong gradient is not in the list on purpose: the leapfrog map of any potential is
+volume-preserving and reversible and the acceptance step uses the true log-density, so a
+wrong gradient costs acceptance, not correctness; no invariance test can see it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+import test_rflvm_geweke as G  # noqa: E402
+
+import gplvm.models._rflvm.joint as J  # noqa: E402
+
+ORIGINAL = (J.log_density, J.from_position)
+
+
+def inject(bug: str) -> None:
+    J.log_density, J.from_position = ORIGINAL
+    log_density, from_position = ORIGINAL
+    if bug == "no_x_prior":
+        def patched(spec, data, W, noise_var, rate, Y=None):
+            f = log_density(spec, data, W, noise_var, rate, Y)
+            n = data.Y.shape[0] * spec.n_components
+            return lambda p: f(p) + 0.5 * (p[:n] ** 2).sum()
+        J.log_density = patched
+    elif bug == "beta_prior_scale":
+        def patched_from(spec, data, p):
+            X, beta, log_r = from_position(spec, data, p)
+            return X, None if beta is None else beta.at[:-1].multiply(1.2), log_r
+        J.from_position = patched_from
+    elif bug == "tempered":
+        def patched(spec, data, W, noise_var, rate, Y=None):
+            f = log_density(spec, data, W, noise_var, rate, Y)
+            return lambda p: 0.8 * f(p)
+        J.log_density = patched
+    elif bug != "none":
+        raise SystemExit(f"unknown bug {bug!r}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--bugs", default="none,no_x_prior,beta_prior_scale,tempered")
+    parser.add_argument("--kind", default="poisson", choices=("poisson", "gaussian"))
+    parser.add_argument("--seed", type=int, default=14)
+    args = parser.parse_args(argv)
+    learn_kernel = args.kind == "gaussian"        # the test's two cases
+    for bug in args.bugs.split(","):
+        inject(bug)
+        rng = np.random.default_rng(args.seed)
+        g_m = G.marginal_conditional(rng, args.kind, learn_kernel, G.N_MARGINAL)
+        g_s = G.successive_conditional(rng, args.kind, learn_kernel, G.N_CHAINS, G.N_STEPS,
+                                       sampler="nuts")
+        z, _ = G.geweke_z(g_m, g_s)
+        worst = max(z, key=lambda k: abs(z[k]))
+        crit = G.critical_value(len(z))
+        print(f"{args.kind:8s} {bug:18s} max |z| = {abs(z[worst]):7.1f} ({worst}); critical "
+              f"{crit:.2f}: {'caught' if abs(z[worst]) > crit else 'passes'}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
