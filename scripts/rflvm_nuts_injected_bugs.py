@@ -10,7 +10,9 @@ critical value) on ``sampler='nuts'`` with one bug monkeypatched into
 * ``none``: the unmodified block (should pass);
 * ``no_x_prior``: the N(0, I) prior of X left out of the log-density;
 * ``beta_prior_scale``: the whitened weights scaled by 1.2 (a wrong prior variance of β);
-* ``tempered``: the log-density multiplied by 0.8 (a target that is not the posterior).
+* ``tempered``: the log-density multiplied by 0.8 (a target that is not the posterior);
+* ``scale_no_jacobian``: the joint scale move (:mod:`gplvm.models._rflvm.scale`) without
+  the Jacobian c^{NQ − (M/2)Q} in its acceptance ratio.
 
 A wrong gradient is not in the list on purpose: the leapfrog map of any potential is
 volume-preserving and reversible and the acceptance step uses the true log-density, so a
@@ -29,14 +31,35 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import test_rflvm_geweke as G  # noqa: E402
 
-import gplvm.models._rflvm.joint as J  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
 
-ORIGINAL = (J.log_density, J.from_position)
+import gplvm.models._rflvm.joint as J  # noqa: E402
+import gplvm.models._rflvm.sweep as S  # noqa: E402
+
+ORIGINAL = (J.log_density, J.from_position, S.scale_moves)
+
+
+def _scale_moves_without_jacobian(key, X, W, log_prior_W):
+    """:func:`gplvm.models._rflvm.scale.scale_moves` with the Jacobian left out."""
+    rows = jnp.arange(W.shape[0])
+
+    def log_target(X, W):
+        return -0.5 * jnp.sum(X**2) + jnp.sum(jax.vmap(log_prior_W)(rows, W))
+
+    for step, k in zip((0.1, 0.03, 0.01), jax.random.split(key, 3)):
+        k_c, k_u = jax.random.split(k)
+        log_c = step * jax.random.normal(k_c, (), X.dtype)
+        X_new, W_new = X * jnp.exp(log_c), W * jnp.exp(-log_c)
+        accept = (jnp.log(jax.random.uniform(k_u, (), X.dtype))
+                  < log_target(X_new, W_new) - log_target(X, W))
+        X, W = jnp.where(accept, X_new, X), jnp.where(accept, W_new, W)
+    return X, W, jnp.zeros((), jnp.int32)
 
 
 def inject(bug: str) -> None:
-    J.log_density, J.from_position = ORIGINAL
-    log_density, from_position = ORIGINAL
+    J.log_density, J.from_position, S.scale_moves = ORIGINAL
+    log_density, from_position, _ = ORIGINAL
     if bug == "no_x_prior":
         def patched(spec, data, W, noise_var, rate, Y=None):
             f = log_density(spec, data, W, noise_var, rate, Y)
@@ -53,13 +76,16 @@ def inject(bug: str) -> None:
             f = log_density(spec, data, W, noise_var, rate, Y)
             return lambda p: 0.8 * f(p)
         J.log_density = patched
+    elif bug == "scale_no_jacobian":
+        S.scale_moves = _scale_moves_without_jacobian
     elif bug != "none":
         raise SystemExit(f"unknown bug {bug!r}")
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--bugs", default="none,no_x_prior,beta_prior_scale,tempered")
+    parser.add_argument("--bugs",
+                        default="none,no_x_prior,beta_prior_scale,tempered,scale_no_jacobian")
     parser.add_argument("--kind", default="poisson", choices=("poisson", "gaussian"))
     parser.add_argument("--seed", type=int, default=14)
     args = parser.parse_args(argv)

@@ -20,8 +20,11 @@ With ``spec.sampler = 'nuts'`` (issue 30) the β and X steps are one NUTS transi
 (X, β, log r) given W (:mod:`.joint`):
 
 * Gaussian: W | X, σ², Y (β out) → σ² | X, W, Y (β out) → X | W, σ², Y (β out, NUTS) →
-  β | X, W, σ², Y → missing y | β, X, W, σ².
-* counts: (X, β, log r) | W, h (NUTS) → NB: h | r → W | β, X.
+  (X, W) ↦ (cX, W/c) → β | X, W, σ², Y → missing y | β, X, W, σ².
+* counts: (X, β, log r) | W, h (NUTS) → NB: h | r → W | β, X → (X, W) ↦ (cX, W/c).
+
+The scale moves (:mod:`.scale`) leave Φ unchanged and move the direction that the blocks
+given each other cannot: the kernel's length-scale against the latents' spread.
 
 X, β (Poisson, NB) and W are moved by the kernels of :mod:`gplvm.inference.mcmc` (elliptical
 slice, Metropolis–Hastings); the state after the sweep carries their ``Info`` summarised:
@@ -45,6 +48,7 @@ from gplvm.models._rflvm.latents import (_row_ll_fn, map_x_dynamic, map_x_static
                                           update_time_params, update_x_dynamic,
                                           update_x_static)
 from gplvm.models._rflvm.loglik import full_log_lik, log_lik_constant
+from gplvm.models._rflvm.scale import scale_moves
 from gplvm.models._rflvm.spec import RFLVMData, RFLVMSpec, RFLVMState
 from gplvm.models._rflvm.weights import (collapsed_terms, sample_beta_pg,
                                          sample_beta_pg_column, sample_noise_var,
@@ -121,9 +125,9 @@ def _sweep_gaussian(key, spec, data, state, inducing_times):
     s0 = spec.beta_prior_var
     Y = state.Y_fill
     N = Y.shape[0]
+    prior = prior_W(k_prop, spec, data, state)
     W, n_acc, (gram, PtY) = update_frequencies_collapsed(
-        k_w, prior_W(k_prop, spec, data, state), state.X, state.W, Y, state.noise_var, s0,
-        with_products=True)
+        k_w, prior, state.X, state.W, Y, state.noise_var, s0, with_products=True)
     terms = collapsed_terms(gram, PtY, s0)
     yy = jnp.sum(Y**2, axis=0)
     noise_var = sample_noise_var(k_s2, terms, yy, N, spec.noise_prior)
@@ -133,8 +137,11 @@ def _sweep_gaussian(key, spec, data, state, inducing_times):
                            n_proposals_beta=jnp.full((), jnp.nan, Y.dtype))
     if spec.sampler == "nuts":
         # X given the filled data with β integrated out, then β given the new X
-        k_joint, k_beta_new = jax.random.split(k_x)
+        k_joint, k_beta_new, k_scale = jax.random.split(k_x, 3)
         X, _, _, tuning = update_joint(k_joint, spec, data, state, state.tuning, Y)
+        if prior.log_density is not None:       # (X, W) -> (cX, W/c): Φ, β unchanged
+            X, W, _ = scale_moves(k_scale, X, W, prior.log_density)
+            state = state._replace(W=W)
         Phi = design(X, W, False)
         terms = collapsed_terms(Phi.T @ Phi, Phi.T @ Y, s0)
         beta = sample_beta_gaussian(k_beta_new, terms, noise_var)
@@ -160,7 +167,7 @@ def _sweep_gaussian(key, spec, data, state, inducing_times):
 
 def _sweep_counts_nuts(key, spec, data, state):
     """(X, β, log r) | W, h by NUTS → NB: h | r (eq. 29's hierarchy) → W | β, X."""
-    k_joint, k_h, k_w, k_prop = jax.random.split(key, 4)
+    k_joint, k_h, k_w, k_prop, k_scale = jax.random.split(key, 5)
     X, beta, r, tuning = update_joint(k_joint, spec, data, state, state.tuning)
     state = state._replace(X=X, beta=beta, tuning=tuning)
     if r is not None:
@@ -169,10 +176,13 @@ def _sweep_counts_nuts(key, spec, data, state):
         h = jax.random.gamma(k_h, shape, dtype=r.dtype) / (g0 + jnp.sum(r))
         state = state._replace(dispersion=r, dispersion_rate=h)
     Phi = design(X, state.W, spec.intercept)
-    W, n_acc = update_frequencies_given_beta(k_w, prior_W(k_prop, spec, data, state), X,
-                                             state.W, beta, spec.likelihood, data,
-                                             state.noise_var, state.dispersion, Phi, Phi @ beta)
-    return state._replace(W=W, accept_W=_fraction(n_acc, spec.n_freq, Phi.dtype)), None
+    prior = prior_W(k_prop, spec, data, state)
+    W, n_acc = update_frequencies_given_beta(k_w, prior, X, state.W, beta, spec.likelihood,
+                                             data, state.noise_var, state.dispersion, Phi,
+                                             Phi @ beta)
+    if prior.log_density is not None:           # (X, W) -> (cX, W/c): Φ unchanged
+        X, W, _ = scale_moves(k_scale, X, W, prior.log_density)
+    return state._replace(X=X, W=W, accept_W=_fraction(n_acc, spec.n_freq, Phi.dtype)), None
 
 
 def _sweep_counts(key, spec, data, state, inducing_times):
