@@ -9,6 +9,7 @@ critical value) on ``sampler='nuts'`` with one bug monkeypatched into
 
 * ``none``: the unmodified block (should pass);
 * ``no_x_prior``: the N(0, I) prior of X left out of the log-density;
+* ``no_w_prior``: the frequencies' prior left out of the log-density (W is in the position);
 * ``beta_prior_scale``: the whitened weights scaled by 1.2 (a wrong prior variance of β);
 * ``tempered``: the log-density multiplied by 0.8 (a target that is not the posterior);
 * ``scale_no_jacobian``: the joint scale move (:mod:`gplvm.models._rflvm.scale`) without
@@ -61,19 +62,24 @@ def inject(bug: str) -> None:
     J.log_density, J.from_position, S.scale_moves = ORIGINAL
     log_density, from_position, _ = ORIGINAL
     if bug == "no_x_prior":
-        def patched(spec, data, W, noise_var, rate, Y=None):
-            f = log_density(spec, data, W, noise_var, rate, Y)
+        def patched(spec, data, W, noise_var, rate, Y=None, log_prior_W=None, centre=None):
+            f = log_density(spec, data, W, noise_var, rate, Y, log_prior_W, centre)
             n = data.Y.shape[0] * spec.n_components
             return lambda p: f(p) + 0.5 * (p[:n] ** 2).sum()
         J.log_density = patched
+    elif bug == "no_w_prior":
+        def patched(spec, data, W, noise_var, rate, Y=None, log_prior_W=None, centre=None):
+            return log_density(spec, data, W, noise_var, rate, Y,
+                               lambda m, w: jnp.zeros((), w.dtype), centre)
+        J.log_density = patched
     elif bug == "beta_prior_scale":
-        def patched_from(spec, data, p):
-            X, beta, log_r = from_position(spec, data, p)
-            return X, None if beta is None else beta.at[:-1].multiply(1.2), log_r
+        def patched_from(spec, data, p, W_given=None, centre=None):
+            X, W, beta, log_r = from_position(spec, data, p, W_given, centre)
+            return X, W, None if beta is None else beta.at[:-1].multiply(1.2), log_r
         J.from_position = patched_from
     elif bug == "tempered":
-        def patched(spec, data, W, noise_var, rate, Y=None):
-            f = log_density(spec, data, W, noise_var, rate, Y)
+        def patched(spec, data, W, noise_var, rate, Y=None, log_prior_W=None, centre=None):
+            f = log_density(spec, data, W, noise_var, rate, Y, log_prior_W, centre)
             return lambda p: 0.8 * f(p)
         J.log_density = patched
     elif bug == "scale_no_jacobian":
@@ -85,7 +91,7 @@ def inject(bug: str) -> None:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bugs",
-                        default="none,no_x_prior,beta_prior_scale,tempered,scale_no_jacobian")
+                        default="none,no_x_prior,no_w_prior,beta_prior_scale,tempered,scale_no_jacobian")
     parser.add_argument("--kind", default="poisson", choices=("poisson", "gaussian"))
     parser.add_argument("--seed", type=int, default=14)
     args = parser.parse_args(argv)

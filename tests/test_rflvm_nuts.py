@@ -6,10 +6,13 @@ That the block leaves the posterior invariant is tested by the Geweke test of th
 
 from __future__ import annotations
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 
 import gplvm
 from gplvm.inference.mcmc.nuts import adapt, nuts_transition, tuning_init
@@ -84,3 +87,79 @@ def test_nuts_refuses_the_dynamic_prior_naming_the_fix():
     Y = np.random.default_rng(0).poisson(2.0, (10, 3)).astype(float)
     with pytest.raises(ValueError, match="sampler='gibbs'"):
         gplvm.RFLVM(sampler="nuts", progress=False).fit(Y, times=np.arange(10.0))
+
+
+def _small_counts(seed=0, n=30):
+    rng = np.random.default_rng(seed)
+    t = np.linspace(-2, 2, n)
+    return rng.poisson(np.exp(np.stack([np.sin(t + j) for j in range(5)], axis=1))).astype(
+        float)
+
+
+def test_auto_stops_at_the_first_round_whose_figures_converge(monkeypatch):
+    """``n_iter='auto'``: rounds of max(burn_in, 100) sweeps after burn-in, each followed by
+    the convergence check, stopping at the first that passes (the rule is made to pass at
+    its second call here: the rule itself is tested in tests/test_mcmc_convergence.py and
+    below); the stored figures are those of the stored draws."""
+    from gplvm.models import rflvm as module
+    from gplvm.models._rflvm.convergence import convergence_figures
+
+    calls = []
+
+    def second_time(figures, target):
+        calls.append(figures["n_draws"])
+        return len(calls) >= 2
+
+    monkeypatch.setattr(module, "has_converged", second_time)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)     # a converged run does not warn
+        model = gplvm.RFLVM(n_components=1, n_features=10, n_iter="auto", burn_in=60,
+                            max_iter=3000, n_chains=2, sampler="nuts", progress=False,
+                            learn_kernel=False, block_size=50).fit(_small_counts())
+    assert calls == [100, 200] and model.n_iter_ == 260 and model.converged_
+    assert model.convergence_ == convergence_figures(model.history_[:, 60:], model.X_samples_)
+
+
+def test_convergence_rule_needs_every_rhat_and_every_ess():
+    """R-hat ≤ 1.01 and ESS ≥ the target for the log-likelihood and the distances, NaN
+    failing."""
+    from gplvm.models._rflvm.convergence import has_converged
+
+    good = {"rhat_log_lik": 1.005, "ess_log_lik": 500.0, "rhat_distances": 1.01,
+            "ess_distances": 400.0, "n_draws": 1000}
+    assert has_converged(good, 400)
+    for key, bad in (("rhat_log_lik", 1.02), ("rhat_distances", 1.011),
+                     ("ess_log_lik", 399.0), ("ess_distances", 10.0),
+                     ("rhat_distances", float("nan")), ("ess_log_lik", float("nan"))):
+        assert not has_converged({**good, key: bad}, 400), key
+
+
+def test_auto_stops_at_max_iter_with_a_warning_that_gives_the_figures():
+    """An ESS target no run of this length can reach: the run ends at max_iter with a
+    ConvergenceWarning that names the figures and the setting to raise; resume() of the
+    finished run returns it unchanged."""
+    with pytest.warns(ConvergenceWarning, match=r"max_iter=130 .*R-hat .* ESS .*raise max_iter"):
+        model = gplvm.RFLVM(n_components=1, n_features=10, n_iter="auto", burn_in=20,
+                            ess_target=10**6, max_iter=130, n_chains=2, sampler="nuts",
+                            progress=False, learn_kernel=False,
+                            block_size=50).fit(_small_counts(1))
+    assert model.n_iter_ == 130 and not model.converged_
+    assert model.history_.shape == (2, 130)
+    before = model.history_.copy()
+    assert model.resume() is model
+    np.testing.assert_array_equal(model.history_, before)
+
+
+def test_auto_rounds_give_the_chains_of_one_fixed_length_run():
+    """The rounds continue the chains as resume() does, so an 'auto' run that stopped after
+    n sweeps holds the same draws as ``n_iter=n`` with the same seed."""
+    kw = dict(n_components=1, n_features=10, burn_in=20, n_chains=2, sampler="nuts",
+              progress=False, learn_kernel=False, block_size=50, random_state=3)
+    Y = _small_counts(2)
+    with pytest.warns(ConvergenceWarning):
+        auto = gplvm.RFLVM(n_iter="auto", ess_target=10**6, max_iter=220, **kw).fit(Y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)    # whether it warns is not the point
+        fixed = gplvm.RFLVM(n_iter=220, **kw).fit(Y)
+    np.testing.assert_array_equal(auto.history_, fixed.history_)
+    np.testing.assert_array_equal(auto.X_samples_, fixed.X_samples_)

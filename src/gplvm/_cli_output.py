@@ -170,6 +170,8 @@ def model_summary(model) -> dict:
                                  ("interrupted", "interrupted_", bool)):
         if getattr(model, attribute, None) is not None:
             out[key] = kind(getattr(model, attribute))
+    if getattr(model, "convergence_", None) is not None:     # the RFLVM's R-hat and ESS
+        out["convergence"] = {k: float(v) for k, v in model.convergence_.items()}
     if getattr(model, "relevance_", None) is not None:
         out["relevance"] = np.asarray(model.relevance_, dtype=float).tolist()
     return out

@@ -239,6 +239,8 @@ PRIOR_VAR = Rule("None, a positive number or one positive number per basis block
                  _prior_var, "1.0")
 MAP_SWEEPS = Rule("'auto' or an integer >= 0", lambda value, est: None if value == "auto"
                   and isinstance(value, str) else NON_NEGATIVE_INT.problem(value, est))
+N_ITER_AUTO = Rule("'auto' or a positive integer", lambda value, est: None if value == "auto"
+                   and isinstance(value, str) else POSITIVE_INT.problem(value, est))
 CHECKPOINT = Rule("None or a file path", lambda value, est: None if value is None or isinstance(
     value, (str, os.PathLike)) else f"{type(value).__name__} is not a path", "'fit.npz'")
 
@@ -295,7 +297,8 @@ RULES: dict[str, dict[str, Rule]] = {
                         "latent_kernel": LATENT_KERNEL, "spatial_kernel": SPATIAL_KERNEL,
                         "grid": GRID, "spatial_inducing": SPATIAL_INDUCING},
     "RFLVM": {"n_components": POSITIVE_INT, "likelihood": LIKELIHOOD,
-              "n_features": _int(2, even=True), "n_iter": POSITIVE_INT,
+              "n_features": _int(2, even=True), "n_iter": N_ITER_AUTO,
+              "max_iter": POSITIVE_INT, "ess_target": POSITIVE_INT,
               "burn_in": NON_NEGATIVE_INT, "n_chains": POSITIVE_INT, "thin": POSITIVE_INT,
               "max_stored": POSITIVE_INT, "learn_kernel": FLAG,
               "kernel": _optional(STATIONARY_KERNEL, "gplvm.kernels.RBF(lengthscale=1.0)"),
@@ -324,6 +327,11 @@ RULES: dict[str, dict[str, Rule]] = {
 
 
 def _burn_in_below_n_iter(est) -> Optional[tuple[str, str]]:
+    if isinstance(est.n_iter, str):            # 'auto' (the rule of n_iter passed)
+        if est.burn_in < est.max_iter:
+            return None
+        return "burn_in", (f"burn_in={est.burn_in} must be below max_iter={est.max_iter} (the "
+                           f"most sweeps n_iter='auto' runs); raise max_iter")
     if est.burn_in < est.n_iter:
         return None
     return "burn_in", (f"burn_in={est.burn_in} must be below n_iter={est.n_iter}; keep some "

@@ -40,10 +40,13 @@ from gplvm.models._common import check_is_fitted, in_model_precision
 from gplvm.models._rows import map_rows
 from gplvm.models._rflvm import predict as pred
 from gplvm.models._rflvm.checks import check_fit_inputs, check_latent_points
+from gplvm.models._rflvm.convergence import (RHAT_TARGET, convergence_figures, describe,
+                                             has_converged)
 from gplvm.models._rflvm.fitted import (aligned_draws, record_heavy,
                                         record_light, trace)
 from gplvm.models._rflvm.inference_data import inference_data
 from gplvm.models._rflvm.init import initial_states, prepare_data
+from gplvm.models._rflvm.map_start import start_chains
 from gplvm.models._rflvm.legacy import upgrade_fitted
 from gplvm.models._rflvm.loglik import likelihood_object
 from gplvm.models._rflvm.spec import POLYA_GAMMA, RFLVMSpec
@@ -52,6 +55,10 @@ from gplvm.registry import register
 
 
 MAX_NEW_ROW_DRAWS = 50
+
+
+#: ``n_iter='auto'``: the fewest sweeps of a round after burn-in
+AUTO_ROUND = 100
 
 
 @register("gplvm.RFLVM", estimator=True)
@@ -66,7 +73,13 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
             sampler draws the Gaussian noise variance and the negative-binomial dispersion,
             so those objects are taken with their default values.
         n_features: M, the number of random features (M/2 frequencies; even).
-        n_iter: sweeps per chain, burn-in included (paper: 2000).
+        n_iter: sweeps per chain, burn-in included (paper: 2000), or ``'auto'``: after
+            ``burn_in`` sweeps, rounds of max(burn_in, 100) sweeps until every chain
+            statistic has converged — rank-normalised split R-hat ≤ 1.01 and bulk ESS ≥
+            ``ess_target`` for the log-likelihood and for the distances between 20 fixed row
+            pairs of X (:mod:`gplvm.models._rflvm.convergence`) — or ``max_iter`` sweeps have
+            run (then a ``ConvergenceWarning`` gives the figures).  The progress bar shows
+            them after each round.
         burn_in: sweeps discarded (paper: 1000).
         n_chains: chains run together (``vmap``).
         thin: keep every ``thin``-th latent draw after burn-in.
@@ -103,10 +116,13 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
             to mix where counts span orders of magnitude: bridges 1-NN 0.755 against 0.836 in
             the Table 1 protocol, ``benchmarks/README.md``).
         sampler: ``'gibbs'`` (seed 000's sweep: β given X, X given β, each by its own
-            kernel) or ``'nuts'``: X, β and the negative binomial's log r jointly by one NUTS
-            transition per sweep given W (blackjax; step size and diagonal mass matrix adapted
-            during burn-in; the Gaussian's β integrated out), W and the DP mixture by their own
-            steps (:mod:`gplvm.models._rflvm.joint`, issue 30).  Static latent prior only.
+            kernel) or ``'nuts'``: X, W, β and the negative binomial's log r jointly by one
+            NUTS transition per sweep (blackjax; step size and diagonal mass matrix adapted
+            during burn-in; the Gaussian's β integrated out; W given, and moved by its own
+            Metropolis step only, for a kernel without a closed-form spectral density), the DP
+            mixture over W by its own step (:mod:`gplvm.models._rflvm.joint`, issue 30).  Each chain starts from an
+            over-dispersed draw around the block's mode (L-BFGS from the PCA start), its first mass matrix the Laplace variances there
+            (:mod:`gplvm.models._rflvm.map_start`).  Static latent prior only.
         devices: None (default): the chains run one per device (one CPU device per core).  A
             count d (the first d devices), a list of ``jax.Device`` or a
             ``jax.sharding.Mesh``: for data too big for one device, each chain is split over
@@ -114,6 +130,8 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
             sum of the sweep, laid out by XLA), the chains one after the other; the draws are
             those of one device up to the order of the additions over rows
             (:func:`gplvm.inference.mcmc.run_chains`, ``row_mesh``).
+        max_iter: ``n_iter='auto'``: the most sweeps per chain, burn-in included.
+        ess_target: ``n_iter='auto'``: the bulk ESS every followed statistic must reach.
 
     Attributes:
         X_samples_ (chains, draws, N, Q) aligned to a common frame; X_mean_, X_var_ (N, Q);
@@ -126,7 +144,12 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         accepted; NaN where the sweep did not slice-sample that block); accept_rate_ (mean
         of ``accept_W``); relevance_ (Q,) mean squared frequency per latent dimension;
         n_features_in_; n_iter_; converged_ (split R-hat of the kept log-likelihood trace
-        below 1.1; a ``ConvergenceWarning`` otherwise); interrupted_.
+        below 1.1, or with ``n_iter='auto'`` the rule above; a ``ConvergenceWarning``
+        otherwise); convergence_ (dict: ``rhat_log_lik``, ``ess_log_lik``,
+        ``rhat_distances`` (largest), ``ess_distances`` (smallest), ``n_draws``:
+        :func:`gplvm.models._rflvm.convergence.convergence_figures`); interrupted_; mode_start_
+        (``sampler='nuts'`` only: dict of (chains,) arrays ``log_density`` at the mode found,
+        ``n_iterations`` of L-BFGS, ``max_gradient`` left there).
     """
 
     def __init__(self, n_components: int = 2, likelihood: str = "poisson", n_features: int = 100,
@@ -138,7 +161,8 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
                  transform_steps: int = 50,
                  block_size: int = 50, standardize: bool = True, random_state=0,
                  progress: bool = True, checkpoint=None, checkpoint_interval: float = 60.0,
-                 nb_beta: str = "polya_gamma", sampler: str = "gibbs", devices=None):
+                 nb_beta: str = "polya_gamma", sampler: str = "gibbs", devices=None,
+                 max_iter: int = 10000, ess_target: int = 400):
         self.n_components = n_components
         self.likelihood = likelihood
         self.n_features = n_features
@@ -166,6 +190,8 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         self.nb_beta = nb_beta
         self.sampler = sampler
         self.devices = devices
+        self.max_iter = max_iter
+        self.ess_target = ess_target
 
     # --- fitting ------------------------------------------------------------------------------
 
@@ -223,6 +249,11 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         if states.tuning is not None:     # the NUTS block adapts over the burn-in
             states = states._replace(tuning=states.tuning._replace(
                 burn_in=np.full(self.n_chains, int(self.burn_in), np.int32)))
+            # ... from over-dispersed draws around the block's mode, Laplace-scaled
+            keys_start = jax.random.split(jax.random.fold_in(key_init, 1), self.n_chains)
+            states, search, _ = start_chains(keys_start, spec, data, states)
+            self.mode_start_ = {k: np.asarray(v) for k, v in search._asdict().items()
+                                if k != "position"}
         u = _inducing_times(times, self.n_inducing_times)
         # The data travel with each chain's state, so the compiled sweep depends on the spec
         # and the shapes only and is reused by later fits (other seeds, other data of the
@@ -232,7 +263,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         self._spec_, self._data_, self._u_ = spec, data, u
         self._key_run_ = key_run
         self._train_Y_ = Y.copy()          # the caller may change its array later
-        return self._run(init, start=0, earlier=None)
+        return self._sample(init, start=0, earlier=None)
 
     def _check_data(self, Y, kind: str) -> None:
         """What the sampler needs of the data beyond its likelihood's support."""
@@ -275,30 +306,67 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self, "_result_")
         earlier = self._result_
-        if earlier.n_done >= self.n_iter:
+        done = (earlier.n_done >= self.max_iter or (self.converged_ and not self.interrupted_)
+                if self._auto() else earlier.n_done >= self.n_iter)
+        if done:
             return self
         if self.devices is not None:   # e.g. a file's devices=4 read on a smaller machine
             check_params(self)
-        return self._run(earlier.state, start=int(earlier.n_done), earlier=earlier)
+        return self._sample(earlier.state, start=int(earlier.n_done), earlier=earlier)
+
+    def _auto(self) -> bool:
+        return isinstance(self.n_iter, str) and self.n_iter == "auto"
+
+    def _sample(self, init, start: int, earlier):
+        """``n_iter`` sweeps, or with ``n_iter='auto'`` rounds until converged (see ``n_iter``);
+        each round continues the chains exactly as :meth:`resume` does."""
+        if not self._auto():
+            return self._run(init, start, earlier, int(self.n_iter))
+        max_iter, burn_in = int(self.max_iter), int(self.burn_in)
+        round_length = max(burn_in, AUTO_ROUND)
+        # rounds end at burn_in + k·round whatever the start, so a resumed run checks (and
+        # stops) where an uninterrupted one does
+        target = burn_in + round_length * (max(start - burn_in, 0) // round_length + 1)
+        desc = None
+        while True:
+            target = min(target, max_iter)
+            self._run(init, start, earlier, target, quiet=True, desc=desc)
+            if self.interrupted_ or self.converged_ or self.n_iter_ >= max_iter:
+                break
+            earlier = self._result_
+            init, start = earlier.state, int(earlier.n_done)
+            desc = describe(self.convergence_)
+            target += round_length
+        if not self.converged_ and not self.interrupted_:
+            warnings.warn(f"RFLVM: not converged after max_iter={max_iter} sweeps per chain "
+                          f"({describe(self.convergence_)} for the log-likelihood / the worst "
+                          f"latent distance; the targets are R-hat <= {RHAT_TARGET} and ESS >= "
+                          f"{self.ess_target}); converged_ is False: raise max_iter, or "
+                          f"resume() after raising it", ConvergenceWarning, stacklevel=3)
+        return self
 
     @holding_checkpoint
-    def _run(self, init, start: int, earlier):
+    def _run(self, init, start: int, earlier, n_iter: int, quiet: bool = False,
+             desc: str | None = None):
         spec = self._spec_
-        n_kept = max((self.n_iter - self.burn_in) // max(self.thin, 1), 1)
+        # n_iter='auto' sizes the thinning of the big arrays for its largest run
+        n_total = int(self.max_iter) if self._auto() else n_iter
+        n_kept = max((n_total - self.burn_in) // max(self.thin, 1), 1)
         thin_heavy = (earlier.thin_heavy if earlier is not None else
                       max(int(np.ceil(n_kept * self.thin * self.n_chains / self.max_stored)), 1))
         on_block = None if self.checkpoint is None else self._checkpoint_writer(earlier)
         result = run_chains(
-            self._key_run_, init, _sweep_for(spec), n_iter=int(self.n_iter),
+            self._key_run_, init, _sweep_for(spec), n_iter=n_iter,
             burn_in=int(self.burn_in), thin=int(self.thin), record=record_light,
             record_heavy=record_heavy, thin_heavy=thin_heavy, trace=trace,
             block_size=int(self.block_size), progress=self.progress,
-            desc=f"RFLVM ({spec.likelihood})", start=start, on_block=on_block,
+            desc=f"RFLVM ({spec.likelihood})" + (f" {desc}" if desc else ""), start=start,
+            on_block=on_block,
             export_key=f"gplvm.RFLVM {spec!r}",  # the spec fixes the sweep and what it records
             row_mesh=self._row_mesh(), n_rows=int(self._data_.Y.shape[0]))
         if earlier is not None:
             result = concat_results(earlier, result)
-        self._set_fitted(result)
+        self._set_fitted(result, quiet=quiet)
         if self.checkpoint is not None:
             self.save(self.checkpoint)
         return self
@@ -380,9 +448,15 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         self._check_convergence(quiet or self.interrupted_)
 
     def _check_convergence(self, quiet: bool) -> None:
-        """``converged_``: split R-hat (Gelman et al. 2013, §11.4) of the log-likelihood after
-        burn-in below 1.1, with a ``ConvergenceWarning`` when it is not."""
+        """``convergence_`` (:func:`.convergence_figures`) and ``converged_``: with
+        ``n_iter='auto'`` its rule (:func:`.has_converged`); else split R-hat (Gelman et al.
+        2013, §11.4) of the log-likelihood after burn-in below 1.1, with a
+        ``ConvergenceWarning`` when it is not."""
         kept_trace = self.history_[:, self.burn_in:]
+        self.convergence_ = convergence_figures(kept_trace, self.X_samples_)
+        if self._auto():
+            self.converged_ = has_converged(self.convergence_, int(self.ess_target))
+            return                      # :meth:`_sample` warns once the rounds have ended
         rhat = split_rhat(kept_trace) if kept_trace.shape[1] >= 4 else float("nan")
         self.converged_ = bool(rhat < 1.1)
         if not self.converged_ and not quiet:

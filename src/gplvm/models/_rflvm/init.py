@@ -134,7 +134,7 @@ def init_state(key: Array, spec: RFLVMSpec, data: RFLVMData, X0: Array, jitter: 
         time_params=jnp.array([jnp.log(0.1 * span), 0.0]), log_lik=jnp.zeros(()),
         accept_W=jnp.zeros((), dtype), n_sweeps=jnp.zeros((), jnp.int32),
         n_proposals_X=jnp.full((), jnp.nan, dtype), n_proposals_beta=jnp.full((), jnp.nan, dtype),
-        tuning=init_tuning(spec, N, dtype) if spec.sampler == "nuts" else None)
+        tuning=init_tuning(spec, data, dtype) if spec.sampler == "nuts" else None)
 
 
 def initial_states(keys: Array, spec: RFLVMSpec, data: RFLVMData, X0: Array, jitter: float,

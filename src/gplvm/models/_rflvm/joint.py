@@ -14,7 +14,12 @@ on a well-scaled parametrisation; W (and the DP mixture over it) keep their own 
     \mu_{pj}(r) = \bar c_j - \log r_j \ \text{(intercept row, NB)}, \text{else } \bar\beta_{pj},
 
 a non-centred (whitened) β: z ~ N(0, I) a priori, λ_p the prior precision of row p
-(:class:`.spec.RFLVMData`), c̄_j the intercept's empirical centre.  Under the negative binomial
+(:class:`.spec.RFLVMData`), c̄_j the intercept's empirical centre — except that the intercept
+row of z whitens the *centred* intercept c_j = β_0j + m(X)ᵀβ_rest,j, m(X) the mean over rows
+of the other features.  The cosine features have a non-zero mean, so under large counts the
+intercept and every weight trade off along a narrow ridge (the intercept's posterior sd is
+~1/√(Σ_n y_nj)); the shear (X, β_rest, β_0) ↦ (X, β_rest, c) removes it, has unit Jacobian,
+and needs β's prior written in β itself, −½ Σ_p λ_p ‖β_p − μ_p‖², in place of −½‖z‖².  Under the negative binomial
 the intercept's prior is on the log-mean c_j + log r_j (:func:`.init.nb_prior_mean`), so a move
 of log r_j at fixed z leaves the mean r e^ψ unchanged and changes only the dispersion — the
 direction the mean-preserving Metropolis moves of :mod:`.dispersion` were written for.  The
@@ -27,6 +32,16 @@ log-density is
 the last term the Ga(a0, rate h) prior of r_j with the Jacobian of log r (NB only; h keeps its
 conjugate step).  The ψ-dependent terms come from :func:`.loglik.psi_log_lik`; the NB's
 log Γ(y + r) − log Γ(r), which depend on r, are summed over the positive counts only.
+
+**The frequencies** join the position whenever their prior has a density (the DP mixture's
+component of each w_m, or a kernel with a closed-form spectral density: :func:`has_frequencies`):
+the features depend on X and W only through XWᵀ, so the latents and the frequencies are
+coupled as strongly as the latents and the weights, and a Metropolis step on W given (X, β)
+left the log-likelihood with an integrated autocorrelation time of hundreds of sweeps even
+with this block mixing well given W (issue 30's note).  The position is then (X, W, z, log r)
+and the log-density gains Σ_m log p(w_m) (:class:`.frequencies.FrequencyPrior`); the DP
+mixture over W keeps its own step, and W's Metropolis step stays in the sweep as well (its
+independence proposals from the prior are cheap and can jump where gradients cannot).
 
 **Gaussian** — β is integrated out (seed 000, App. A: y_j | X, W, σ_j² ~ N(0, σ_j²(I + s0ΦΦᵀ)),
 :mod:`.weights`), so the position is X alone and its log-density the collapsed marginal
@@ -54,19 +69,34 @@ Array = jax.Array
 INITIAL_STEP_SIZE = 0.1
 
 
-def n_position(spec: RFLVMSpec, n_rows: int) -> int:
-    """Length of the flat position: NQ (+ PD for β, + D for log r)."""
-    n = n_rows * spec.n_components
+def has_frequencies(spec: RFLVMSpec, data: RFLVMData) -> bool:
+    """Whether W is part of the position: its prior has a density (the DP mixture's components,
+    or the fixed kernel's closed-form spectral density).  Static: decided by the spec and the
+    kernel's type."""
+    if spec.learn_kernel:
+        return True
+    try:
+        data.kernel.log_spectral_density(jnp.zeros((1, spec.n_components)))
+    except NotImplementedError:
+        return False
+    return True
+
+
+def n_position(spec: RFLVMSpec, data: RFLVMData) -> int:
+    """Length of the flat position: NQ (+ (M/2)Q for W, + PD for β, + D for log r)."""
+    n = data.Y.shape[0] * spec.n_components
+    if has_frequencies(spec, data):
+        n += spec.n_freq * spec.n_components
     if spec.likelihood == "gaussian":
         return n
     n += spec.n_weights * spec.n_outputs
     return n + (spec.n_outputs if spec.likelihood == "negative_binomial" else 0)
 
 
-def init_tuning(spec: RFLVMSpec, n_rows: int, dtype, burn_in: int = 0) -> NUTSTuning:
+def init_tuning(spec: RFLVMSpec, data: RFLVMData, dtype, burn_in: int = 0) -> NUTSTuning:
     """Unit mass and the initial step size (:func:`gplvm.inference.mcmc.nuts.tuning_init`),
     adapted over ``burn_in`` sweeps (0: a fixed kernel)."""
-    return tuning_init(n_position(spec, n_rows), INITIAL_STEP_SIZE, dtype, burn_in)
+    return tuning_init(n_position(spec, data), INITIAL_STEP_SIZE, dtype, burn_in)
 
 
 def _beta_mean(spec: RFLVMSpec, data: RFLVMData, log_r: Array | None) -> Array:
@@ -75,59 +105,100 @@ def _beta_mean(spec: RFLVMSpec, data: RFLVMData, log_r: Array | None) -> Array:
     return data.beta_prior_mean.at[-1].add(-log_r)
 
 
+def _feature_means(spec: RFLVMSpec, X: Array, W: Array) -> Array:
+    """m(X): (P − 1,) the mean over rows of each feature but the intercept."""
+    return jnp.mean(design(X, W, False), axis=0)
+
+
 def to_position(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState) -> Array:
-    """The chain's (X, z, log r) as one flat vector."""
+    """The chain's (X, W, z, log r) as one flat vector (W only if :func:`has_frequencies`);
+    the intercept row of z is that of the centred intercept c = β_0 + m(X)ᵀβ_rest (module
+    docstring)."""
     parts = [state.X.ravel()]
+    if has_frequencies(spec, data):
+        parts.append(state.W.ravel())
     if spec.likelihood != "gaussian":
         log_r = jnp.log(state.dispersion) if spec.likelihood == "negative_binomial" else None
-        z = (state.beta - _beta_mean(spec, data, log_r)) * jnp.sqrt(data.beta_prior_prec)[:, None]
+        beta = state.beta
+        if spec.intercept:
+            centred = beta[-1] + _feature_means(spec, state.X, state.W) @ beta[:-1]
+            beta = beta.at[-1].set(centred)
+        z = (beta - _beta_mean(spec, data, log_r)) * jnp.sqrt(data.beta_prior_prec)[:, None]
         parts.append(z.ravel())
         if log_r is not None:
             parts.append(log_r)
     return jnp.concatenate(parts)
 
 
-def from_position(spec: RFLVMSpec, data: RFLVMData, position: Array):
-    """(X, β, log r or None) from the flat vector of :func:`to_position`."""
+def from_position(spec: RFLVMSpec, data: RFLVMData, position: Array, W_given=None,
+                  centre=None):
+    """(X, W or None, β or None, log r or None) from the flat vector of :func:`to_position`;
+    ``W_given`` the frequencies when they are not in the position (they centre the
+    intercept); ``centre`` a fixed m in place of m(X) (for :mod:`.map_start`'s curvature)."""
     N, Q = data.Y.shape[0], spec.n_components
     X = position[:N * Q].reshape(N, Q)
+    start = N * Q
+    W = None
+    if has_frequencies(spec, data):
+        W = position[start:start + spec.n_freq * Q].reshape(spec.n_freq, Q)
+        start += spec.n_freq * Q
     if spec.likelihood == "gaussian":
-        return X, None, None
+        return X, W, None, None
     P, D = spec.n_weights, spec.n_outputs
-    z = position[N * Q:N * Q + P * D].reshape(P, D)
-    log_r = position[N * Q + P * D:] if spec.likelihood == "negative_binomial" else None
+    z = position[start:start + P * D].reshape(P, D)
+    log_r = position[start + P * D:] if spec.likelihood == "negative_binomial" else None
     beta = _beta_mean(spec, data, log_r) + z / jnp.sqrt(data.beta_prior_prec)[:, None]
-    return X, beta, log_r
+    if spec.intercept:
+        means = (_feature_means(spec, X, W_given if W is None else W) if centre is None
+                 else centre)
+        beta = beta.at[-1].add(-means @ beta[:-1])
+    return X, W, beta, log_r
 
 
 def log_density(spec: RFLVMSpec, data: RFLVMData, W: Array, noise_var: Array,
-                dispersion_rate: Array, Y: Array | None = None) -> Callable[[Array], Array]:
-    """The log-density of the block's position given W (and σ², h), up to a constant;
-    ``Y`` the Gaussian's data with its missing entries filled (``RFLVMState.Y_fill``)."""
+                dispersion_rate: Array, Y: Array | None = None,
+                log_prior_W=None, centre=None) -> Callable[[Array], Array]:
+    """The log-density of the block's position given (W unless it is in the position), σ²
+    and h, up to a constant; ``Y`` the Gaussian's data with its missing entries filled
+    (``RFLVMState.Y_fill``); ``log_prior_W`` the frequencies' prior (m, w) ↦ log p(w_m = w)
+    (:class:`.frequencies.FrequencyPrior`), needed when W is in the position; ``centre`` a
+    fixed m in place of m(X) in the intercept's centring (:func:`from_position`): another
+    density, whose rows of X are independent again (:mod:`.map_start` takes its curvature)."""
     kind = spec.likelihood
+    rows = jnp.arange(spec.n_freq)
+    fixed_W = W
+
+    def frequencies(W_pos):
+        if W_pos is None:
+            return fixed_W, 0.0
+        return W_pos, jnp.sum(jax.vmap(log_prior_W)(rows, W_pos))
 
     if kind == "gaussian":
         yy = jnp.sum(Y**2, axis=0)
         s0 = spec.beta_prior_var
 
         def gaussian(position):
-            X, _, _ = from_position(spec, data, position)
+            X, W_pos, _, _ = from_position(spec, data, position, fixed_W)
+            W, log_prior = frequencies(W_pos)
             Phi = design(X, W, False)
             terms = collapsed_terms(Phi.T @ Phi, Phi.T @ Y, s0)
             return (collapsed_log_marginal(terms, yy, noise_var, X.shape[0], s0)
-                    - 0.5 * jnp.sum(X**2))
+                    - 0.5 * jnp.sum(X**2) + log_prior)
         return gaussian
 
     a0 = spec.dispersion_prior[0]
 
     def counts(position):
-        X, beta, log_r = from_position(spec, data, position)
+        X, W_pos, beta, log_r = from_position(spec, data, position, fixed_W, centre)
+        W, log_prior = frequencies(W_pos)
         psi = design(X, W, spec.intercept) @ beta + data.offset
         r = None if log_r is None else jnp.exp(log_r)
         value = total_log_lik(kind, data.Y, psi, data.observed, data.trials, noise_var,
                               jnp.ones_like(noise_var) if r is None else r)
-        n_x = X.size
-        value = value - 0.5 * jnp.sum(X**2) - 0.5 * jnp.sum(position[n_x:n_x + beta.size]**2)
+        # β's prior in β itself (the centred intercept is a shear of unit Jacobian)
+        dev = beta - _beta_mean(spec, data, log_r)
+        value = (value - 0.5 * jnp.sum(X**2) + log_prior
+                 - 0.5 * jnp.sum(data.beta_prior_prec[:, None] * dev**2))
         if r is not None:
             y, col = data.nonzero
             value = (value + jnp.sum(gammaln(y + r[col]) - gammaln(r[col]))
@@ -137,20 +208,24 @@ def log_density(spec: RFLVMSpec, data: RFLVMData, W: Array, noise_var: Array,
 
 
 def update_joint(key: Array, spec: RFLVMSpec, data: RFLVMData, state: RFLVMState,
-                 tuning: NUTSTuning, Y: Array | None = None):
+                 tuning: NUTSTuning, Y: Array | None = None, log_prior_W=None):
     """One NUTS transition of the block, then the tuning's adaptation for this sweep.
 
     Args:
         Y: the Gaussian's data with missing entries filled (ignored for counts).
+        log_prior_W: the frequencies' prior (:func:`log_density`).
 
     Returns:
-        (X, β (None for the Gaussian), r (None unless NB), new tuning).
+        (X, W, β (None for the Gaussian), r (None unless NB), new tuning); W is the state's
+        when it is not in the position.
     """
-    fn = log_density(spec, data, state.W, state.noise_var, state.dispersion_rate, Y)
+    fn = log_density(spec, data, state.W, state.noise_var, state.dispersion_rate, Y,
+                     log_prior_W)
     position = to_position(spec, data, state)
     new, _, accept, n_steps, _ = nuts_transition(key, position, fn, tuning,
                                                  spec.max_doublings)
     tuning = adapt(tuning, new, accept, state.n_sweeps)
     tuning = tuning._replace(accept=accept, n_steps=n_steps)
-    X, beta, log_r = from_position(spec, data, new)
-    return X, beta, None if log_r is None else jnp.exp(log_r), tuning
+    X, W, beta, log_r = from_position(spec, data, new, state.W)
+    return (X, state.W if W is None else W, beta, None if log_r is None else jnp.exp(log_r),
+            tuning)

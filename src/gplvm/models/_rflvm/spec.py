@@ -55,9 +55,11 @@ class RFLVMSpec:
             (:mod:`gplvm.models._rflvm.weights_ess`, issue 14): ~2x cheaper per sweep on
             congress109 but slower to mix where a column's counts span orders of magnitude
             (bridges).  Both leave the same posterior invariant.
-        sampler: ``'gibbs'`` (seed 000's sweep: β given X, X given β) or ``'nuts'``: X, β and
-            the NB's log r jointly by one NUTS transition per sweep given W, its step size
-            and diagonal mass matrix adapted during burn-in (:mod:`.joint`, issue 30).
+        sampler: ``'gibbs'`` (seed 000's sweep: β given X, X given β) or ``'nuts'``: X, W
+            (where its prior has a density), β and the NB's log r jointly by one NUTS
+            transition per sweep, its step size and diagonal mass matrix adapted during
+            burn-in, from over-dispersed starts around the block's mode (:mod:`.joint`,
+            :mod:`.map_start`, issue 30).
         max_doublings: ``'nuts'``: at most 2^max_doublings − 1 leapfrog steps per transition.
     """
 
