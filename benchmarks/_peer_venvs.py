@@ -5,6 +5,8 @@ first pip specification that installs; benchmarks run code in it through a subpr
 back an ``.npz`` file.  The pins are the sets known to install on Python 3.11:
 
 * GPy 1.15.0 (numpy 2); GPy 1.13.2 with numpy<2 as a fallback.
+* NumPyro 0.22 on the JAX gplvm is measured with (0.10.2), NumPyro 0.19 with JAX 0.7 as a
+  fallback (``rflvm_convergence.py``).
 * GPflow 2.11 needs TensorFlow with a matching TensorFlow Probability and numpy<2:
   TF 2.15.1 + TFP 0.23.0 (Keras 2 built in); TF 2.16.2 + TFP 0.24.0 + tf-keras as a fallback.
 """
@@ -22,6 +24,9 @@ PEERS = {
     "gpy": {"probe": "import GPy",
             "candidates": (["GPy==1.15.0", "threadpoolctl"],
                            ["GPy==1.13.2", "numpy<2", "threadpoolctl"])},
+    "numpyro": {"probe": "import numpyro",
+                "candidates": (["numpyro==0.22.*", "jax[cpu]==0.10.2", "threadpoolctl"],
+                               ["numpyro==0.19.*", "jax[cpu]==0.7.*", "threadpoolctl"])},
     "gpflow": {"probe": "import gpflow",
                "candidates": (["gpflow==2.11.*", "tensorflow==2.15.1",
                                "tensorflow-probability==0.23.0", "numpy<2", "threadpoolctl"],

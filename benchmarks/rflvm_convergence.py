@@ -4,8 +4,8 @@ Run (single-threaded XLA and OpenBLAS; the script sets both when they are unset 
 settings with the table):
 
     .venv/bin/python benchmarks/rflvm_convergence.py [--datasets scurve,bridges]
-        [--samplers gibbs,nuts] [--sweeps gibbs=2000,nuts=400] [--chains 4] [--seed 0]
-        [--learn-kernel] [--features 100]
+        [--samplers gibbs,nuts,numpyro] [--sweeps gibbs=2000,nuts=400,numpyro=1000]
+        [--chains 4] [--seed 0] [--learn-kernel] [--features 100]
 
 For each data set and sampler, one fit of ``RFLVM(sampler=...)`` with ``--chains`` chains
 (half the sweeps burn-in) from the same PCA start, then, over the kept sweeps, ArviZ's
@@ -21,8 +21,20 @@ the same shapes and sampler with a few sweeps compiles the programs, and the tim
 them (the compile seconds are printed beside).  ESS per CPU-second divides the bulk ESS by
 those seconds.  ``scurve``: the Poisson S-curve of seed 000 §4 (N = 300, J = 50);
 ``bridges``: the Poisson bridges counts from ``../shared/data`` (skipped with a message when
-absent).  The frequencies are fixed (``learn_kernel=False``) unless ``--learn-kernel``: the
-issue's comparison holds W's prior fixed so that the blocks that differ are the ones compared.
+absent).  The frequencies' prior is the fixed RBF's (``learn_kernel=False``) unless
+``--learn-kernel`` (the DP mixture): the issue's comparison holds W's prior fixed so that the
+blocks that differ are the ones compared.
+
+The peer: ``numpyro`` is NumPyro's NUTS (its default window adaptation, diagonal mass, tree
+depth 10, chains one after the other) on the same Poisson model — X ~ N(0, I), W ~ N(0, I),
+β with gplvm's prior, the same feature map — from the same per-chain starts that
+``RFLVM(sampler='nuts')`` builds before its mode search (``_numpyro_rflvm.py``, run in
+``benchmarks/.venvs/numpyro``, created on first use); ``numpyro-fixed-w`` holds W at chain 0's
+draw for every chain (issue 30's NumPyro row).  Its sweeps are half warm-up, half draws; ESS
+of its distances is over all its draws (gplvm's over its stored draws, at most 200 over the
+chains: ``RFLVM(max_stored=200)``).  Its CPU seconds exclude compilation as gplvm's do (a run
+of 2 + 2 iterations first; see ``_numpyro_rflvm.py``).  The last column is the mean number of
+leapfrog steps per kept draw (NUTS only).
 """
 
 from __future__ import annotations
@@ -33,6 +45,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
 
 import argparse  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 
@@ -40,6 +53,8 @@ import numpy as np  # noqa: E402
 
 import gplvm  # noqa: E402
 from gplvm.inference.mcmc import pairwise_distance_summary  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # _peer_venvs
 
 
 def load(name: str):
@@ -61,18 +76,9 @@ def load(name: str):
 
 def diagnostics(model) -> dict:
     """Split R-hat and bulk ESS of the log-likelihood and of 20 latent distances."""
-    import arviz as az
-
     kept = model.history_[:, model.burn_in:]
-    ll = az.convert_to_dataset(kept[:, :, None])
     dist = np.asarray(pairwise_distance_summary(model.X_samples_, n_pairs=20))
-    dd = az.convert_to_dataset(dist)
-    rhat_ll = float(az.rhat(ll, method="rank").to_array().values.max())
-    ess_ll = float(az.ess(ll, method="bulk").to_array().values.min())
-    rhat_d = az.rhat(dd, method="rank").to_array().values.ravel()
-    ess_d = az.ess(dd, method="bulk").to_array().values.ravel()
-    return {"rhat_ll": rhat_ll, "ess_ll": ess_ll, "rhat_dist": float(np.max(rhat_d)),
-            "ess_dist": float(np.median(ess_d))}
+    return _ess_rhat(kept, dist)
 
 
 def fit(Y, sampler: str, n_iter: int, args) -> tuple:
@@ -91,11 +97,79 @@ def fit(Y, sampler: str, n_iter: int, args) -> tuple:
     return model, cpu, wall, compile_cpu
 
 
+def _ess_rhat(ll: np.ndarray, dist: np.ndarray) -> dict:
+    """Split R-hat and bulk ESS (ArviZ, rank-normalised) of a (C, S) log-likelihood trace and
+    (C, S, P) distances, as :func:`diagnostics` reports them."""
+    import arviz as az
+
+    ll_ds, dd = az.convert_to_dataset(ll[:, :, None]), az.convert_to_dataset(dist)
+    rhat_d = az.rhat(dd, method="rank").to_array().values.ravel()
+    ess_d = az.ess(dd, method="bulk").to_array().values.ravel()
+    return {"rhat_ll": float(az.rhat(ll_ds, method="rank").to_array().values.max()),
+            "ess_ll": float(az.ess(ll_ds, method="bulk").to_array().values.min()),
+            "rhat_dist": float(np.max(rhat_d)), "ess_dist": float(np.median(ess_d))}
+
+
+def numpyro_inputs(Y, args) -> dict:
+    """The Poisson model's prior and each chain's start exactly as ``RFLVM(sampler='nuts')``
+    builds them before its mode search (same seed, PCA start, jitter, W draws, β at its prior
+    mean), for ``_numpyro_rflvm.py``."""
+    import jax
+
+    from gplvm._random import as_key
+    from gplvm.kernels import RBF
+    from gplvm.models._rflvm.init import initial_states, prepare_data
+
+    model = gplvm.RFLVM(likelihood="poisson", n_features=args.features, n_chains=args.chains,
+                        learn_kernel=False, sampler="nuts", random_state=args.seed)
+    spec = model._spec("poisson", Y.shape[1], False)
+    data = prepare_data(spec, Y, None, None, RBF(lengthscale=1.0), None)
+    key_init, _ = jax.random.split(as_key(args.seed))
+    X0 = model._initial_latents(Y, "poisson", key_init, None)
+    states = initial_states(jax.random.split(key_init, args.chains), spec, data, X0, 0.1,
+                            model.n_clusters)
+    return {"Y": Y, "offset": np.asarray(data.offset), "W0": np.asarray(states.W),
+            "beta_mean": np.asarray(data.beta_prior_mean),
+            "beta_prec": np.asarray(data.beta_prior_prec), "X0": np.asarray(states.X),
+            "beta0": np.asarray(states.beta)}
+
+
+def fit_numpyro(Y, n_iter: int, args, fixed_w: bool):
+    """NumPyro NUTS in its own virtual environment (``_peer_venvs.py``): n_iter/2 warm-up and
+    n_iter/2 draws per chain; W sampled under the RBF's N(0, I) spectral density, as gplvm's
+    model has it, or held at one draw for all chains (``fixed_w``).  None when NumPyro cannot
+    be installed."""
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from _peer_venvs import ensure_venv
+
+    python = ensure_venv("numpyro")
+    if python is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        inputs = numpyro_inputs(Y, args)
+        inputs["settings"] = np.array([n_iter // 2, n_iter // 2, args.seed,
+                                       0.0 if fixed_w else 1.0])
+        np.savez(Path(tmp) / "in.npz", **inputs)
+        w0 = time.perf_counter()
+        subprocess.run([str(python), str(Path(__file__).with_name("_numpyro_rflvm.py")),
+                        str(Path(tmp) / "in.npz"), str(Path(tmp) / "out.npz")], check=True,
+                       env={**os.environ, "JAX_PLATFORMS": "cpu"})
+        wall = time.perf_counter() - w0
+        out = dict(np.load(Path(tmp) / "out.npz"))
+    dist = np.asarray(pairwise_distance_summary(out["X"], n_pairs=20))
+    d = _ess_rhat(out["log_lik"], dist)
+    d["leapfrog"] = float(np.mean(out["n_leapfrog"]))
+    return d, float(out["cpu_s"]), wall, float(out["compile_s"])
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--datasets", default="scurve")
     parser.add_argument("--samplers", default="gibbs,nuts")
-    parser.add_argument("--sweeps", default="gibbs=2000,nuts=400",
+    parser.add_argument("--sweeps", default="gibbs=2000,nuts=400,numpyro=1000,numpyro-fixed-w=1000",
                         help="sweeps per chain per sampler, half of them burn-in")
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--features", type=int, default=100)
@@ -109,7 +183,7 @@ def main(argv=None):
           f"{'DP kernel' if args.learn_kernel else 'frequencies from a fixed RBF'}")
     header = ("| data | sampler | sweeps × chains | CPU s (compile) | wall s | R-hat log-lik | "
               "R-hat dist (max) | ESS log-lik | ESS dist (median) | ESS/CPU-s log-lik | "
-              "ESS/CPU-s dist |")
+              "ESS/CPU-s dist | leapfrogs per draw |")
     print(header)
     print("|" + " --- |" * (header.count("|") - 1))
     for name in args.datasets.split(","):
@@ -119,12 +193,26 @@ def main(argv=None):
         Y, description = loaded
         for sampler in args.samplers.split(","):
             n_iter = sweeps[sampler]
-            model, cpu, wall, compile_cpu = fit(Y, sampler, n_iter, args)
-            d = diagnostics(model)
+            if sampler.startswith("numpyro"):
+                if name != "scurve":
+                    print(f"[skip] {sampler} on {name}: the peer model is the Poisson one "
+                          f"without offsets")
+                    continue
+                got = fit_numpyro(Y, n_iter, args, fixed_w=sampler == "numpyro-fixed-w")
+                if got is None:
+                    continue
+                d, cpu, wall, compile_cpu = got
+            else:
+                model, cpu, wall, compile_cpu = fit(Y, sampler, n_iter, args)
+                d = diagnostics(model)
+                if sampler == "nuts":
+                    d["leapfrog"] = float(np.mean(
+                        model.sampler_info_["n_leapfrog"][:, model.burn_in:]))
             print(f"| {description} | {sampler} | {n_iter} × {args.chains} | {cpu:.1f} "
                   f"({compile_cpu:.1f}) | {wall:.1f} | {d['rhat_ll']:.3f} | {d['rhat_dist']:.3f} "
                   f"| {d['ess_ll']:.0f} | {d['ess_dist']:.0f} | {d['ess_ll'] / cpu:.2f} | "
-                  f"{d['ess_dist'] / cpu:.2f} |", flush=True)
+                  f"{d['ess_dist'] / cpu:.2f} | {d.get('leapfrog', float('nan')):.0f} |",
+                  flush=True)
 
 
 if __name__ == "__main__":
