@@ -36,9 +36,11 @@ def convergence_figures(log_lik, X_draws) -> dict:
     log_lik = np.asarray(log_lik, dtype=float)
     X_draws = np.asarray(X_draws)
     n_pairs = min(N_PAIRS, X_draws.shape[2] * (X_draws.shape[2] - 1) // 2)
-    dist = np.asarray(pairwise_distance_summary(X_draws, n_pairs=n_pairs))
-    rhat_d = [rank_rhat(dist[:, :, p]) for p in range(dist.shape[2])]
-    ess_d = [bulk_ess(dist[:, :, p]) for p in range(dist.shape[2])]
+    rhat_d, ess_d = [], []
+    if n_pairs > 0:
+        dist = np.asarray(pairwise_distance_summary(X_draws, n_pairs=n_pairs))
+        rhat_d = [rank_rhat(dist[:, :, p]) for p in range(n_pairs)]
+        ess_d = [bulk_ess(dist[:, :, p]) for p in range(n_pairs)]
     return {"rhat_log_lik": rank_rhat(log_lik), "ess_log_lik": bulk_ess(log_lik),
             "rhat_distances": float(np.max(rhat_d)) if rhat_d else float("nan"),
             "ess_distances": float(np.min(ess_d)) if ess_d else float("nan"),
