@@ -541,7 +541,7 @@ def test_format1_file_is_translated_and_upgraded(saved, blr, monkeypatch):
     attributes and version 1, and the model given exactly what it returns."""
     calls = []
 
-    def upgrade(cls, fitted, format_version):
+    def upgrade(cls, fitted, format_version, params=None):
         calls.append((cls, dict(fitted), format_version))
         return {**fitted, "upgraded_": True}
 
@@ -598,7 +598,7 @@ def test_default_upgrades_keep_the_state():
 
 def test_upgrade_returning_a_bad_attribute_name_is_refused(saved, monkeypatch):
     monkeypatch.setattr(gplvm.BayesianLinearRegression, "_upgrade_fitted",
-                        classmethod(lambda cls, fitted, v: {**fitted, "__class__": int}))
+                        classmethod(lambda cls, fitted, v, params=None: {**fitted, "__class__": int}))
     _rewrite(saved, _as_format1)
     with pytest.raises(ValueError, match="not a plain identifier"):
         gplvm.load(saved)

@@ -288,6 +288,7 @@ def test_convergence_warning_follows_split_rhat():
     rng = np.random.default_rng(11)
     model = gplvm.RFLVM(burn_in=5)
     model.history_ = rng.normal(size=(3, 205))
+    model.X_samples_ = rng.normal(size=(3, 200, 6, 2))     # the kept draws (convergence_)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         model._check_convergence(quiet=False)
@@ -297,6 +298,7 @@ def test_convergence_warning_follows_split_rhat():
         model._check_convergence(quiet=False)
     assert not model.converged_
     model.history_ = model.history_[:, :7]                 # 2 kept sweeps: no R-hat at all
+    model.X_samples_ = model.X_samples_[:, :2]
     with pytest.warns(ConvergenceWarning, match="too few"):
         model._check_convergence(quiet=False)
     assert not model.converged_

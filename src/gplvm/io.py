@@ -93,7 +93,8 @@ class SaveMixin:
         save(self, path)
 
     @classmethod
-    def _upgrade_fitted(cls, fitted: dict[str, Any], format_version: int) -> dict[str, Any]:
+    def _upgrade_fitted(cls, fitted: dict[str, Any], format_version: int,
+                        params: dict[str, Any] | None = None) -> dict[str, Any]:
         """Today's fitted attributes from those of a file of an older format version.
 
         :func:`gplvm.load` calls this, for files whose ``format_version`` is below
@@ -108,6 +109,8 @@ class SaveMixin:
         Args:
             fitted: attribute name → decoded value, as the old version stored them.
             format_version: the file's format version (1 ≤ it < :data:`FORMAT_VERSION`).
+            params: the constructor arguments the model will be built with (already
+                upgraded), for state that depends on a setting (e.g. the RFLVM's burn-in).
 
         Returns:
             attribute name → value, as a model fitted by this version of gplvm holds them.
@@ -360,7 +363,7 @@ def _rebuild(cls: type, document: dict, decoder: Decoder, version: int) -> Any:
     _check_attribute_names(fitted)
     if version < FORMAT_VERSION:
         params = cls._upgrade_params(params, version)
-        fitted = cls._upgrade_fitted(fitted, version)
+        fitted = cls._upgrade_fitted(fitted, version, params)
         _check_attribute_names(fitted)
         fitted.setdefault(UPGRADED_FROM, version)       # provenance, kept if saved again
     model = cls(**params)

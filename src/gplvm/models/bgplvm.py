@@ -424,7 +424,7 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
         self.jitter_ = problem.jitter
 
     @classmethod
-    def _upgrade_fitted(cls, fitted: dict, format_version: int) -> dict:
+    def _upgrade_fitted(cls, fitted: dict, format_version: int, params: dict | None = None) -> dict:
         """Attributes of a file written before issue 11 (format 1), as today's."""
         return upgrade_format1(fitted) if format_version < 2 else fitted
 

@@ -411,7 +411,7 @@ class BayesianGLM(ResumableMixin, SaveMixin, BaseEstimator):
         return y
 
     @classmethod
-    def _upgrade_fitted(cls, fitted: dict, format_version: int) -> dict:
+    def _upgrade_fitted(cls, fitted: dict, format_version: int, params: dict | None = None) -> dict:
         """Format 1 (before issue 11): y was never standardised, and a Bernoulli model was fitted
         to 0/1 targets without ``classes_``."""
         fitted = dict(fitted)

@@ -626,9 +626,10 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         return tags
 
     @classmethod
-    def _upgrade_fitted(cls, fitted: dict, format_version: int) -> dict:
+    def _upgrade_fitted(cls, fitted: dict, format_version: int, params: dict | None = None) -> dict:
         """Attributes of a file saved by an earlier gplvm (:mod:`._rflvm.legacy`)."""
-        return upgrade_fitted(fitted, format_version)
+        burn_in = (params or {}).get("burn_in", cls().burn_in)
+        return upgrade_fitted(fitted, format_version, burn_in)
 
 
 # --- helpers ------------------------------------------------------------------------------------

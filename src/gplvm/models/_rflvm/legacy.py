@@ -17,7 +17,9 @@ lacked:
 Files of any format saved before a count layout of :class:`.spec.RFLVMData` existed
 (``nonzero``, ``customers``, ``log_factorial``: issue 14) get it laid out from the data they
 hold, in ``_data_`` and in the chains' carry, so that a loaded model and a fresh one run the
-same sweep (the sweep also runs without them, more slowly).
+same sweep (the sweep also runs without them, more slowly).  Files saved before issue 30 get
+``convergence_`` (R-hat and bulk ESS of the log-likelihood and of latent distances) computed from
+the trace and latent draws they hold.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import jax
 import numpy as np
 
 from gplvm._pytree import to_device
+from gplvm.models._rflvm.convergence import convergence_figures
 from gplvm.models._rflvm.init import LAYOUT_FIELDS, count_layouts
 from gplvm.models._rflvm.spec import RFLVMData, RFLVMState
 
@@ -79,9 +82,20 @@ def _complete_layouts(fitted: dict) -> dict:
     return fitted
 
 
-def upgrade_fitted(fitted: dict, format_version: int) -> dict:
-    """Today's attributes from those of a file of ``format_version`` (module docstring)."""
-    fitted = _complete_layouts(dict(fitted))
+def _complete_convergence(fitted: dict, burn_in: int) -> dict:
+    """``convergence_`` (issue 30) computed from the stored trace and latent draws, as a fit
+    by today's code computes it (the sweeps after ``burn_in``)."""
+    if "convergence_" in fitted or not {"history_", "X_samples_"} <= fitted.keys():
+        return fitted
+    kept = np.asarray(fitted["history_"])[:, int(burn_in):]
+    fitted["convergence_"] = convergence_figures(kept, np.asarray(fitted["X_samples_"]))
+    return fitted
+
+
+def upgrade_fitted(fitted: dict, format_version: int, burn_in: int) -> dict:
+    """Today's attributes from those of a file of ``format_version`` whose model was built
+    with ``burn_in`` (module docstring)."""
+    fitted = _complete_convergence(_complete_layouts(dict(fitted)), burn_in)
     if format_version >= 2 or "_result_" not in fitted:
         return fitted
     result = fitted["_result_"]
