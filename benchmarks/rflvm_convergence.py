@@ -4,8 +4,12 @@ Run (single-threaded XLA and OpenBLAS; the script sets both when they are unset 
 settings with the table):
 
     .venv/bin/python benchmarks/rflvm_convergence.py [--datasets scurve,bridges]
-        [--samplers gibbs,nuts,numpyro] [--sweeps gibbs=2000,nuts=400,numpyro=1000]
+        [--samplers gibbs,nuts,map,numpyro] [--sweeps gibbs=2000,nuts=400,numpyro=1000]
         [--chains 4] [--seed 0] [--learn-kernel] [--features 100]
+
+``--samplers map`` fits ``RFLVM(inference='map')`` (each chain's mode, no sweeps: no R-hat or
+ESS).  The last column is the affine R² of the mean latents to the planted ones (S-curve only,
+:func:`gplvm.metrics.affine_r2`).
 
 For each data set and sampler, one fit of ``RFLVM(sampler=...)`` with ``--chains`` chains
 (half the sweeps burn-in) from the same PCA start, then, over the kept sweeps, ArviZ's
@@ -53,16 +57,17 @@ import numpy as np  # noqa: E402
 
 import gplvm  # noqa: E402
 from gplvm.inference.mcmc import pairwise_distance_summary  # noqa: E402
+from gplvm.metrics import affine_r2  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # _peer_venvs
 
 
 def load(name: str):
-    """(Y, description) or None when the data set is not available here."""
+    """(Y, description, true latents or None) or None when the data set is not available."""
     if name == "scurve":
         from gplvm.data import make_s_curve
-        return make_s_curve("poisson", n_samples=300, n_outputs=50, random_state=0).Y, \
-            "Poisson S-curve, N = 300, J = 50"
+        data = make_s_curve("poisson", n_samples=300, n_outputs=50, random_state=0)
+        return data.Y, "Poisson S-curve, N = 300, J = 50", data.X
     if name == "bridges":
         from gplvm.data import load_bridges
         try:
@@ -70,7 +75,8 @@ def load(name: str):
         except (FileNotFoundError, OSError) as err:
             print(f"[skip] bridges: {err}")
             return None
-        return data.Y, f"bridges, Poisson, N = {data.Y.shape[0]}, J = {data.Y.shape[1]}"
+        return (data.Y, f"bridges, Poisson, N = {data.Y.shape[0]}, J = {data.Y.shape[1]}",
+                None)
     raise SystemExit(f"unknown data set {name!r} (scurve, bridges)")
 
 
@@ -82,9 +88,15 @@ def diagnostics(model) -> dict:
 
 
 def fit(Y, sampler: str, n_iter: int, args) -> tuple:
+    """``sampler`` 'gibbs', 'nuts' or 'map' (``RFLVM(inference='map')``: no sweeps)."""
     kwargs = dict(likelihood="poisson", n_features=args.features, n_chains=args.chains,
-                  learn_kernel=args.learn_kernel, sampler=sampler, progress=False,
-                  random_state=args.seed, block_size=min(50, n_iter // 2))
+                  learn_kernel=args.learn_kernel, progress=False, random_state=args.seed,
+                  block_size=min(50, n_iter // 2))
+    if sampler == "map":
+        kwargs.update(inference="map", block_size=1)
+        n_iter = 4
+    else:
+        kwargs.update(sampler=sampler)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t0 = time.process_time()
@@ -183,16 +195,16 @@ def main(argv=None):
           f"{'DP kernel' if args.learn_kernel else 'frequencies from a fixed RBF'}")
     header = ("| data | sampler | sweeps × chains | CPU s (compile) | wall s | R-hat log-lik | "
               "R-hat dist (max) | ESS log-lik | ESS dist (median) | ESS/CPU-s log-lik | "
-              "ESS/CPU-s dist | leapfrogs per draw |")
+              "ESS/CPU-s dist | leapfrogs per draw | affine R² to truth |")
     print(header)
     print("|" + " --- |" * (header.count("|") - 1))
     for name in args.datasets.split(","):
         loaded = load(name)
         if loaded is None:
             continue
-        Y, description = loaded
+        Y, description, truth = loaded
         for sampler in args.samplers.split(","):
-            n_iter = sweeps[sampler]
+            n_iter = sweeps.get(sampler, 0)
             if sampler.startswith("numpyro"):
                 if name != "scurve":
                     print(f"[skip] {sampler} on {name}: the peer model is the Poisson one "
@@ -202,17 +214,30 @@ def main(argv=None):
                 if got is None:
                     continue
                 d, cpu, wall, compile_cpu = got
+                r2 = float("nan")        # the peer's draws stay in its own process
             else:
                 model, cpu, wall, compile_cpu = fit(Y, sampler, n_iter, args)
-                d = diagnostics(model)
+                d = (diagnostics(model) if sampler != "map" else
+                     dict.fromkeys(("rhat_ll", "rhat_dist", "ess_ll", "ess_dist"), float("nan")))
+                r2 = (float("nan") if truth is None
+                      else affine_r2(model.X_mean_, truth))
                 if sampler == "nuts":
                     d["leapfrog"] = float(np.mean(
                         model.sampler_info_["n_leapfrog"][:, model.burn_in:]))
             print(f"| {description} | {sampler} | {n_iter} × {args.chains} | {cpu:.1f} "
                   f"({compile_cpu:.1f}) | {wall:.1f} | {d['rhat_ll']:.3f} | {d['rhat_dist']:.3f} "
                   f"| {d['ess_ll']:.0f} | {d['ess_dist']:.0f} | {d['ess_ll'] / cpu:.2f} | "
-                  f"{d['ess_dist'] / cpu:.2f} | {d.get('leapfrog', float('nan')):.0f} |",
+                  f"{d['ess_dist'] / cpu:.2f} | {d.get('leapfrog', float('nan')):.0f} | "
+                  f"{r2:.3f} |",
                   flush=True)
+            if sampler == "map":
+                found = model.mode_start_
+                print(f"# map on {name}: log-density at each chain's mode "
+                      f"{np.array2string(found['log_density'], precision=1)}, L-BFGS iterations "
+                      f"{found['n_iterations'].tolist()}, largest |gradient| left "
+                      f"{float(np.max(found['max_gradient'])):.2g}, in Laplace sds "
+                      f"{float(np.max(found['max_scaled_gradient'])):.2g} (converged_ "
+                      f"{model.converged_})", flush=True)
 
 
 if __name__ == "__main__":

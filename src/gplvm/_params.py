@@ -310,6 +310,7 @@ RULES: dict[str, dict[str, Rule]] = {
               "progress": FLAG, "checkpoint": CHECKPOINT,
               "checkpoint_interval": NON_NEGATIVE,
               "nb_beta": _choice("polya_gamma", "slice"), "sampler": _choice("gibbs", "nuts"),
+              "inference": _choice("mcmc", "map"),
               "devices": DEVICES},
     "BayesianLinearRegression": {
         "features": FEATURES, "n_features": POSITIVE_INT, "ard": FLAG,

@@ -46,6 +46,7 @@ from gplvm.models._rflvm.fitted import (aligned_draws, record_heavy,
                                         record_light, trace)
 from gplvm.models._rflvm.inference_data import inference_data
 from gplvm.models._rflvm.init import initial_states, prepare_data
+from gplvm.models._rflvm.map_fit import SCALED_TOLERANCE, map_result
 from gplvm.models._rflvm.map_start import start_chains
 from gplvm.models._rflvm.legacy import upgrade_fitted
 from gplvm.models._rflvm.loglik import likelihood_object
@@ -132,6 +133,12 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
             (:func:`gplvm.inference.mcmc.run_chains`, ``row_mesh``).
         max_iter: ``n_iter='auto'``: the most sweeps per chain, burn-in included.
         ess_target: ``n_iter='auto'``: the bulk ESS every followed statistic must reach.
+        inference: ``'mcmc'`` (sample the posterior with ``sampler``) or ``'map'``: no
+            sampling, each chain's state the mode of the joint density of (X, W, β, log r)
+            found by L-BFGS from its jittered PCA start, a fast point estimate whose restarts
+            (one per chain) show whether the optimisation lands in one place
+            (:mod:`gplvm.models._rflvm.map_fit`); ``n_iter``, ``burn_in`` and ``sampler``
+            are then unused, and the fitted draws are the chains' modes (one each).
 
     Attributes:
         X_samples_ (chains, draws, N, Q) aligned to a common frame; X_mean_, X_var_ (N, Q);
@@ -148,8 +155,10 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         otherwise); convergence_ (dict: ``rhat_log_lik``, ``ess_log_lik``,
         ``rhat_distances`` (largest), ``ess_distances`` (smallest), ``n_draws``:
         :func:`gplvm.models._rflvm.convergence.convergence_figures`); interrupted_; mode_start_
-        (``sampler='nuts'`` only: dict of (chains,) arrays ``log_density`` at the mode found,
-        ``n_iterations`` of L-BFGS, ``max_gradient`` left there).
+        (``sampler='nuts'`` or ``inference='map'``: dict of (chains,) arrays ``log_density``
+        at the mode found, ``n_iterations`` of L-BFGS, ``max_gradient`` left there; with
+        ``inference='map'`` also ``max_scaled_gradient``, that gradient in Laplace standard
+        deviations, :mod:`gplvm.models._rflvm.map_fit`).
     """
 
     def __init__(self, n_components: int = 2, likelihood: str = "poisson", n_features: int = 100,
@@ -162,7 +171,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
                  block_size: int = 50, standardize: bool = True, random_state=0,
                  progress: bool = True, checkpoint=None, checkpoint_interval: float = 60.0,
                  nb_beta: str = "polya_gamma", sampler: str = "gibbs", devices=None,
-                 max_iter: int = 10000, ess_target: int = 400):
+                 max_iter: int = 10000, ess_target: int = 400, inference: str = "mcmc"):
         self.n_components = n_components
         self.likelihood = likelihood
         self.n_features = n_features
@@ -192,6 +201,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         self.devices = devices
         self.max_iter = max_iter
         self.ess_target = ess_target
+        self.inference = inference
 
     # --- fitting ------------------------------------------------------------------------------
 
@@ -246,6 +256,13 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         keys = jax.random.split(key_init, self.n_chains)
         jitter = 0.1
         states = initial_states(keys, spec, data, X0, jitter, self.n_clusters)
+        u = _inducing_times(times, self.n_inducing_times)
+        self._spec_, self._data_, self._u_ = spec, data, u
+        self._key_run_ = key_run
+        self._train_Y_ = Y.copy()          # the caller may change its array later
+        if self.inference == "map":
+            return self._fit_map((states, _per_chain(data, self.n_chains),
+                                  _per_chain(u, self.n_chains)))
         if states.tuning is not None:     # the NUTS block adapts over the burn-in
             states = states._replace(tuning=states.tuning._replace(
                 burn_in=np.full(self.n_chains, int(self.burn_in), np.int32)))
@@ -254,16 +271,28 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
             states, search, _ = start_chains(keys_start, spec, data, states)
             self.mode_start_ = {k: np.asarray(v) for k, v in search._asdict().items()
                                 if k != "position"}
-        u = _inducing_times(times, self.n_inducing_times)
         # The data travel with each chain's state, so the compiled sweep depends on the spec
         # and the shapes only and is reused by later fits (other seeds, other data of the
         # same size) instead of being compiled again.
         init = (states, _per_chain(data, self.n_chains), _per_chain(u, self.n_chains))
-
-        self._spec_, self._data_, self._u_ = spec, data, u
-        self._key_run_ = key_run
-        self._train_Y_ = Y.copy()          # the caller may change its array later
         return self._sample(init, start=0, earlier=None)
+
+    @holding_checkpoint
+    def _fit_map(self, init):
+        """``inference='map'`` (:mod:`gplvm.models._rflvm.map_fit`): the chains' modes as the
+        fitted draws; ``converged_`` when every search met its gradient tolerance."""
+        result, self.mode_start_ = map_result(self._spec_, self._data_, init)
+        self._set_fitted(result, quiet=True)
+        worst = float(np.max(self.mode_start_["max_scaled_gradient"]))
+        self.converged_ = bool(worst <= SCALED_TOLERANCE)
+        if not self.converged_:
+            warnings.warn(f"RFLVM(inference='map'): L-BFGS stopped {worst:.3g} Laplace "
+                          f"standard deviations from a stationary point along some coordinate "
+                          f"(tolerance {SCALED_TOLERANCE}); converged_ is False: the modes are "
+                          f"approximate", ConvergenceWarning, stacklevel=3)
+        if self.checkpoint is not None:
+            self.save(self.checkpoint)
+        return self
 
     def _check_data(self, Y, kind: str) -> None:
         """What the sampler needs of the data beyond its likelihood's support."""
@@ -305,6 +334,8 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         killed, or ``model.resume()`` after Ctrl-C.  A finished fit is returned unchanged.
         """
         check_is_fitted(self, "_result_")
+        if self.inference == "map":          # nothing to continue: the modes are the fit
+            return self
         earlier = self._result_
         done = (earlier.n_done >= self.max_iter or (self.converged_ and not self.interrupted_)
                 if self._auto() else earlier.n_done >= self.n_iter)
@@ -452,6 +483,10 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         ``n_iter='auto'`` its rule (:func:`.has_converged`); else split R-hat (Gelman et al.
         2013, §11.4) of the log-likelihood after burn-in below 1.1, with a
         ``ConvergenceWarning`` when it is not."""
+        if self.inference == "map":          # no chains to diagnose: :meth:`_fit_map`
+            self.convergence_ = convergence_figures(self.history_[:, :0], self.X_samples_[:, :0])
+            self.converged_ = False
+            return
         kept_trace = self.history_[:, self.burn_in:]
         self.convergence_ = convergence_figures(kept_trace, self.X_samples_)
         if self._auto():

@@ -61,6 +61,10 @@ def check_fit_inputs(model, Y, times, offset, n_trials):
     if times is not None and model.sampler == "nuts":
         raise ValueError("sampler='nuts' samples the iid N(0, I) latent prior only; pass "
                          "sampler='gibbs' for the dynamic RFLVM (times=...)")
+    if times is not None and model.inference == "map":
+        raise ValueError("inference='map' finds the mode under the iid N(0, I) latent prior "
+                         "only; pass inference='mcmc' (sampler='gibbs') for the dynamic RFLVM "
+                         "(times=...)")
     if times is not None:
         times = as_1d_float(times, "times")
         if times.shape[0] != N:

@@ -201,6 +201,24 @@ def gaussian_row_density(spec: RFLVMSpec, data: RFLVMData, W: Array, noise_var: 
     return density
 
 
+def laplace_precision(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState, log_prior_W,
+                      position: Array) -> Array:
+    """The Laplace approximation's per-coordinate precisions at ``position`` (a mode of the
+    block's density given the state's W, σ², h): :func:`curvature_diagonal` of the density
+    whose curvature is exact by a few products (module docstring) — the count density with
+    the intercept centred at ``position``'s m(X), the Gaussian's uncollapsed row density."""
+    Y = state.Y_fill if spec.likelihood == "gaussian" else None
+    if spec.likelihood == "gaussian":
+        curvature_fn = gaussian_row_density(spec, data, state.W, state.noise_var, Y,
+                                            position, log_prior_W)
+    else:      # the intercept centred at the mode's m(X): rows independent again
+        X_hat, W_hat, _, _ = from_position(spec, data, position, state.W)
+        centre = _feature_means(spec, X_hat, state.W if W_hat is None else W_hat)
+        curvature_fn = log_density(spec, data, state.W, state.noise_var,
+                                   state.dispersion_rate, Y, log_prior_W, centre)
+    return curvature_diagonal(spec, data, curvature_fn, position)
+
+
 def start_at_mode(key: Array, spec: RFLVMSpec, data: RFLVMData, state: RFLVMState):
     """One chain's state moved to an over-dispersed draw around the block's mode (given W
     where W is not in it), its inverse mass matrix the Laplace variances (module docstring).
@@ -214,15 +232,7 @@ def start_at_mode(key: Array, spec: RFLVMSpec, data: RFLVMData, state: RFLVMStat
     fn = log_density(spec, data, state.W, state.noise_var, state.dispersion_rate, Y,
                      log_prior_W)
     search = find_mode(fn, to_position(spec, data, state))
-    if spec.likelihood == "gaussian":
-        curvature_fn = gaussian_row_density(spec, data, state.W, state.noise_var, Y,
-                                            search.position, log_prior_W)
-    else:      # the intercept centred at the mode's m(X): rows independent again
-        X_hat, W_hat, _, _ = from_position(spec, data, search.position, state.W)
-        centre = _feature_means(spec, X_hat, state.W if W_hat is None else W_hat)
-        curvature_fn = log_density(spec, data, state.W, state.noise_var,
-                                   state.dispersion_rate, Y, log_prior_W, centre)
-    precision = curvature_diagonal(spec, data, curvature_fn, search.position)
+    precision = laplace_precision(spec, data, state, log_prior_W, search.position)
     noise = jax.random.normal(k_noise, search.position.shape, search.position.dtype)
     position = search.position + OVERDISPERSION * noise / jnp.sqrt(precision)
     X, W, beta, log_r = from_position(spec, data, position, state.W)

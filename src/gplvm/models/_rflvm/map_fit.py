@@ -1,0 +1,173 @@
+r"""The RFLVM's MAP fit: ``RFLVM(inference='map')`` (issue 30, item 2).
+
+The mode of the same joint density the NUTS block samples (:func:`.joint.log_density`: the
+latents X, the frequencies W where their prior has a density, the whitened weights z and the
+negative binomial's log r, with their priors), found by L-BFGS (:func:`.map_start.find_mode`)
+from each chain's jittered PCA start — the first step of the NUTS chains' start, without the
+over-dispersed draw around it.  Each chain is one restart: the fit keeps every chain's mode as
+that chain's single "draw", so ``transform``, ``impute``, ``score`` and ``sample`` run on the
+modes, and chains whose modes differ (``mode_start_['log_density']``) show a multimodal
+posterior that one optimisation would have hidden.  It is a fast point estimate, not a
+posterior: ``X_var_`` is the spread between the restarts' aligned modes, not a posterior
+variance.
+
+Held at their starting values (the MAP is conditional on them): the DP mixture's assignments
+of W (its prior given them), the negative binomial's rate h of r's prior.  For the **Gaussian**,
+whose block density integrates β out given σ², the search alternates :data:`GAUSSIAN_ROUNDS`
+times between the mode of (X, W) given σ² and the conditional modes of σ² (the
+inverse-gamma's, b/(a + 1)) and β (A⁻¹ΦᵀY) given (X, W), the missing entries of Y set to their
+conditional mean Φβ — coordinate ascent on the joint density of (X, W, β, σ², missing Y).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.scipy.linalg import solve_triangular
+
+from gplvm._pytree import to_device
+from gplvm.inference.mcmc._block import Block
+from gplvm.inference.mcmc._kept import ChainResult
+from gplvm.models._rflvm.features import design
+from gplvm.models._rflvm.fitted import record_heavy, record_light, trace
+from gplvm.models._rflvm.joint import from_position, log_density, to_position
+from gplvm.models._rflvm.map_start import ModeSearch, find_mode, laplace_precision
+from gplvm.models._rflvm.spec import RFLVMData, RFLVMSpec, RFLVMState
+from gplvm.models._rflvm.sweep import current_log_lik, prior_W
+
+Array = jax.Array
+
+#: Gaussian: rounds of (X, W) | σ², then σ², β | (X, W)
+GAUSSIAN_ROUNDS = 5
+#: Gaussian with missing entries: alternations of β and the missing entries per round
+FILL_ITERATIONS = 200
+#: ``converged_``: every coordinate's Newton step within this many Laplace standard deviations
+SCALED_TOLERANCE = 0.1
+#: the most L-BFGS iterations of each search (the chains' starts take fewer: they only
+#: need to be near the mode)
+MAP_ITERATIONS = 3000
+
+
+def _at(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState, position: Array) -> RFLVMState:
+    X, W, beta, log_r = from_position(spec, data, position, state.W)
+    state = state._replace(X=X)
+    if W is not None:
+        state = state._replace(W=W)
+    if beta is not None:
+        state = state._replace(beta=beta)
+    if log_r is not None:
+        state = state._replace(dispersion=jnp.exp(log_r))
+    return state
+
+
+def _gaussian_rest(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState) -> RFLVMState:
+    """β, the missing entries and σ² at their conditional modes given (X, W): β = A⁻¹ΦᵀY and
+    the missing entries Φβ at once — the fixed point of the two, reached by
+    :data:`FILL_ITERATIONS` alternations (EM for ridge regression with missing responses,
+    whose fixed point is each column's ridge fit on its observed rows) — then σ_j² the
+    inverse-gamma's mode given the filled column."""
+    Phi = design(state.X, state.W, False)
+    A = Phi.T @ Phi + jnp.eye(Phi.shape[1], dtype=Phi.dtype) / spec.beta_prior_var
+    L = jnp.linalg.cholesky(A)
+    observed = data.observed > 0
+
+    def mean(Y):
+        v = solve_triangular(L, Phi.T @ Y, lower=True)
+        return solve_triangular(L.T, v, lower=False)
+
+    def fill(_, Y):
+        return jnp.where(observed, data.Y, Phi @ mean(Y))
+
+    Y = lax.cond(jnp.all(observed), lambda: data.Y,
+                 lambda: lax.fori_loop(0, FILL_ITERATIONS, fill, state.Y_fill))
+    beta = mean(Y)
+    a0, b0 = spec.noise_prior
+    resid = jnp.maximum(jnp.sum(Y**2, axis=0) - jnp.sum(Y * (Phi @ beta), axis=0), 0.0)
+    noise_var = (b0 + 0.5 * resid) / (a0 + 0.5 * Y.shape[0] + 1.0)
+    return state._replace(noise_var=noise_var, beta=beta, Y_fill=Y)
+
+
+def mode_state(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState):
+    """One chain's state moved to the mode of the joint density (module docstring), its
+    ``log_lik`` the log-likelihood there.
+
+    Returns:
+        (state, :class:`.map_start.ModeSearch`, the largest |gradient| / √precision over the
+        coordinates — how far, in Laplace standard deviations, a Newton step along each
+        coordinate would still move: :data:`SCALED_TOLERANCE` decides ``converged_``).
+    """
+    # the frequencies' prior is a density given the DP state (the key draws nothing it uses)
+    log_prior_W = prior_W(jax.random.PRNGKey(0), spec, data, state).log_density
+
+    def search(state):
+        fn = _block_density(spec, data, state, log_prior_W)
+        found = find_mode(fn, to_position(spec, data, state), MAP_ITERATIONS)
+        return _at(spec, data, state, found.position), found
+
+    if spec.likelihood == "gaussian":
+        state = _gaussian_rest(spec, data, state)
+        for _ in range(GAUSSIAN_ROUNDS):
+            state, found = search(state)
+            state = _gaussian_rest(spec, data, state)
+    else:
+        state, found = search(state)
+    precision = laplace_precision(spec, data, state, log_prior_W, found.position)
+    gradient = jax.grad(_block_density(spec, data, state, log_prior_W))(found.position)
+    scaled = jnp.max(jnp.abs(gradient) / jnp.sqrt(precision))
+    return state._replace(log_lik=current_log_lik(spec, data, state)), found, scaled
+
+
+def _block_density(spec, data, state, log_prior_W):
+    """:func:`.joint.log_density` given the state's W, σ², h (and filled Y: Gaussian)."""
+    Y = state.Y_fill if spec.likelihood == "gaussian" else None
+    return log_density(spec, data, state.W, state.noise_var, state.dispersion_rate, Y,
+                       log_prior_W)
+
+
+def mode_states(spec: RFLVMSpec, data: RFLVMData, states: RFLVMState):
+    """:func:`mode_state` for every chain (leading chain axis), one after the other, as one
+    program kept across processes like the sampler's block.
+
+    Returns:
+        (states, :class:`.map_start.ModeSearch` and the scaled gradients, leading chain axis).
+    """
+    args = to_device((data, states))
+    program, _ = _mode_block(spec).compile(*args)
+    return program(*args)
+
+
+@functools.lru_cache(maxsize=8)
+def _mode_block(spec: RFLVMSpec) -> Block:
+    def modes(data, states):
+        return lax.map(lambda s: mode_state(spec, data, s), states)
+    return Block(jax.jit(modes), export_key=f"gplvm.RFLVM MAP {spec!r}")
+
+
+def map_result(spec: RFLVMSpec, data: RFLVMData, init) -> tuple:
+    """The MAP fit as the chain driver's result: every chain's mode its one kept draw, no
+    sweep done (``n_done`` 0); ``init`` the chains' carry (states, data, inducing times),
+    leading chain axis, as :func:`gplvm.inference.mcmc.run_chains` takes it.
+
+    Returns:
+        (:class:`gplvm.inference.mcmc.ChainResult`, dict of (chains,) arrays: ``log_density``
+        at the mode, ``n_iterations`` of L-BFGS, ``max_gradient`` and ``max_scaled_gradient``
+        (:func:`mode_state`) left there).
+    """
+    states, found, scaled = mode_states(spec, data, init[0])
+    carry = (states, *init[1:])
+
+    def one(record):         # (chains, 1, ...): the mode as each chain's single draw
+        return {k: np.asarray(v)[:, None] for k, v in jax.vmap(record)((states,)).items()}
+
+    result = ChainResult(state=carry, draws=one(record_light), heavy=one(record_heavy),
+                         trace=one(trace), n_done=0, interrupted=False, thin_heavy=1)
+    report = {k: np.asarray(v) for k, v in found._asdict().items() if k != "position"}
+    return result, {**report, "max_scaled_gradient": np.asarray(scaled)}
+
+
+__all__ = ["GAUSSIAN_ROUNDS", "SCALED_TOLERANCE", "ModeSearch", "map_result", "mode_state",
+           "mode_states"]
