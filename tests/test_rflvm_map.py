@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 import gplvm
+from gplvm._cli_output import model_summary
 from gplvm.kernels import RBF
 from gplvm.models._rflvm.features import design
 from gplvm.models._rflvm.init import initial_states, prepare_data
@@ -128,6 +129,10 @@ def test_map_fit_separates_planted_groups_and_works_as_a_fitted_model(tmp_path):
     assert np.all(labels[np.argmin(distances, axis=1)] == labels)
     assert np.isfinite(model.transform(Y[:4])).all()
     assert np.isfinite(model.score(Y))
+    summary = model_summary(model)                       # what gplvm info shows
+    assert "rhat" not in summary and "convergence" not in summary
+    assert len(summary["modes"]["log_density"]) == 2
+    assert summary["log_likelihood"] == pytest.approx(float(np.mean(model.history_)))
     before = model.X_mean_.copy()
     assert model.resume() is model and np.array_equal(model.X_mean_, before)
     model.save(tmp_path / "map.gplvm")

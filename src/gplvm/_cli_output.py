@@ -152,7 +152,7 @@ def json_value(value):
 def model_summary(model) -> dict:
     """The fitted model's common attributes: class, settings, objective, iterations,
     convergence (with the split R-hat of sampled models) and relevance."""
-    from gplvm.plot._diagnostics import kept_trace, split_rhat_of
+    from gplvm.plot._diagnostics import is_map_fit, kept_trace, split_rhat_of
     from gplvm.registry import name_of
 
     out = {"class": name_of(type(model)),
@@ -165,12 +165,17 @@ def model_summary(model) -> dict:
     kept = kept_trace(model)
     if kept is not None:
         out["log_likelihood"] = float(np.mean(kept)) if kept.size else float("nan")
-        out["rhat"] = split_rhat_of(model)
+        rhat = split_rhat_of(model)
+        if rhat is not None:
+            out["rhat"] = rhat
     for key, attribute, kind in (("n_iter", "n_iter_", int), ("converged", "converged_", bool),
                                  ("interrupted", "interrupted_", bool)):
         if getattr(model, attribute, None) is not None:
             out[key] = kind(getattr(model, attribute))
-    if getattr(model, "convergence_", None) is not None:     # the RFLVM's R-hat and ESS
+    if is_map_fit(model):          # the RFLVM's MAP restarts, in place of chain diagnostics
+        out["modes"] = {k: np.asarray(v, dtype=float).tolist()
+                        for k, v in model.mode_start_.items()}
+    elif getattr(model, "convergence_", None) is not None:     # the RFLVM's R-hat and ESS
         out["convergence"] = {k: float(v) for k, v in model.convergence_.items()}
     if getattr(model, "relevance_", None) is not None:
         out["relevance"] = np.asarray(model.relevance_, dtype=float).tolist()

@@ -33,23 +33,31 @@ def relevance(model, ax=None):
     return ax
 
 
+def is_map_fit(model) -> bool:
+    """An RFLVM fitted with ``inference='map'``: one mode per chain, no sweeps."""
+    return model.get_params().get("inference") == "map"
+
+
 def kept_trace(model) -> np.ndarray | None:
-    """(chains, sweeps) log-likelihood after burn-in of an MCMC model (a 2-D ``history_``), or
-    None for a model with one objective per iteration."""
+    """(chains, sweeps) log-likelihood after burn-in of an MCMC model (a 2-D ``history_``; a
+    MAP fit's is its modes', (chains, 1)), or None for a model with one objective per
+    iteration."""
     history = np.asarray(model.history_, dtype=float)
     if history.ndim != 2:
         return None
+    if is_map_fit(model):
+        return history
     burn_in = int(model.get_params().get("burn_in", 0) or 0)
     return history[:, min(burn_in, history.shape[1]):]
 
 
 def split_rhat_of(model) -> float | None:
     """The split R-hat of the kept log-likelihood trace (NaN when it is too short), or None
-    for a model that is not sampled."""
+    for a model that is not sampled (a MAP fit included)."""
     from gplvm.inference.mcmc import split_rhat
 
     kept = kept_trace(model)
-    return None if kept is None else float(split_rhat(kept))
+    return None if kept is None or is_map_fit(model) else float(split_rhat(kept))
 
 
 def trace(model, ax=None):
