@@ -10,38 +10,18 @@ import pytest
 from scipy import stats
 
 import gplvm
+from _rflvm_tiny import tiny_rflvm
 from gplvm._cli_output import model_summary
-from gplvm.kernels import RBF
 from gplvm.models._rflvm.features import design
-from gplvm.models._rflvm.init import initial_states, prepare_data
 from gplvm.models._rflvm.joint import log_density, to_position
 from gplvm.models._rflvm.map_fit import SCALED_TOLERANCE, mode_state
 from gplvm.models._rflvm.map_start import GRADIENT_TOLERANCE
-from gplvm.models._rflvm.spec import RFLVMSpec
 from gplvm.models._rflvm.sweep import prior_W
 
 
 def _problem(kind: str, seed: int = 0):
     """A tiny RFLVM (N = 9, Q = 2, 3 frequencies, J = 4, one entry missing), one chain."""
-    rng = np.random.default_rng(seed)
-    N, J, Q = 9, 4, 2
-    F = rng.standard_normal((N, J))
-    if kind == "gaussian":
-        Y = F
-    elif kind == "poisson":
-        Y = rng.poisson(np.exp(F)).astype(float)
-    else:
-        Y = rng.negative_binomial(3.0, 1.0 / (1.0 + np.exp(F))).astype(float)
-    Y[2, 1] = np.nan
-    spec = RFLVMSpec(likelihood=kind, n_components=Q, n_freq=3, n_outputs=J,
-                     intercept=kind != "gaussian", learn_kernel=False, dynamic=False,
-                     beta_prior_var=1.0, intercept_prior_var=4.0, n_x_steps=1, map_sweeps=0,
-                     nb_beta="polya_gamma", sampler="gibbs")
-    data = prepare_data(spec, Y, None, None, RBF(lengthscale=1.0), None)
-    X0 = jnp.asarray(rng.standard_normal((N, Q)))
-    states = initial_states(jax.random.split(jax.random.PRNGKey(seed), 1), spec, data, X0,
-                            0.1, 5)
-    return spec, data, jax.tree_util.tree_map(lambda a: a[0], states), Y
+    return tiny_rflvm(kind, seed, n_rows=9)
 
 
 def _density(spec, data, state):

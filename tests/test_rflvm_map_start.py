@@ -9,38 +9,16 @@ import numpy as np
 import pytest
 
 import gplvm
-from gplvm.kernels import RBF
-from gplvm.models._rflvm.init import initial_states, prepare_data
+from _rflvm_tiny import tiny_rflvm
 from gplvm.models._rflvm.joint import _feature_means, from_position, log_density, to_position
 from gplvm.models._rflvm.map_start import (GRADIENT_TOLERANCE, _floors, curvature_diagonal,
                                            find_mode, gaussian_row_density)
-from gplvm.models._rflvm.spec import RFLVMSpec
 from gplvm.models._rflvm.sweep import prior_W
 
 
 def _problem(kind: str, seed: int = 0):
     """A tiny RFLVM (N = 7, Q = 2, 3 frequencies, J = 4) and one chain's start."""
-    rng = np.random.default_rng(seed)
-    N, J, Q = 7, 4, 2
-    F = rng.standard_normal((N, J))
-    if kind == "gaussian":
-        Y = F
-    elif kind == "bernoulli":
-        Y = (F > 0).astype(float)
-    elif kind == "poisson":
-        Y = rng.poisson(np.exp(F)).astype(float)
-    else:
-        Y = rng.negative_binomial(3.0, 1.0 / (1.0 + np.exp(F))).astype(float)
-    Y[2, 1] = np.nan
-    spec = RFLVMSpec(likelihood=kind, n_components=Q, n_freq=3, n_outputs=J,
-                     intercept=kind != "gaussian", learn_kernel=False, dynamic=False,
-                     beta_prior_var=1.0, intercept_prior_var=4.0, n_x_steps=1, map_sweeps=0,
-                     nb_beta="polya_gamma", sampler="nuts")
-    data = prepare_data(spec, Y, None, None, RBF(lengthscale=1.0), None)
-    X0 = jnp.asarray(rng.standard_normal((N, Q)))
-    states = initial_states(jax.random.split(jax.random.PRNGKey(seed), 1), spec, data, X0,
-                            0.1, 5)
-    state = jax.tree_util.tree_map(lambda a: a[0], states)
+    spec, data, state, _ = tiny_rflvm(kind, seed)
     Y_fill = state.Y_fill if kind == "gaussian" else None
     log_prior_W = prior_W(jax.random.PRNGKey(1), spec, data, state).log_density
     fn = log_density(spec, data, state.W, state.noise_var, state.dispersion_rate, Y_fill,

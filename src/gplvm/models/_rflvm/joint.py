@@ -155,6 +155,21 @@ def from_position(spec: RFLVMSpec, data: RFLVMData, position: Array, W_given=Non
     return X, W, beta, log_r
 
 
+def state_at(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState,
+             position: Array) -> RFLVMState:
+    """``state`` with X, and W, β, r where they are in the position, read from ``position``
+    (:func:`from_position`)."""
+    X, W, beta, log_r = from_position(spec, data, position, state.W)
+    state = state._replace(X=X)
+    if W is not None:
+        state = state._replace(W=W)
+    if beta is not None:
+        state = state._replace(beta=beta)
+    if log_r is not None:
+        state = state._replace(dispersion=jnp.exp(log_r))
+    return state
+
+
 def log_density(spec: RFLVMSpec, data: RFLVMData, W: Array, noise_var: Array,
                 dispersion_rate: Array, Y: Array | None = None,
                 log_prior_W=None, centre=None) -> Callable[[Array], Array]:

@@ -34,12 +34,11 @@ from gplvm.inference.mcmc._block import Block
 from gplvm.inference.mcmc._kept import ChainResult
 from gplvm.models._rflvm.features import design
 from gplvm.models._rflvm.fitted import record_heavy, record_light, trace
-from gplvm.models._rflvm.joint import from_position, log_density, to_position
+from gplvm.models._rflvm.joint import log_density, state_at, to_position
 from gplvm.models._rflvm.map_start import ModeSearch, find_mode, laplace_precision
 from gplvm.models._rflvm.spec import RFLVMData, RFLVMSpec, RFLVMState
 from gplvm.models._rflvm.sweep import current_log_lik, prior_W
 
-Array = jax.Array
 
 #: Gaussian: rounds of (X, W) | σ², then σ², β | (X, W)
 GAUSSIAN_ROUNDS = 5
@@ -50,18 +49,6 @@ SCALED_TOLERANCE = 0.1
 #: the most L-BFGS iterations of each search (the chains' starts take fewer: they only
 #: need to be near the mode)
 MAP_ITERATIONS = 3000
-
-
-def _at(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState, position: Array) -> RFLVMState:
-    X, W, beta, log_r = from_position(spec, data, position, state.W)
-    state = state._replace(X=X)
-    if W is not None:
-        state = state._replace(W=W)
-    if beta is not None:
-        state = state._replace(beta=beta)
-    if log_r is not None:
-        state = state._replace(dispersion=jnp.exp(log_r))
-    return state
 
 
 def _gaussian_rest(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState) -> RFLVMState:
@@ -106,7 +93,7 @@ def mode_state(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState):
     def search(state):
         fn = _block_density(spec, data, state, log_prior_W)
         found = find_mode(fn, to_position(spec, data, state), MAP_ITERATIONS)
-        return _at(spec, data, state, found.position), found
+        return state_at(spec, data, state, found.position), found
 
     if spec.likelihood == "gaussian":
         state = _gaussian_rest(spec, data, state)

@@ -53,7 +53,7 @@ from gplvm._pytree import to_device
 from gplvm.inference.mcmc._block import Block
 from gplvm.models._rflvm.features import design
 from gplvm.models._rflvm.joint import (_feature_means, from_position, has_frequencies,
-                                       log_density, n_position, to_position)
+                                       log_density, n_position, state_at, to_position)
 from gplvm.models._rflvm.loglik import total_log_lik
 from gplvm.models._rflvm.spec import RFLVMData, RFLVMSpec, RFLVMState
 from gplvm.models._rflvm.sweep import prior_W
@@ -235,15 +235,8 @@ def start_at_mode(key: Array, spec: RFLVMSpec, data: RFLVMData, state: RFLVMStat
     precision = laplace_precision(spec, data, state, log_prior_W, search.position)
     noise = jax.random.normal(k_noise, search.position.shape, search.position.dtype)
     position = search.position + OVERDISPERSION * noise / jnp.sqrt(precision)
-    X, W, beta, log_r = from_position(spec, data, position, state.W)
-    state = state._replace(X=X, tuning=state.tuning._replace(inverse_mass=1.0 / precision))
-    if W is not None:
-        state = state._replace(W=W)
-    if beta is not None:
-        state = state._replace(beta=beta)
-    if log_r is not None:
-        state = state._replace(dispersion=jnp.exp(log_r))
-    return state, search
+    state = state_at(spec, data, state, position)
+    return state._replace(tuning=state.tuning._replace(inverse_mass=1.0 / precision)), search
 
 
 def start_chains(keys: Array, spec: RFLVMSpec, data: RFLVMData, states: RFLVMState):
