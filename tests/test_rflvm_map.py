@@ -64,7 +64,8 @@ def test_the_gaussian_mode_holds_the_closed_form_conditional_modes():
     ridge fit on its observed rows, (Φ_oᵀΦ_o + I/s0)⁻¹Φ_oᵀy_o (the fixed point of β and the
     missing entries' conditional mean), the missing entry is Φβ, and σ_j² the inverse-gamma
     conditional's mode (b0 + RSS_j/2)/(a0 + N/2 + 1) given the filled column — written out in
-    NumPy; the search raised the block's density."""
+    NumPy; the search raised the block's density and ends at a stationary point of it given the
+    final σ² (within the scaled tolerance)."""
     spec, data, state, Y = _problem("gaussian")
     hat, _, scaled = mode_state(spec, data, state)
     Phi = np.asarray(design(hat.X, hat.W, False))
@@ -83,6 +84,7 @@ def test_the_gaussian_mode_holds_the_closed_form_conditional_modes():
                                (b0 + rss / 2) / (a0 + Y.shape[0] / 2 + 1), rtol=1e-6)
     fn = _density(spec, data, hat)
     assert float(fn(to_position(spec, data, hat))) > float(fn(to_position(spec, data, state)))
+    assert float(scaled) <= SCALED_TOLERANCE       # the alternation ran until σ² settled
 
 
 def _two_groups(seed: int = 0):

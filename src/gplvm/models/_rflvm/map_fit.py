@@ -13,10 +13,11 @@ variance.
 
 Held at their starting values (the MAP is conditional on them): the DP mixture's assignments
 of W (its prior given them), the negative binomial's rate h of r's prior.  For the **Gaussian**,
-whose block density integrates β out given σ², the search alternates :data:`GAUSSIAN_ROUNDS`
-times between the mode of (X, W) given σ² and the conditional modes of σ² (the
-inverse-gamma's, b/(a + 1)) and β (A⁻¹ΦᵀY) given (X, W), the missing entries of Y set to their
-conditional mean Φβ — coordinate ascent on the joint density of (X, W, β, σ², missing Y).
+whose block density integrates β out given σ², the search alternates between the mode of (X, W)
+given σ² and the conditional modes of σ² (the inverse-gamma's, b/(a + 1)) and β (A⁻¹ΦᵀY) given
+(X, W), the missing entries of Y set to their conditional mean Φβ — coordinate ascent on the
+joint density of (X, W, β, σ², missing Y) — until a round changes no σ_j² by more than
+:data:`NOISE_TOLERANCE` (relative), at most :data:`GAUSSIAN_ROUNDS` rounds.
 """
 
 from __future__ import annotations
@@ -40,8 +41,10 @@ from gplvm.models._rflvm.spec import RFLVMData, RFLVMSpec, RFLVMState
 from gplvm.models._rflvm.sweep import current_log_lik, prior_W
 
 
-#: Gaussian: rounds of (X, W) | σ², then σ², β | (X, W)
-GAUSSIAN_ROUNDS = 5
+#: Gaussian: at most this many rounds of (X, W) | σ², then σ², β | (X, W) ...
+GAUSSIAN_ROUNDS = 50
+#: ... until a round changes no σ_j² by more than this fraction
+NOISE_TOLERANCE = 1e-4
 #: Gaussian with missing entries: alternations of β and the missing entries per round
 FILL_ITERATIONS = 200
 #: ``converged_``: every coordinate's Newton step within this many Laplace standard deviations
@@ -96,10 +99,21 @@ def mode_state(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState):
         return state_at(spec, data, state, found.position), found
 
     if spec.likelihood == "gaussian":
-        state = _gaussian_rest(spec, data, state)
-        for _ in range(GAUSSIAN_ROUNDS):
+        def gaussian_round(state):
             state, found = search(state)
-            state = _gaussian_rest(spec, data, state)
+            rested = _gaussian_rest(spec, data, state)
+            change = jnp.max(jnp.abs(jnp.log(rested.noise_var) - jnp.log(state.noise_var)))
+            return rested, found, change
+
+        def cond(carry):
+            return (carry[2] < GAUSSIAN_ROUNDS) & (carry[3] > NOISE_TOLERANCE)
+
+        def body(carry):
+            state, found, change = gaussian_round(carry[0])
+            return state, found, carry[2] + 1, change
+
+        state, found, change = gaussian_round(_gaussian_rest(spec, data, state))
+        state, found, _, _ = lax.while_loop(cond, body, (state, found, 1, change))
     else:
         state, found = search(state)
     precision = laplace_precision(spec, data, state, log_prior_W, found.position)
