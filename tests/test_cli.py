@@ -474,3 +474,22 @@ def test_cli_file_errors_are_one_line_with_exit_status_2(fitted, tmp_path, capsy
     np.savez(model, __gplvm__=np.frombuffer(document.encode(), dtype=np.uint8))
     assert main(["info", str(model)]) == 2
     assert "nested deeper" in _one_error_line(capsys, "info")
+
+
+def test_rflvm_map_fit_from_the_command_line(tmp_path, capsys):
+    """``--inference map`` reaches RFLVM(inference='map'): summary.json reports the restarts'
+    modes (not R-hat), and a bad value is one clear line naming the choices, exit 2."""
+    rng = np.random.default_rng(2)
+    np.save(tmp_path / "counts.npy", rng.poisson(3.0, size=(20, 5)).astype(float))
+    out = tmp_path / "map"
+    argv = ["fit", str(tmp_path / "counts.npy"), "--model", "rflvm", "--inference", "map",
+            "--features", "10", "--chains", "2", "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert len(summary["modes"]["log_density"]) == 2 and "rhat" not in summary
+    assert "trace.png" in summary["outputs"]
+    argv = ["fit", str(tmp_path / "counts.npy"), "--model", "rflvm", "--inference", "vb",
+            "--out", str(tmp_path / "bad"), "--quiet"]
+    assert main(argv) == 2
+    line = _one_error_line(capsys, "fit")
+    assert "inference" in line and "map" in line, line

@@ -67,6 +67,10 @@ def add_parser(sub) -> None:
     settings.add_argument("--sweeps", type=int, help="MCMC sweeps per chain (burn-in included)")
     settings.add_argument("--burn-in", type=int, help="MCMC sweeps discarded (default half)")
     settings.add_argument("--chains", type=int, help="MCMC chains")
+    settings.add_argument("--sampler", help="rflvm: gibbs (the paper's sweep) or nuts")
+    settings.add_argument("--inference", help="rflvm: mcmc or map (the joint mode, one "
+                                              "L-BFGS restart per chain, no sampling); "
+                                              "bgplvm: collapsed or svi")
     settings.add_argument("--kernel", help=f"one of {', '.join(models.KERNELS)} (ARD)")
     settings.add_argument("--seed", type=int, help="random_state (default 0)")
     add_data_options(fit)

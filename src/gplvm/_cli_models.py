@@ -30,6 +30,8 @@ FLAGS = {
     "sweeps": "n_iter",
     "burn_in": "burn_in",
     "chains": "n_chains",
+    "sampler": "sampler",
+    "inference": "inference",
     "kernel": "kernel",
     "seed": "random_state",
 }

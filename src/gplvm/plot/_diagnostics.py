@@ -63,7 +63,8 @@ def split_rhat_of(model) -> float | None:
 def trace(model, ax=None):
     """The objective per iteration: ``history_`` as one line (the bound), or one line per chain
     (log-likelihood per sweep) with the end of burn-in dotted and the split R-hat of the kept
-    sweeps in the title.
+    sweeps in the title; for an RFLVM fitted with ``inference='map'``, one point per chain (the
+    log-likelihood at its mode).
 
     Returns:
         The Axes, one line per row of ``history_``.
@@ -76,6 +77,15 @@ def trace(model, ax=None):
         ax.set_xlabel("iteration")
         ax.set_ylabel("bound")
         ax.set_title(f"{name}: bound per iteration", fontsize=9)
+        return ax
+    if is_map_fit(model):         # one mode per chain: a point each, no sweeps, no R-hat
+        for c, chain in enumerate(history):
+            ax.plot([c], chain[:1], "o", label=f"chain {c}")
+        ax.set_xticks(range(history.shape[0]))
+        ax.set_xlabel("restart (chain)")
+        ax.set_ylabel("log-likelihood at the mode")
+        ax.set_title(f"{name} (inference='map'): log-likelihood at each restart's mode",
+                     fontsize=9)
         return ax
     for c, chain in enumerate(history):
         ax.plot(np.arange(1, history.shape[1] + 1), chain, lw=0.8, label=f"chain {c}")
