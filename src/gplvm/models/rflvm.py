@@ -280,16 +280,9 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
     @holding_checkpoint
     def _fit_map(self, init):
         """``inference='map'`` (:mod:`gplvm.models._rflvm.map_fit`): the chains' modes as the
-        fitted draws; ``converged_`` when every search met its gradient tolerance."""
+        fitted draws (``converged_``: :meth:`_check_convergence`)."""
         result, self.mode_start_ = map_result(self._spec_, self._data_, init)
-        self._set_fitted(result, quiet=True)
-        worst = float(np.max(self.mode_start_["max_scaled_gradient"]))
-        self.converged_ = bool(worst <= SCALED_TOLERANCE)
-        if not self.converged_:
-            warnings.warn(f"RFLVM(inference='map'): L-BFGS stopped {worst:.3g} Laplace "
-                          f"standard deviations from a stationary point along some coordinate "
-                          f"(tolerance {SCALED_TOLERANCE}); converged_ is False: the modes are "
-                          f"approximate", ConvergenceWarning, stacklevel=3)
+        self._set_fitted(result)
         if self.checkpoint is not None:
             self.save(self.checkpoint)
         return self
@@ -480,12 +473,19 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
 
     def _check_convergence(self, quiet: bool) -> None:
         """``convergence_`` (:func:`.convergence_figures`) and ``converged_``: with
-        ``n_iter='auto'`` its rule (:func:`.has_converged`); else split R-hat (Gelman et al.
-        2013, §11.4) of the log-likelihood after burn-in below 1.1, with a
-        ``ConvergenceWarning`` when it is not."""
-        if self.inference == "map":          # no chains to diagnose: :meth:`_fit_map`
+        ``n_iter='auto'`` its rule (:func:`.has_converged`); with ``inference='map'`` every
+        mode search within :data:`~gplvm.models._rflvm.map_fit.SCALED_TOLERANCE` Laplace sds
+        of a stationary point; else split R-hat (Gelman et al. 2013, §11.4) of the
+        log-likelihood after burn-in below 1.1; a ``ConvergenceWarning`` when it is not."""
+        if self.inference == "map":    # no chains to diagnose: the mode searches' own test
             self.convergence_ = convergence_figures(self.history_[:, :0], self.X_samples_[:, :0])
-            self.converged_ = False
+            worst = float(np.max(self.mode_start_["max_scaled_gradient"]))
+            self.converged_ = bool(worst <= SCALED_TOLERANCE)
+            if not self.converged_ and not quiet:
+                warnings.warn(f"RFLVM(inference='map'): L-BFGS stopped {worst:.3g} Laplace "
+                              f"standard deviations from a stationary point along some "
+                              f"coordinate (tolerance {SCALED_TOLERANCE}); converged_ is False: "
+                              f"the modes are approximate", ConvergenceWarning, stacklevel=5)
             return
         kept_trace = self.history_[:, self.burn_in:]
         self.convergence_ = convergence_figures(kept_trace, self.X_samples_)

@@ -26,23 +26,25 @@ import numpy as np
 from scipy import stats
 from scipy.fft import next_fast_len
 
+from gplvm.inference.mcmc.diagnostics import split_rhat
+
 
 def _split(chains: np.ndarray) -> np.ndarray:
     half = chains.shape[1] // 2
     return np.vstack((chains[:, :half], chains[:, -half:]))
 
 
+def _without_middle(chains: np.ndarray) -> np.ndarray:
+    """The draws :func:`_split` keeps, in order: an odd chain loses its middle draw, so that
+    :func:`.diagnostics.split_rhat` (which halves at S // 2) splits as ArviZ does."""
+    S = chains.shape[1]
+    return np.delete(chains, S // 2, axis=1) if S % 2 else chains
+
+
 def _z_scale(chains: np.ndarray) -> np.ndarray:
     """Normal scores of the pooled ranks (eq. 14, c = 3/8)."""
     ranks = stats.rankdata(chains, method="average").reshape(chains.shape)
     return stats.norm.ppf((ranks - 0.375) / (chains.size + 0.25))
-
-
-def _rhat(chains: np.ndarray) -> float:
-    n = chains.shape[1]
-    within = np.mean(np.var(chains, axis=1, ddof=1))
-    between = n * np.var(np.mean(chains, axis=1), ddof=1)
-    return float(np.sqrt((between / within + n - 1) / n))
 
 
 def _autocovariance(chains: np.ndarray) -> np.ndarray:
@@ -103,8 +105,10 @@ def rank_rhat(chains) -> float:
     chains = _checked(chains)
     if chains is None:
         return float("nan")
-    bulk = _rhat(_z_scale(_split(chains)))
-    tail = _rhat(_z_scale(_split(np.abs(chains - np.median(chains)))))
+    # ranks are pooled, so normal scores of the kept draws, split afterwards, are those of
+    # the split chains
+    bulk = split_rhat(_z_scale(_without_middle(chains)))
+    tail = split_rhat(_z_scale(_without_middle(np.abs(chains - np.median(chains)))))
     return max(bulk, tail)
 
 

@@ -170,6 +170,12 @@ def state_at(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState,
     return state
 
 
+def frequency_log_prior(log_prior_W, W: Array) -> Array:
+    """Σ_m log p(w_m) under the frequencies' prior (m, w) ↦ log p(w_m = w)
+    (:class:`.frequencies.FrequencyPrior`)."""
+    return jnp.sum(jax.vmap(log_prior_W)(jnp.arange(W.shape[0]), W))
+
+
 def log_density(spec: RFLVMSpec, data: RFLVMData, W: Array, noise_var: Array,
                 dispersion_rate: Array, Y: Array | None = None,
                 log_prior_W=None, centre=None) -> Callable[[Array], Array]:
@@ -180,13 +186,12 @@ def log_density(spec: RFLVMSpec, data: RFLVMData, W: Array, noise_var: Array,
     fixed m in place of m(X) in the intercept's centring (:func:`from_position`): another
     density, whose rows of X are independent again (:mod:`.map_start` takes its curvature)."""
     kind = spec.likelihood
-    rows = jnp.arange(spec.n_freq)
     fixed_W = W
 
     def frequencies(W_pos):
         if W_pos is None:
             return fixed_W, 0.0
-        return W_pos, jnp.sum(jax.vmap(log_prior_W)(rows, W_pos))
+        return W_pos, frequency_log_prior(log_prior_W, W_pos)
 
     if kind == "gaussian":
         yy = jnp.sum(Y**2, axis=0)
@@ -223,24 +228,22 @@ def log_density(spec: RFLVMSpec, data: RFLVMData, W: Array, noise_var: Array,
 
 
 def update_joint(key: Array, spec: RFLVMSpec, data: RFLVMData, state: RFLVMState,
-                 tuning: NUTSTuning, Y: Array | None = None, log_prior_W=None):
-    """One NUTS transition of the block, then the tuning's adaptation for this sweep.
+                 Y: Array | None = None, log_prior_W=None) -> RFLVMState:
+    """One NUTS transition of the block from ``state`` (its ``tuning``), then the tuning's
+    adaptation for this sweep.
 
     Args:
         Y: the Gaussian's data with missing entries filled (ignored for counts).
         log_prior_W: the frequencies' prior (:func:`log_density`).
 
     Returns:
-        (X, W, β (None for the Gaussian), r (None unless NB), new tuning); W is the state's
-        when it is not in the position.
+        the state with the block's new X, W, β, r (:func:`state_at`) and the new tuning.
     """
     fn = log_density(spec, data, state.W, state.noise_var, state.dispersion_rate, Y,
                      log_prior_W)
     position = to_position(spec, data, state)
-    new, _, accept, n_steps, _ = nuts_transition(key, position, fn, tuning,
+    new, _, accept, n_steps, _ = nuts_transition(key, position, fn, state.tuning,
                                                  spec.max_doublings)
-    tuning = adapt(tuning, new, accept, state.n_sweeps)
+    tuning = adapt(state.tuning, new, accept, state.n_sweeps)
     tuning = tuning._replace(accept=accept, n_steps=n_steps)
-    X, W, beta, log_r = from_position(spec, data, new, state.W)
-    return (X, state.W if W is None else W, beta, None if log_r is None else jnp.exp(log_r),
-            tuning)
+    return state_at(spec, data, state, new)._replace(tuning=tuning)

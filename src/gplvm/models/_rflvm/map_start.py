@@ -52,8 +52,9 @@ from jax.scipy.linalg import solve_triangular
 from gplvm._pytree import to_device
 from gplvm.inference.mcmc._block import Block
 from gplvm.models._rflvm.features import design
-from gplvm.models._rflvm.joint import (_feature_means, from_position, has_frequencies,
-                                       log_density, n_position, state_at, to_position)
+from gplvm.models._rflvm.joint import (_feature_means, frequency_log_prior, from_position,
+                                       has_frequencies, log_density, n_position, state_at,
+                                       to_position)
 from gplvm.models._rflvm.loglik import total_log_lik
 from gplvm.models._rflvm.spec import RFLVMData, RFLVMSpec, RFLVMState
 from gplvm.models._rflvm.sweep import prior_W
@@ -189,11 +190,9 @@ def gaussian_row_density(spec: RFLVMSpec, data: RFLVMData, W: Array, noise_var: 
     Phi = design(X_hat, W_hat, False)
     terms = collapsed_terms(Phi.T @ Phi, Phi.T @ Y, spec.beta_prior_var)
     beta = solve_triangular(terms.L.T, terms.v, lower=False)
-    rows = jnp.arange(spec.n_freq)
-
     def density(position):
         X, W_pos, _, _ = from_position(spec, data, position, W)
-        log_prior = 0.0 if W_pos is None else jnp.sum(jax.vmap(log_prior_W)(rows, W_pos))
+        log_prior = 0.0 if W_pos is None else frequency_log_prior(log_prior_W, W_pos)
         psi = design(X, W if W_pos is None else W_pos, False) @ beta
         ones = jnp.ones_like(noise_var)
         return (total_log_lik("gaussian", Y, psi, data.observed, data.trials, noise_var, ones)

@@ -138,15 +138,14 @@ def _sweep_gaussian(key, spec, data, state, inducing_times):
     if spec.sampler == "nuts":
         # X given the filled data with β integrated out, then β given the new X
         k_joint, k_beta_new, k_scale = jax.random.split(k_x, 3)
-        X, W, _, _, tuning = update_joint(k_joint, spec, data, state, state.tuning, Y,
-                                          prior.log_density)
+        state = update_joint(k_joint, spec, data, state, Y, prior.log_density)
+        X, W = state.X, state.W
         if prior.log_density is not None:       # (X, W) -> (cX, W/c): Φ, β unchanged
             X, W, _ = scale_moves(k_scale, X, W, prior.log_density)
-            state = state._replace(W=W)
         Phi = design(X, W, False)
         terms = collapsed_terms(Phi.T @ Phi, Phi.T @ Y, s0)
         beta = sample_beta_gaussian(k_beta_new, terms, noise_var)
-        state = state._replace(X=X, W=W, beta=beta, tuning=tuning)
+        state = state._replace(X=X, W=W, beta=beta)
         log_lik = None
     else:
         # X given the observed entries only (the missing ones integrated out), then the
@@ -171,14 +170,14 @@ def _sweep_counts_nuts(key, spec, data, state):
     h | r (eq. 29's hierarchy) → W | β, X by Metropolis → (X, W) ↦ (cX, W/c)."""
     k_joint, k_h, k_w, k_prop, k_scale = jax.random.split(key, 5)
     prior = prior_W(k_prop, spec, data, state)
-    X, W, beta, r, tuning = update_joint(k_joint, spec, data, state, state.tuning,
-                                         log_prior_W=prior.log_density)
-    state = state._replace(X=X, W=W, beta=beta, tuning=tuning)
-    if r is not None:
+    state = update_joint(k_joint, spec, data, state, log_prior_W=prior.log_density)
+    X, beta = state.X, state.beta
+    if spec.likelihood == "negative_binomial":   # h | r
+        r = state.dispersion
         _, b0, g0 = spec.dispersion_prior
         shape = b0 + r.shape[0] * spec.dispersion_prior[0]
         h = jax.random.gamma(k_h, shape, dtype=r.dtype) / (g0 + jnp.sum(r))
-        state = state._replace(dispersion=r, dispersion_rate=h)
+        state = state._replace(dispersion_rate=h)
     Phi = design(X, state.W, spec.intercept)
     W, n_acc = update_frequencies_given_beta(k_w, prior, X, state.W, beta, spec.likelihood,
                                              data, state.noise_var, state.dispersion, Phi,
