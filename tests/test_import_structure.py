@@ -154,3 +154,40 @@ def test_every_slow_test_listed_exists_and_every_test_file_keeps_fast_tests():
     for file, names in defined.items():
         assert names - listed.get(file, set()) or not names, (
             f"every test of {file} is marked slow: the fast loop would not test it")
+
+
+# ----------------------------------------------------------------------------- lazy imports
+
+
+def _fresh(code: str) -> str:
+    """stdout of ``code`` run in a new interpreter (no module of this test process loaded)."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, check=True)
+    return run.stdout.strip().splitlines()[-1]
+
+
+def test_version_and_help_load_neither_jax_nor_scikit_learn():
+    """Issue 32, item 6: ``gplvm --version`` and ``--help`` answer without importing JAX or
+    scikit-learn (seconds of imports); the entry point is called as the script calls it."""
+    heavy = _fresh("import contextlib, io, sys\n"
+                   "from gplvm.cli import main\n"
+                   "for argv in (['--version'], ['--help'], ['fit', '--help']):\n"
+                   "    with contextlib.redirect_stdout(io.StringIO()), "
+                   "contextlib.suppress(SystemExit):\n"
+                   "        main(argv)\n"
+                   "print(sorted({m.split('.')[0] for m in sys.modules}\n"
+                   "             & {'jax', 'jaxlib', 'sklearn', 'scipy', 'matplotlib'}))")
+    assert heavy == "[]"
+
+
+def test_jax_settings_are_made_whichever_module_imports_jax_first():
+    """``import gplvm`` loads no JAX, yet float64 (gplvm._config) is on as soon as any module
+    imports JAX -- here a building block imported directly, then JAX's own flag is read."""
+    assert _fresh("import gplvm, sys\n"
+                  "assert 'jax' not in sys.modules and 'gplvm._config' not in sys.modules\n"
+                  "import gplvm.linalg, jax\n"
+                  "print(jax.config.jax_enable_x64, 'gplvm._config' in sys.modules)") \
+        == "True True"
