@@ -83,8 +83,25 @@ def test_annotations_from_a_file(tmp_path):
     labels.write_text("A\nB\n")
     with pytest.raises(DataFileError, match="2 values but the data has 4 rows"):
         read_annotation(str(labels), table, "labels")
-    with pytest.raises(DataFileError, match="neither a column"):
+    with pytest.raises(DataFileError, match="d.npy has no annotation columns: give a file"):
         read_annotation("stage", table, "labels")
+
+
+def test_a_misspelt_annotation_column_is_named_with_the_columns_there_are(tmp_path):
+    """Issue 32: ``--labels Cultivar`` on a column 'cultivar' is reported as a missing column
+    (with the columns and the close match), not as the real column's non-numeric cells; on a
+    headerless table the message says that its columns are numbered."""
+    path = tmp_path / "wine.csv"
+    path.write_text("alcohol,ash,cultivar\n13.2,2.4,a\n12.1,2.0,b\n")
+    with pytest.raises(DataFileError) as err:
+        read_data(path, annotations=("Cultivar",), required=("Cultivar",))
+    assert str(err.value) == ("no column 'Cultivar' in wine.csv, and no file of that name (did "
+                              "you mean 'cultivar'?); its columns are: alcohol, ash, cultivar")
+    path.write_text("13.2,2.4\n12.1,2.0\n")
+    with pytest.raises(DataFileError, match="no header row, so its columns are numbered: 0, 1$"):
+        read_data(path, annotations=("Cultivar",), required=("Cultivar",))
+    table = read_data(path, annotations=("1",), required=("1",))      # a number names one
+    assert table.columns == ["0"] and list(table.obs["1"]) == ["2.4", "2.0"]
 
 
 def test_npy_and_npz(tmp_path):

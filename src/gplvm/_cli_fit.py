@@ -76,10 +76,13 @@ def add_parser(sub) -> None:
     add_data_options(fit)
 
 
-def read_table(args, annotations=()):
+def read_table(args, annotations=(), required=None):
+    """The data file of ``args``; ``required``: the annotations that must be found (default
+    all: a misspelt column is reported as such, not as a non-numeric one)."""
     return read_data(args.data, key=args.key, layer=args.layer, header=args.header,
                      index_col=args.index_col, delimiter=args.delimiter,
-                     missing=tuple(args.missing), annotations=annotations)
+                     missing=tuple(args.missing), annotations=annotations,
+                     required=annotations if required is None else required)
 
 
 def log(args, message: str) -> None:

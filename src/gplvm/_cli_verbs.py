@@ -130,7 +130,8 @@ def run(args) -> int:
                          index_name="draw")
         return 0
     table = read_table(args, annotation_names(*(_saved(args.model, "annotations") or ()),
-                                              args.offset))
+                                              args.offset),
+                       required=annotation_names(args.offset))     # the fit's may be absent
     Y = model_rows(model, table, args.model)
     extras = call_arguments(model, args.command, offset=new_row_offsets(args, table, Y))
     if args.command == "transform":

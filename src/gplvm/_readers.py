@@ -11,6 +11,7 @@ usable as labels or time stamps.  A file that cannot be read raises :class:`Data
 from __future__ import annotations
 
 import csv
+import difflib
 import os
 import re
 import zipfile
@@ -57,7 +58,7 @@ class Table:
 
 
 def read_data(path, *, key=None, layer=None, header=None, index_col=None, delimiter=None,
-              missing=(), annotations=()) -> Table:
+              missing=(), annotations=(), required=()) -> Table:
     """Read a data file by its extension.
 
     Args:
@@ -74,6 +75,9 @@ def read_data(path, *, key=None, layer=None, header=None, index_col=None, delimi
             :data:`MISSING_TOKENS`).
         annotations: text tables: names of columns to set aside as per-row annotations
             (labels, time stamps) instead of data.
+        required: text tables: those of ``annotations`` that must be a column or else an
+            existing file (what the user asked for; a saved fit's annotation names may be absent
+            from new data).
 
     Raises:
         DataFileError: the file is absent, empty, ragged, non-numeric or of an unknown kind.
@@ -97,7 +101,7 @@ def read_data(path, *, key=None, layer=None, header=None, index_col=None, delimi
     if delimiter is None:
         delimiter = TABLE_SUFFIXES[suffix]
     return _read_text(path, delimiter, header, index_col, (*MISSING_TOKENS, *missing),
-                      tuple(annotations))
+                      tuple(annotations), tuple(required))
 
 
 # ----------------------------------------------------------------------------- arrays
@@ -183,9 +187,10 @@ def _checked_delimiter(delimiter):
     return text
 
 
-def _read_text(path: Path, delimiter, header, index_col, missing, annotations) -> Table:
+def _read_text(path: Path, delimiter, header, index_col, missing, annotations,
+               required=()) -> Table:
     try:
-        return _parse_text(path, delimiter, header, index_col, missing, annotations)
+        return _parse_text(path, delimiter, header, index_col, missing, annotations, required)
     except DataFileError as err:
         hint = _delimiter_hint(path, delimiter)
         if hint is None:
@@ -211,7 +216,8 @@ def _delimiter_hint(path: Path, delimiter):
     return None
 
 
-def _parse_text(path: Path, delimiter, header, index_col, missing, annotations) -> Table:
+def _parse_text(path: Path, delimiter, header, index_col, missing, annotations,
+                required=()) -> Table:
     rows, delimiter = _text_rows(path, delimiter)
     if delimiter == ";":     # a semicolon table writes decimal commas: 1,5 is 1.5
         rows = [(line, [_decimal_point(c) for c in cells]) for line, cells in rows]
@@ -236,6 +242,13 @@ def _parse_text(path: Path, delimiter, header, index_col, missing, annotations) 
     row_ids = ([str(c).strip() for c in cells[:, 0]] if index_col
                else [str(i) for i in range(len(body))])
     first = 1 if index_col else 0
+    for name in required:              # before a typo's real column fails as non-numeric
+        if name not in names[first:] and not os.path.isfile(name):
+            columns = ("its columns are" if header else
+                       f"{path.name} has no header row, so its columns are numbered")
+            raise DataFileError(f"no column {name!r} in {path.name}, and no file of that name"
+                                f"{_did_you_mean(name, names[first:])}; {columns}: "
+                                f"{_listed(names[first:])}")
     obs = {}
     for name in annotations:
         if name in names[first:]:
@@ -340,9 +353,11 @@ def read_annotation(spec: str, table: Table, what: str) -> np.ndarray:
     if spec in table.obs:
         return np.asarray(table.obs[spec])
     if not os.path.isfile(spec):
-        known = ", ".join(table.obs) or "none"
-        raise DataFileError(f"--{what} {spec!r} is neither a column of the data's annotations "
-                            f"({known}) nor a file")
+        name = Path(table.path).name or "the data"
+        known = (f"its annotation columns are: {_listed(list(table.obs))}" if table.obs else
+                 f"{name} has no annotation columns: give a file with one value per row")
+        raise DataFileError(f"--{what} {spec!r}: no annotation column of that name in {name}, "
+                            f"and no file of that name{_did_you_mean(spec, table.obs)}; {known}")
     path = Path(spec)
     if path.suffix.lower() == ".npy":
         values = np.load(path, allow_pickle=False).ravel()
@@ -355,6 +370,21 @@ def read_annotation(spec: str, table: Table, what: str) -> np.ndarray:
         raise DataFileError(f"--{what} {path.name} has {len(values)} values but the data has "
                             f"{n} rows; give one value per row")
     return values
+
+
+def _did_you_mean(name: str, names) -> str:
+    """`` (did you mean 'x'?)`` naming the closest of ``names`` (case ignored), or ''."""
+    lowered = {str(n).lower(): n for n in names}
+    close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
+    return f" (did you mean {lowered[close[0]]!r}?)" if close else ""
+
+
+def _listed(names, shown: int = 20) -> str:
+    """The first ``shown`` of ``names``, comma-separated, with how many in all; or 'none'."""
+    if not names:
+        return "none"
+    more = f", … ({len(names)} in all)" if len(names) > shown else ""
+    return ", ".join(map(str, names[:shown])) + more
 
 
 def as_times(values: np.ndarray, what: str = "times") -> np.ndarray:
