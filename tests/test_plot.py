@@ -47,13 +47,25 @@ def _means(ax):
     return [c for c in ax.collections if c.get_gid() == "means"]
 
 
+def _outside(legend, ax) -> bool:
+    """Whether the drawn legend lies wholly to the right of the Axes' data area."""
+    ax.figure.draw_without_rendering()
+    return legend.get_window_extent().x0 >= ax.get_window_extent().x1
+
+
 def test_latent_variational_two_most_relevant_dims_labels_and_ellipses():
     model = variational()
     labels = np.array(["b", "a", "c"] * 4)
-    ax = plot.latent(model, labels=labels)
-    assert ax.get_xlabel() == "latent dimension 1" and ax.get_ylabel() == "latent dimension 2"
+    ax = plot.latent(model, labels=labels, label_name="cultivar")
+    # relevance_ [0.2, 3.0, 1.0]: dimension 1 on x, then 2; each axis says why
+    assert ax.get_xlabel() == "latent dimension 1 (most relevant, 1/ℓ² = 3)"
+    assert ax.get_ylabel() == "latent dimension 2 (2nd most relevant, 1/ℓ² = 1)"
+    assert "coloured by cultivar" in ax.get_title()
+    legend = ax.get_legend()
+    assert legend.get_title().get_text() == "cultivar" and _outside(legend, ax)
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "a", "b", "c", "shaded ellipses:\n±2 sd of q(x_n)"]
     means = _means(ax)
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a", "b", "c"]
     for name, coll in zip("abc", means):
         np.testing.assert_array_equal(coll.get_offsets(), model.X_mean_[labels == name][:, [1, 2]])
     colours = {tuple(c.get_facecolor()[0]) for c in means}
@@ -61,6 +73,7 @@ def test_latent_variational_two_most_relevant_dims_labels_and_ellipses():
     ellipses = [c for c in ax.collections if isinstance(c, EllipseCollection)]
     assert len(ellipses) == 1 and ellipses[0].get_gid() == "uncertainty"
     np.testing.assert_array_equal(ellipses[0].get_offsets(), model.X_mean_[:, [1, 2]])
+    np.testing.assert_array_equal(ellipses[0].get_widths(), 2 * 2 * np.sqrt(model.X_var_[:, 1]))
 
 
 def test_latent_sampled_model_draws_a_cloud_of_posterior_draws():
@@ -75,6 +88,8 @@ def test_latent_sampled_model_draws_a_cloud_of_posterior_draws():
     np.testing.assert_array_equal(cloud[0].get_offsets(), expected)
     assert not any(isinstance(c, EllipseCollection) for c in ax.collections)
     assert sum(len(c.get_offsets()) for c in _means(ax)) == N
+    assert ax.get_legend().get_texts()[-1].get_text() == (
+        "faint dots: last 20 draws\nof each of 2 chains\nper row (aligned frame)")
 
 
 def test_latent_of_a_real_rflvm_fit_draws_its_posterior_draws(tmp_path):
@@ -84,17 +99,22 @@ def test_latent_of_a_real_rflvm_fit_draws_its_posterior_draws(tmp_path):
     samples = np.asarray(model.X_samples_)
     chains, draws, n, _ = samples.shape
     labels = np.arange(n) % 3
-    for n_draws, kept in ((5, 5), (100, draws)):
-        ax = plot.latent(model, labels=labels, dims=(1, 0), n_draws=n_draws)
+    order = list(np.argsort(-model.relevance_))     # by default the more relevant on x
+    for n_draws, kept, dims in ((5, 5, [1, 0]), (100, draws, None)):
+        ax = plot.latent(model, labels=labels, dims=dims, n_draws=n_draws)
         cloud = [c for c in ax.collections if c.get_gid() == "posterior draws"][0]
-        expected = samples[:, draws - kept:][..., [1, 0]].reshape(-1, 2)
+        expected = samples[:, draws - kept:][..., dims or order].reshape(-1, 2)
         np.testing.assert_array_equal(cloud.get_offsets(), expected)
         assert len(cloud.get_offsets()) == chains * kept * n
     assert not any(isinstance(c, EllipseCollection) for c in ax.collections)
     means = _means(ax)
     assert sum(len(c.get_offsets()) for c in means) == n
     assert len({tuple(c.get_facecolor()[0]) for c in means}) == 3
-    assert (ax.get_xlabel(), ax.get_ylabel()) == ("latent dimension 1", "latent dimension 0")
+    # the RFLVM's relevance is its mean squared frequency, and the axes say so
+    assert ax.get_xlabel() == (f"latent dimension {order[0]} (most relevant, "
+                               f"E[ω²] = {model.relevance_[order[0]]:.3g})")
+    assert ax.get_ylabel().startswith(f"latent dimension {order[1]} (2nd most relevant")
+    assert plot.relevance(model).get_ylabel().startswith("relevance E[ω²]")
     ax.figure.savefig(tmp_path / "rflvm.png")
     assert (tmp_path / "rflvm.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -119,8 +139,9 @@ def test_latent_rejects_bad_labels_and_dims():
 
 def test_relevance_bars_are_the_relevances_one_group_per_row():
     model = variational()
-    heights = [p.get_height() for p in plot.relevance(model).patches]
-    np.testing.assert_array_equal(heights, model.relevance_)
+    ax = plot.relevance(model)
+    np.testing.assert_array_equal([p.get_height() for p in ax.patches], model.relevance_)
+    assert ax.get_ylabel().startswith("relevance 1/ℓ²")       # as the demo's axis says
     grouped = StandIn(relevance_=np.array([[1.0, 2.0, 0.5], [0.1, 0.2, 4.0]]))
     ax = plot.relevance(grouped)
     np.testing.assert_array_equal([p.get_height() for p in ax.patches],
@@ -128,11 +149,21 @@ def test_relevance_bars_are_the_relevances_one_group_per_row():
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["group 0", "group 1"]
 
 
-def test_trace_bound_per_iteration():
+def test_trace_bound_per_iteration_on_a_range_that_shows_the_late_iterations():
+    """40 iterations, the first far below: the y-range fits iterations 5-40 (the last 90%),
+    the inset shows them all."""
     model = variational()
-    lines = plot.trace(model).get_lines()
+    model.history_[0] = -1e4
+    ax = plot.trace(model)
+    lines = ax.get_lines()
     assert len(lines) == 1
     np.testing.assert_array_equal(lines[0].get_ydata(), model.history_)
+    late = model.history_[4:]
+    low, high = ax.get_ylim()
+    assert high - low == pytest.approx(1.1 * np.ptp(late)) and low < late.min()
+    (inset,) = ax.child_axes
+    np.testing.assert_array_equal(inset.get_lines()[0].get_ydata(), model.history_)
+    assert "iterations 5–40" in ax.get_title()
 
 
 def test_trace_per_chain_with_arviz_split_rhat_of_the_kept_sweeps():
@@ -158,19 +189,29 @@ class Imputer(StandIn):
         return (mean, np.full((len(X), 4), 0.25)) if return_var else mean
 
 
-def test_imputation_one_point_per_missing_entry_with_two_sd_bars():
-    Y = RNG.normal(size=(10, 4))
+def test_imputation_z_scores_of_named_columns_with_two_sd_bars():
+    """Each value is a z-score of its column's observed entries; bars ± 2 sd, sd = 0.5 in
+    units of the column; the columns named by feature_names_in_."""
+    Y = RNG.normal(size=(10, 4)) * np.array([1.0, 10.0, 100.0, 1000.0])
     Y[[0, 3, 3, 7], [1, 0, 2, 3]] = np.nan
-    model = Imputer()
+    model = Imputer(feature_names_in_=np.array(["a", "b", "c", "d"], dtype=object))
+    mean, sd = np.nanmean(Y, axis=0), np.nanstd(Y, axis=0, ddof=1)
+    cols = np.nonzero(np.isnan(Y))[1]
     for truth in (None, RNG.normal(size=(10, 4))):
         ax = plot.imputation(model, Y, X=np.zeros((10, 2)), truth=truth)
         points = [line for line in ax.get_lines() if line.get_gid() == "imputed"][0]
-        np.testing.assert_array_equal(points.get_ydata(), model.impute(Y)[np.isnan(Y)])
+        imputed = points.get_xdata() if truth is None else points.get_ydata()
+        np.testing.assert_allclose(imputed, ((model.impute(Y) - mean) / sd)[np.isnan(Y)])
         bars = [c for c in ax.collections if c.get_gid() == "intervals"][0]
-        lengths = [seg[1, 1] - seg[0, 1] for seg in bars.get_segments()]
-        np.testing.assert_allclose(lengths, 4 * 0.5)              # ± 2 sd, sd = 0.5
-        if truth is not None:
-            np.testing.assert_array_equal(points.get_xdata(), truth[np.isnan(Y)])
+        axis = 0 if truth is None else 1
+        lengths = [seg[1, axis] - seg[0, axis] for seg in bars.get_segments()]
+        np.testing.assert_allclose(lengths, 4 * 0.5 / sd[cols])
+        if truth is None:
+            assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b", "c", "d"]
+            np.testing.assert_array_equal(np.floor(points.get_ydata()), cols)
+        else:
+            np.testing.assert_allclose(points.get_xdata(), ((truth - mean) / sd)[np.isnan(Y)])
+        assert _outside(ax.get_legend(), ax)
     with pytest.raises(ValueError, match="no missing"):
         plot.imputation(model, np.ones((3, 4)))
 

@@ -7,7 +7,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from gplvm.plot._axes import new_axes, require
+from gplvm.plot._axes import legend_outside, new_axes, require
+
+#: the trace's y-range covers the iterations after the first EARLY_FRACTION of them
+EARLY_FRACTION = 0.1
+
+
+def relevance_quantity(model) -> tuple[str, str]:
+    """(symbol, axis label) of what ``relevance_`` holds: the ARD inverse squared length-scale
+    1/ℓ² of the kernel (the variational GPLVMs), or, for a model with frequency draws
+    (``W_samples_``, the RFLVM), their mean square E[ω²], which equals 1/ℓ² for an RBF kernel
+    (its spectral density is N(0, diag(1/ℓ²)), seed 000 §2)."""
+    if getattr(model, "W_samples_", None) is not None:
+        return "E[ω²]", "relevance E[ω²] (mean squared frequency; = 1/ℓ² for RBF)"
+    return "1/ℓ²", "relevance 1/ℓ² (inverse squared ARD length-scale)"
 
 
 def relevance(model, ax=None):
@@ -25,10 +38,10 @@ def relevance(model, ax=None):
         ax.bar(np.arange(Q) + (g - (G - 1) / 2) * width, rel[g], width=width,
                label=f"group {g}" if G > 1 else None)
     if G > 1:
-        ax.legend(fontsize=7)
+        legend_outside(ax)
     ax.set_xticks(range(Q))
     ax.set_xlabel("latent dimension")
-    ax.set_ylabel("relevance")
+    ax.set_ylabel(relevance_quantity(model)[1], fontsize=8)
     ax.set_title(f"{type(model).__name__}: relevance of each latent dimension", fontsize=9)
     return ax
 
@@ -73,14 +86,10 @@ def trace(model, ax=None):
     ax = new_axes(ax, figsize=(5.0, 3.5))
     name = type(model).__name__
     if history.ndim == 1:
-        ax.plot(np.arange(1, len(history) + 1), history, lw=1.0)
-        ax.set_xlabel("iteration")
-        ax.set_ylabel("bound")
-        ax.set_title(f"{name}: bound per iteration", fontsize=9)
-        return ax
+        return _bound_trace(ax, history, name)
     if is_map_fit(model):         # one mode per chain: a point each, no sweeps, no R-hat
         for c, chain in enumerate(history):
-            ax.plot([c], chain[:1], "o", label=f"chain {c}")
+            ax.plot([c], chain[:1], "o")
         ax.set_xticks(range(history.shape[0]))
         ax.set_xlabel("restart (chain)")
         ax.set_ylabel("log-likelihood at the mode")
@@ -92,9 +101,38 @@ def trace(model, ax=None):
     burn_in = int(model.get_params().get("burn_in", 0) or 0)
     if 0 < burn_in < history.shape[1]:
         ax.axvline(burn_in, color="grey", ls=":", lw=0.8)
-    ax.legend(fontsize=7)
-    ax.set_xlabel("sweep")
+    legend_outside(ax)
+    ax.set_xlabel("sweep (dotted: end of burn-in)" if 0 < burn_in < history.shape[1]
+                  else "sweep")
     ax.set_ylabel("log-likelihood")
     ax.set_title(f"{name}: log-likelihood per sweep (split R-hat {split_rhat_of(model):.3f})",
                  fontsize=9)
+    return ax
+
+
+def _bound_trace(ax, history, name):
+    """The bound per iteration on a y-range that fits the iterations after the first
+    :data:`EARLY_FRACTION` (the first few, far below, would flatten the rest to a line and
+    hide whether the fit had settled), with the whole trace in an inset."""
+    n = len(history)
+    iterations = np.arange(1, n + 1)
+    ax.plot(iterations, history, lw=1.0, gid="bound")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("bound (nats, standardised data)")
+    first = max(1, int(np.ceil(EARLY_FRACTION * n))) if n >= 10 else 0
+    late = history[first:]
+    late = late[np.isfinite(late)]
+    if first and late.size and np.ptp(late) > 0:
+        pad = 0.05 * np.ptp(late)
+        ax.set_ylim(late.min() - pad, late.max() + pad)
+        inset = ax.inset_axes([0.5, 0.1, 0.45, 0.4])
+        inset.plot(iterations, history, lw=0.8, gid="bound, all iterations")
+        inset.axvspan(first + 0.5, n, color="0.9", zorder=0)
+        inset.set_title("all iterations (shaded: main axes)", fontsize=6)
+        inset.tick_params(labelsize=6)
+        below = int(np.sum(history < late.min() - pad))
+        ax.set_title(f"{name}: bound per iteration\ny-axis fits iterations {first + 1}–{n}; "
+                     f"{below} earlier (from {history[0]:.6g}) lie below it", fontsize=8)
+    else:
+        ax.set_title(f"{name}: bound per iteration", fontsize=9)
     return ax
