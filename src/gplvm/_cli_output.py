@@ -17,7 +17,7 @@ import numpy as np
 
 
 def write_csv(target, row_ids, columns, values, index_name: str = "id") -> None:
-    """A CSV with a header, one row id per row; floats by ``repr`` (shortest exact form).
+    """A CSV with a header, one row id per row; floats by :func:`float_text` (exact).
 
     Args:
         target: a path, or ``None`` / ``'-'`` for standard output.
@@ -27,7 +27,19 @@ def write_csv(target, row_ids, columns, values, index_name: str = "id") -> None:
         writer = csv.writer(stream, lineterminator="\n")
         writer.writerow([index_name, *columns])
         for row_id, row in zip(row_ids, values):
-            writer.writerow([row_id, *map(repr, row.tolist())])
+            writer.writerow([row_id, *map(float_text, row.tolist())])
+
+
+def float_text(v: float) -> str:
+    """``repr(v)``, the shortest digits that a correctly rounded reader turns back into ``v``;
+    as mantissa and exponent where that has over 17 digits with the zeros before them
+    (``5.823341393245457e-04``, not ``0.0005823341393245457``): pandas' default reader keeps
+    the first 17 digits, leading zeros included, and drops the rest (thousands of ulp off)."""
+    text = repr(v)
+    if "e" in text or len(text.lstrip("-").replace(".", "")) <= 17:
+        return text
+    digits = text.lstrip("-0.")      # |v| < 1 here: '-0.000582...' -> '582...', the significant
+    return f"{v:.{len(digits) - 1}e}"
 
 
 @contextlib.contextmanager
