@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -31,10 +32,26 @@ def _one_line(err: BaseException) -> str:
     return " ".join(str(err).split()) or type(err).__name__
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """``warning: Category: message`` on one line: what a command-line user can act on, without
+    the library's source path and line that Python's default display starts with."""
+    print(f"warning: {category.__name__}: {_one_line(message)}", file=file or sys.stderr,
+          flush=True)
+
+
 def main(argv=None) -> int:
-    """Run the command ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    """Run the command ``argv`` (default ``sys.argv[1:]``); returns the exit status.  Warnings
+    are shown by :func:`_show_warning` while it runs (the Python API's are left as they are)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
+    shown, warnings.showwarning = warnings.showwarning, _show_warning
+    try:
+        return _run(args, argv)
+    finally:
+        warnings.showwarning = shown
+
+
+def _run(args, argv) -> int:
     try:
         if args.command == "demo":
             from gplvm import _cli_demo

@@ -385,6 +385,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
             record_heavy=record_heavy, thin_heavy=thin_heavy, trace=trace,
             block_size=int(self.block_size), progress=self.progress,
             desc=f"RFLVM ({spec.likelihood})" + (f" {desc}" if desc else ""), start=start,
+            stage=lambda done: "MAP" if done < spec.map_sweeps else "",   # X climbs, no proposals
             on_block=on_block,
             export_key=f"gplvm.RFLVM {spec!r}",  # the spec fixes the sweep and what it records
             row_mesh=self._row_mesh(), n_rows=int(self._data_.Y.shape[0]))

@@ -98,14 +98,16 @@ def _check_counts(n_iter, burn_in, thin, thin_heavy, start):
 
 
 def _postfix(traced, n: int) -> dict:
-    """Chain means of the scalar traces after sweep ``n`` of this run, for the progress bar."""
+    """Chain means of the scalar traces after sweep ``n`` of this run, for the progress bar;
+    a NaN one (a diagnostic the sweep did not measure, e.g. proposals in a MAP sweep) is left
+    out."""
     if isinstance(traced, dict):
         items = list(traced.items())
     else:
         items = [(f"trace{k}" if k else "trace", v)
                  for k, v in enumerate(jax.tree_util.tree_leaves(traced))]
-    return {str(name): f"{float(np.mean(v[:, n - 1])):.6g}"
-            for name, v in items[:3] if np.ndim(v) == 2}
+    means = {str(name): float(np.mean(v[:, n - 1])) for name, v in items[:3] if np.ndim(v) == 2}
+    return {name: f"{mean:.6g}" for name, mean in means.items() if not np.isnan(mean)}
 
 
 def _next_length(n: int, seconds: float, done: int, block_size: int) -> int:
@@ -122,7 +124,8 @@ def run_chains(key, init_state, sweep: Callable, *, n_iter: int, burn_in: int = 
                thin: int = 1, record: Optional[Callable] = None,
                record_heavy: Optional[Callable] = None, thin_heavy: Optional[int] = None,
                trace: Optional[Callable] = None, block_size: Optional[int] = None,
-               progress: bool = True, desc: str = "MCMC", start: int = 0,
+               progress: bool = True, desc: str = "MCMC",
+               stage: Optional[Callable[[int], str]] = None, start: int = 0,
                callback: Optional[Callable[[int, Any], None]] = None,
                on_block: Optional[Callable[["ChainResult"], None]] = None,
                vectorize: bool = False, timings: Optional[dict] = None,
@@ -154,6 +157,8 @@ def run_chains(key, init_state, sweep: Callable, *, n_iter: int, burn_in: int = 
         progress: show a tqdm bar on stderr (compilation as its own phase, then sweeps) and
             print the compile time and the devices used.
         desc: the bar's label.
+        stage: ``stage(done)`` is added to the label while the sweeps after the first ``done``
+            run (the RFLVM's ``'MAP'`` during its uphill warm-up sweeps); '' adds nothing.
         start: sweeps already done, to resume a run from ``ChainResult.state``: running
             ``[0, k)`` and then ``[k, n_iter)`` with ``start=k`` gives the same chains as one
             run (join the two results with :func:`concat_results`).
@@ -215,6 +220,8 @@ def run_chains(key, init_state, sweep: Callable, *, n_iter: int, burn_in: int = 
             run.compile(block, bar, desc, progress)
         n = 1
         while run.done < n_iter:
+            if stage is not None:
+                bar.set_description_str(f"{desc} {stage(run.done)}".rstrip(), refresh=False)
             seconds, n = run.call(min(n, n_iter - run.done), kept, bar)   # all rounds
             if trace is not None:
                 bar.set_postfix(_postfix(kept.traced, run.done - start), refresh=False)
