@@ -13,7 +13,8 @@ A saved file names each object by this *registered* name, never by the module th
 define it, so that moving or renaming a module does not break files users already saved.
 Loading looks a name up here and nothing else: it never imports a module named in a file and
 never evaluates text from it.  This module imports nothing from gplvm; :mod:`gplvm.io` reads it,
-and the classes fill it when their modules are imported (``import gplvm`` imports them all).
+and the classes fill it when their modules are imported (:func:`lookup` imports gplvm's
+estimators, and with them every registered class, before it reports a name unknown).
 
 Files of format version 1 (gplvm before issue 11) named classes by their qualified Python name;
 :data:`FORMAT1_NAMES` maps each of those to today's registered name.
@@ -72,6 +73,8 @@ def lookup(name: object, format_version: int | None = None) -> type:
     """
     if format_version == 1 and isinstance(name, str):
         name = FORMAT1_NAMES.get(name, name)
+    if isinstance(name, str) and name not in _CLASSES:
+        _import_registered()
     cls = _CLASSES.get(name) if isinstance(name, str) else None
     if cls is None:
         raise ValueError(f"the file names the class {name!r}, which is not one gplvm.load may "
@@ -83,7 +86,16 @@ def lookup(name: object, format_version: int | None = None) -> type:
 
 def estimators() -> frozenset[type]:
     """The classes a file may hold at its top level."""
+    _import_registered()
     return frozenset(_ESTIMATORS)
+
+
+def _import_registered() -> None:
+    """Import the modules whose imports register every class: ``import gplvm`` imports them on
+    the first use of a public name only (issue 32), and a file may be read before that."""
+    import gplvm.io  # noqa: F401
+    import gplvm.models  # noqa: F401
+    import gplvm.models.structured  # noqa: F401
 
 
 #: Format-1 files (gplvm before issue 11) named classes by ``module.QualName``; this is every
