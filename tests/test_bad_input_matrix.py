@@ -143,6 +143,8 @@ _ONLY_GPLVM = {s: "the case is about inducing inputs of the GPLVM family" for s 
 _NO_GROUPS = {"RFLVM": "RFLVM has no groups= (one sequence)"}
 _CHANNELS = "StructuredGPLVM takes (n_images, n_pixels, channels) with a grid"
 _PIXELS = "a constant pixel is fine: StructuredGPLVM scales each channel, not each pixel"
+_KEPT_OUT = {s: "the GPLVM family keeps such a column out of the fit and puts it back on "
+                "output (tests/test_bgplvm.py)" for s in ("BayesianGPLVM", "DPGPLVM")}
 
 DATA_CASES = [
     _y_case("Y inf", lambda: _with(gaussian(), 2, 1, np.inf)),
@@ -164,9 +166,20 @@ DATA_CASES = [
     _y_case("Y row all NaN", lambda: _with(gaussian(), 3, slice(None), np.nan)),
     _y_case("Y column all NaN", lambda: _with(gaussian(), slice(None), 1, np.nan),
             not_for={"StructuredGPLVM": "a pixel never observed is predicted from its "
-                                        "neighbours"}),
+                                        "neighbours", **_KEPT_OUT}),
     _y_case("Y constant column", lambda: _with(gaussian(), slice(None), 2, 5.0),
-            not_for={"StructuredGPLVM": _PIXELS}),
+            not_for={"StructuredGPLVM": _PIXELS, **_KEPT_OUT}),
+    _y_case("Y every column constant", lambda: np.ones((N, D)),
+            not_for={"StructuredGPLVM": "the same image repeated: case 'Y identical rows'"}),
+    _y_case("Y rows observed only in constant columns",
+            lambda: _with(_with(gaussian(), slice(None), 0, 1.0), 3, slice(1, None), np.nan),
+            not_for={"StructuredGPLVM": _PIXELS, "RFLVM": "the RFLVM refuses the constant "
+                                                          "column itself"}),
+    Case("n_components > columns", "n_components",
+         lambda spec: spec.fit(est_kw={"n_components": D + 1}), {
+             **{s: _SUPERVISED_WHY for s in SUPERVISED},
+             "StructuredGPLVM": "its columns are pixels: Q > pixels is refused by the same "
+                                "rule, tested in test_structured"}),
     _y_case("Y identical rows", lambda: np.tile(gaussian(1, D), (N, 1))),
     _y_case("Y entry 1e300", lambda: _with(gaussian(), 4, 0, 1e300)),
     _y_case("Y entry -1e200", lambda: _with(gaussian(), 4, 0, -1e200)),
@@ -259,6 +272,7 @@ SUPERVISED_CASES = [
 #: (argument, bad value[, estimators for which it is bad]) for every constructor argument
 BAD_PARAMS = [
     *[("n_components", v) for v in (0, -1, 2.5, "2", None, True)],
+    ("n_components", "auto", ("RFLVM",)),
     *[("n_inducing", v) for v in (0, -5, 3.5, "10", None)],
     *[("kernel", v) for v in ("rbf", 3, RBF(lengthscale=np.ones(5)), RBF(lengthscale=-1.0),
                               RBF(variance=np.nan))],

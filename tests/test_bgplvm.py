@@ -7,9 +7,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import stats
-from sklearn.exceptions import NotFittedError
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
+import gplvm
 from gplvm import BayesianGPLVM
+from gplvm._validation import DroppedColumnsWarning
 from gplvm.baselines import ColumnMeanImputer
 from gplvm.expectations import psi_statistics
 from gplvm.inference import minimise
@@ -369,7 +371,7 @@ def test_tiny_but_varying_columns_are_not_called_constant():
     """Columns near 1e-300 vary like any others relative to their size; their squares
     underflow, so an absolute test would call them constant (issue 31).  Their spread is
     taken relative to each column's size: the fit of 1e-300·Y equals the fit of Y scaled back
-    (the standardised data are the same), and a truly constant column is still refused."""
+    (the standardised data are the same), and a truly constant column is kept out of the fit."""
     from gplvm._validation import column_std
 
     Y, _ = planted(n=20, d=4)
@@ -384,5 +386,109 @@ def test_tiny_but_varying_columns_are_not_called_constant():
     np.testing.assert_allclose(tiny.X_mean_, plain.X_mean_, rtol=1e-6, atol=1e-9)
     constant = Y.copy()
     constant[:, 2] = 1e-300
-    with pytest.raises(ValueError, match="1 constant columns"):
-        BayesianGPLVM(**kw).fit(constant)
+    with pytest.warns(DroppedColumnsWarning, match=r"1 constant \(columns 2\)"):
+        kept_out = BayesianGPLVM(**kw).fit(constant)
+    assert kept_out.dropped_columns_.tolist() == [2]
+
+
+# ------------------------------------------------------------------ issue 32: columns and Q
+def _with_uninformative_columns(Y):
+    """Y (N, 5) with a constant column (3.7) at 1, a constant 0.1 at 3 and a never-observed
+    column at 6: (N, 8), and the positions of Y's own columns."""
+    kept = [0, 2, 4, 5, 7]
+    full = np.empty((Y.shape[0], 8))
+    full[:, kept] = Y
+    full[:, 1], full[:, 3], full[:, 6] = 3.7, 0.1, np.nan
+    return full, kept
+
+
+@pytest.mark.parametrize("inference", ["collapsed", "svi"])
+def test_constant_and_empty_columns_are_kept_out_and_put_back(inference):
+    """The fit on Y with uninformative columns inserted *is* the fit on Y: it reads the same
+    standardised array (C order, as Y alone), so its attributes are equal bit for bit.  New-row
+    verbs see the dropped columns as missing, a different but equal sum (exact zeros added over
+    8 instead of 5 columns), which L-BFGS on a flat per-row bound amplifies to ~1e-8
+    (gplvm_family/new_rows.py).  The dropped columns come back exactly: their constant with
+    variance 0 and noise 0, or NaN for the column never observed."""
+    Y, _ = planted(n=24, d=5)
+    full, kept = _with_uninformative_columns(Y)
+    kw = dict(n_components=2, n_inducing=6, max_iter=15, progress=False, random_state=0,
+              inference=inference, batch_size=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        alone = BayesianGPLVM(**kw).fit(Y)
+        with pytest.warns(DroppedColumnsWarning,
+                          match=r"2 constant \(columns 1, 3\) and 1 with no observed entry"):
+            model = BayesianGPLVM(**kw).fit(full)
+    np.testing.assert_array_equal(model.X_mean_, alone.X_mean_)
+    assert model.dropped_columns_.tolist() == [1, 3, 6] and model.n_features_in_ == 8
+    X = model.X_mean_[:4]
+    mean, var = model.predict(X, return_var=True)
+    mean0, var0 = alone.predict(X, return_var=True)
+    np.testing.assert_array_equal(mean[:, kept], mean0)
+    np.testing.assert_array_equal(var[:, kept], var0)
+    np.testing.assert_array_equal(mean[:, [1, 3]], np.tile([3.7, 0.1], (4, 1)))
+    np.testing.assert_array_equal(var[:, [1, 3]], 0.0)
+    assert np.isnan(mean[:, 6]).all() and np.isnan(var[:, 6]).all()
+    noise = model.noise_var_
+    np.testing.assert_array_equal(noise[kept], alone.noise_var_)
+    assert noise[1] == noise[3] == 0.0 and np.isnan(noise[6])
+    drawn, _ = model.sample(3, random_state=1)
+    np.testing.assert_array_equal(drawn[:, [1, 3]], np.tile([3.7, 0.1], (3, 1)))
+    holes = full[:5].copy()
+    holes[0, 0] = holes[1, 1] = holes[2, 7] = np.nan
+    filled = model.impute(holes)
+    np.testing.assert_allclose(filled[:, kept], alone.impute(holes[:, kept]), rtol=0,
+                               atol=1e-8)
+    assert filled[1, 1] == 3.7 and np.isnan(filled[:, 6]).all()
+    np.testing.assert_allclose(model.transform(full[:4]), alone.transform(Y[:4]), atol=1e-8)
+    np.testing.assert_allclose(model.score(full[:4]), alone.score(Y[:4]), rtol=1e-9)
+
+
+def test_digits_fit_without_dropping_constant_pixels_by_hand():
+    """Flattened digits have pixels that are 0 in every image: the model keeps exactly those
+    out, and predicts them as 0."""
+    from sklearn.datasets import load_digits
+
+    Y = load_digits().data[:60]
+    constant = np.flatnonzero(Y.max(0) == Y.min(0))
+    assert len(constant) > 0
+    with pytest.warns(DroppedColumnsWarning, match=f"{len(constant)} constant"):
+        model = BayesianGPLVM(n_components=2, n_inducing=5, max_iter=3, progress=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model.fit(Y)
+    np.testing.assert_array_equal(model.dropped_columns_, constant)
+    out = model.inverse_transform(model.X_mean_[:2])
+    assert out.shape == (2, 64)
+    np.testing.assert_array_equal(out[:, constant], Y[:2, constant])
+
+
+def test_n_components_rule_and_auto():
+    """Q above the columns (or at or above the rows) is refused before any computation, naming
+    both numbers; 'auto' starts from min(10, D, N − 1) and reports the dimensions ARD keeps
+    (relevance at least 1e-3 of the largest, by decreasing relevance)."""
+    from gplvm.models.gplvm_family.estimator import active_dimensions
+
+    Y, _ = planted(n=12, d=3)
+    with pytest.raises(ValueError, match=r"n_components=4 exceeds the 3 column\(s\) of Y.*"
+                                         r"n_components=3 or fewer"):
+        BayesianGPLVM(n_components=4, n_inducing=5).fit(Y)
+    full = np.column_stack([Y, np.ones(12)])
+    with pytest.raises(ValueError, match=r"n_components=4 exceeds the 3 column\(s\) of Y left "
+                                         r"to fit \(1 constant or empty"):
+        BayesianGPLVM(n_components=4, n_inducing=5).fit(full)
+    with pytest.raises(ValueError, match="Y has 3 rows; a 3-dimensional latent space needs at "
+                                         "least 4"):
+        BayesianGPLVM(n_components=3, n_inducing=3).fit(Y[:3])
+    with pytest.raises(ValueError, match="'auto'.*kernel of your own"):
+        BayesianGPLVM(n_components="auto", kernel=gplvm.kernels.RBF()).fit(Y)
+    np.testing.assert_array_equal(active_dimensions([0.5, 1e-4, 2.0, 2e-3, 2.0]), [2, 4, 0, 3])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = BayesianGPLVM(n_components="auto", n_inducing=5, max_iter=3,
+                              progress=False).fit(Y)
+    assert model.n_components_ == 3 and model.X_mean_.shape == (12, 3)
+    np.testing.assert_array_equal(model.active_components_,
+                                  active_dimensions(model.relevance_))
+    assert model.sample(2)[1].shape == (2, 3)

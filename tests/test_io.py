@@ -17,6 +17,7 @@ import copy
 import dataclasses
 import hashlib
 import json
+import warnings
 from pathlib import Path
 from typing import NamedTuple
 
@@ -173,6 +174,24 @@ def test_bgplvm_round_trip(bgplvm, tmp_path):
     assert type(loaded) is gplvm.BayesianGPLVM
     assert_same_state(model, loaded)
     assert_same_outputs(model.relevance_, loaded.relevance_)
+    Y_new = Y[:3].copy()
+    Y_new[0, 1] = np.nan
+    assert_latent_verbs_agree(model, loaded, Y, Y_new, model.X_mean_[:4])
+
+
+def test_columns_kept_out_of_the_fit_survive_a_round_trip(tmp_path):
+    """A model with constant and never-observed columns (issue 32) is saved with its widened
+    fitted value, so the loaded model has the same state and every verb the same outputs,
+    the dropped columns included."""
+    rng = np.random.default_rng(3)
+    Y = np.column_stack([rng.normal(size=(10, 3)), np.full(10, 2.5), np.full(10, np.nan)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = gplvm.BayesianGPLVM(n_components=2, n_inducing=4, max_iter=3,
+                                    progress=False).fit(Y)
+    loaded = _reload(model, tmp_path)
+    assert_same_state(model, loaded)
+    assert loaded.dropped_columns_.tolist() == [3, 4]
     Y_new = Y[:3].copy()
     Y_new[0, 1] = np.nan
     assert_latent_verbs_agree(model, loaded, Y, Y_new, model.X_mean_[:4])

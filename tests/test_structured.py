@@ -311,6 +311,11 @@ def test_bad_input_raises_before_computation(planted):
         make().fit(Y, times=np.arange(5.0))
     with pytest.raises(ValueError, match="at least 3"):
         make().fit(Y[:2])
+    n_pixels = Y[0].size        # the family's rule on Q: at most the columns (issue 32)
+    with pytest.raises(ValueError, match=f"n_components={n_pixels + 1} exceeds the {n_pixels} "
+                                         f"column"):
+        gplvm.StructuredGPLVM(n_components=n_pixels + 1, n_inducing=5,
+                              progress=False).fit(np.tile(Y, (n_pixels // 8 + 1, 1, 1)))
     with pytest.raises(ValueError, match="images of shape"):
         planted[2].transform(Y[:, :4])
 

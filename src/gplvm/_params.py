@@ -268,8 +268,12 @@ def _devices_problem(value, est):
 DEVICES = Rule("None, a device count from 1 to len(jax.devices()), a non-empty list of "
                "jax.Device or a jax.sharding.Mesh", _devices_problem, "2")
 
+N_COMPONENTS_AUTO = Rule("'auto' or a positive integer", lambda value, est: None
+                         if value == "auto" and isinstance(value, str)
+                         else POSITIVE_INT.problem(value, est))
+
 _GPLVM_FAMILY = {
-    "n_components": POSITIVE_INT, "n_inducing": POSITIVE_INT, "kernel": LATENT_KERNEL,
+    "n_components": N_COMPONENTS_AUTO, "n_inducing": POSITIVE_INT, "kernel": LATENT_KERNEL,
     "psi_rule": PSI_RULE, "standardize": FLAG, "max_iter": POSITIVE_INT,
     "init_X_var": _optional(POSITIVE, "0.1"), "init_noise_fraction": FRACTION,
     "time_kernel": TIME_KERNEL, "transform_max_iter": POSITIVE_INT,

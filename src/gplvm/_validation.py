@@ -6,6 +6,8 @@ message names the problem, where it is, and how to fix it.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 
@@ -166,6 +168,74 @@ def check_no_constant_columns(Y: np.ndarray, name: str = "Y") -> None:
         raise ValueError(f"{name} has {int(const.sum())} constant columns (columns "
                          f"{_where(const)}); drop them, they carry no information and cannot be "
                          f"standardised")
+
+
+class DroppedColumnsWarning(UserWarning):
+    """A fit kept some columns of Y out (constant, or with no observed entry) and puts them
+    back on output (:func:`uninformative_columns`)."""
+
+
+def uninformative_columns(Y: np.ndarray) -> np.ndarray:
+    """(D,) True for the columns a fit of the GPLVM family keeps out: those whose observed
+    entries are all equal (``nanmax == nanmin``, exact at any scale; a single observed entry
+    counts as constant) and those with no observed entry.
+
+    Such a column carries no information about the latent points (its likelihood does not
+    depend on X), and standardising it would divide by 0.  The estimators fit the other
+    columns and put these back on output: a constant column predicts its constant with
+    variance 0, a column with no observed entry predicts NaN (nothing is known of its location
+    or scale).  See docs/contract.md, "Columns kept out of the fit"."""
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)     # all-NaN slices: NaN, kept out
+        spread = np.nanmax(Y, axis=0) - np.nanmin(Y, axis=0)
+    return ~(spread > 0)
+
+
+def column_constants(Y: np.ndarray, dropped: np.ndarray) -> np.ndarray:
+    """(D,) each dropped column's constant (its first observed entry, so it comes back exactly;
+    NaN when it has none), NaN for the other columns."""
+    values = np.full(Y.shape[1], np.nan)
+    for d in np.flatnonzero(dropped):
+        seen = Y[~np.isnan(Y[:, d]), d]
+        if len(seen):
+            values[d] = seen[0]
+    return values
+
+
+def dropped_columns_notice(owner: str, Y: np.ndarray, dropped: np.ndarray) -> None:
+    """The one-line :class:`DroppedColumnsWarning` naming the columns kept out of a fit."""
+    empty = dropped & np.isnan(Y).all(axis=0)
+    constant = dropped & ~empty
+    parts = [f"{int(m.sum())} {what} (columns {_where(m)})" for m, what in
+             ((constant, "constant"), (empty, "with no observed entry")) if m.any()]
+    warnings.warn(f"{owner}: {' and '.join(parts)} of Y kept out of the fit; they come back "
+                  f"on output as their constant (variance 0) or NaN", DroppedColumnsWarning,
+                  stacklevel=4)
+
+
+def check_n_components(owner: str, Q, n_rows: int, n_cols: int, n_dropped: int = 0) -> None:
+    """The one rule of every latent-variable estimator (issue 32): Q latent dimensions need at
+    most as many columns and more rows than Q (and 3 rows at least), checked before any
+    computation.
+
+    Q > D cannot be identified from the data: D columns span at most a D-dimensional manifold
+    (and ARD switches the dimensions beyond it off, at the cost of the fit); Q >= N leaves
+    fewer rows than latent coordinates per dimension plus one.  ``n_dropped`` columns kept
+    out of the fit (:func:`uninformative_columns`) are not among the ``n_cols``.
+    """
+    Q = int(Q)
+    if Q > n_cols:
+        what = (f"the {n_cols} column(s) of Y" if not n_dropped else
+                f"the {n_cols} column(s) of Y left to fit ({n_dropped} constant or empty ones "
+                f"are kept out)")
+        raise ValueError(f"{owner}: n_components={Q} exceeds {what}; the "
+                         f"latent dimension can be at most the number of columns: pass "
+                         f"n_components={n_cols} or fewer (or n_components='auto' where the "
+                         f"model has it, to let ARD choose)")
+    if n_rows < max(Q + 1, 3):
+        raise ValueError(f"{owner}: Y has {n_rows} rows; a {Q}-dimensional latent space needs "
+                         f"at least {max(Q + 1, 3)}: pass n_components={max(n_rows - 1, 1)} "
+                         f"or fewer, or give more rows")
 
 
 def check_counts(Y: np.ndarray, name: str = "Y", upper=None, what: str = "count") -> None:

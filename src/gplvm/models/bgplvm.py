@@ -30,7 +30,7 @@ from gplvm.models._common import check_is_fitted
 from gplvm.models.gplvm_family import fitted as fam
 from gplvm.models.gplvm_family.bound import negative_bound, negative_bound_keyed
 from gplvm.models.gplvm_family.estimator import AbstractGPLVM, in_model_precision
-from gplvm.models.gplvm_family import svi_fit, svi_init
+from gplvm.models.gplvm_family import columns, svi_fit, svi_init
 from gplvm.models.gplvm_family.format1 import upgrade_format1
 from gplvm.models.gplvm_family.latent import DynamicalLatent
 from gplvm.models.gplvm_family.new_rows import infer_latents
@@ -178,8 +178,8 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
         if self.inference == "svi":
             return self._fit_svi(Y, times, groups)
         Y, times = self._validate_common(Y, times, groups)
-        Y_mean, Y_std = self._standardisation(Y)
-        Ys = (Y - Y_mean) / Y_std
+        Y_mean, Y_std = self._standardisation(Y)     # (D,): the kept-out columns coded in them
+        Ys = columns.standardise_kept(Y, Y_mean, Y_std)
         u, problem = self._initial(Ys, times, groups, as_key(self.random_state))
         self.times_, self.groups_ = times, groups
         self._train_Y = Y
@@ -277,7 +277,7 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
         problem = run["problem"]
         if problem.sharded is not None or problem.Y0 is not None:
             return problem
-        Ys = (self._train_Y - run["Y_mean"]) / run["Y_std"]
+        Ys = columns.standardise_kept(self._train_Y, run["Y_mean"], run["Y_std"])
         if self.devices is None:
             return problem._replace(Y0=jnp.asarray(np.nan_to_num(Ys)),
                                     groups=collapsed.group_columns(Ys))
@@ -338,8 +338,10 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
 
     def _set_svi(self, result, rows_of):
         """The fitted attributes of an SVI result (:class:`svi_fit.SviResult`)."""
-        self.fitted_ = fitted_from_svi(result.g, result.setup, rows_of.source.shape[1],
-                                       rows_of.Y_mean, rows_of.Y_std)
+        kept = columns.kept_columns(rows_of.Y_std)
+        fitted = fitted_from_svi(result.g, result.setup, int(kept.sum()),
+                                 rows_of.Y_mean[kept], rows_of.Y_std[kept])
+        self.fitted_ = columns.put_back(fitted, rows_of.Y_mean, rows_of.Y_std)
         self.params_, self._problem, self.jitter_ = result.g, None, result.setup.jitter
         self.X_mean_, self.X_var_ = np.array(result.X_mean), result.X_var
         self.elbo_, self.history_, self.n_iter_ = result.bound, result.history, result.n_epochs
@@ -413,10 +415,11 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
         return rows_of
 
     def _set_fitted(self, u, problem, Y_mean, Y_std):
-        summary = fam.fitted_from(u, problem, Y_mean, Y_std)
+        kept = columns.kept_columns(Y_std)
+        summary = fam.fitted_from(u, problem, Y_mean[kept], Y_std[kept])
         if problem.sharded is not None:     # devices=: the fitted values off the mesh
             u, summary = sharding.to_default_device((u, summary))
-        self.fitted_ = summary.fitted
+        self.fitted_ = columns.put_back(summary.fitted, Y_mean, Y_std)
         self.params_ = u
         self._problem = _portable(problem)  # rows on a mesh are not saved, nor kept on it
         self.X_mean_, self.X_var_ = summary.X_mean, summary.X_var

@@ -29,10 +29,11 @@ from gplvm._validation import as_2d_float
 from gplvm.kernels import AbstractKernel
 from gplvm.models._checkpoint import Interval, ResumableMixin, holding_checkpoint
 from gplvm.models._common import check_is_fitted
-from gplvm.models.gplvm_family import dp, dp_fit, dp_fitted, dp_init
+from gplvm.models.gplvm_family import columns, dp, dp_fit, dp_fitted, dp_init
 from gplvm.models.gplvm_family.atoms import AtomPrior, atom, stack_atoms
 from gplvm.models.gplvm_family.dp_rows import infer_latents
-from gplvm.models.gplvm_family.estimator import AbstractGPLVM, ard_relevance, in_model_precision
+from gplvm.models.gplvm_family.estimator import (AbstractGPLVM, active_dimensions,
+                                                  ard_relevance, in_model_precision)
 from gplvm.models.gplvm_family.missing_block import block_log_likelihood
 from gplvm.registry import register
 
@@ -103,6 +104,11 @@ class DPGPLVM(ResumableMixin, AbstractGPLVM):
             atoms.
         kernels_: the T atoms' kernels (a tuple); kernel_: those of the used atoms.
         noise_var_: (D,) each column's noise variance Σ_t φ_dt σ²_t, original units.
+        dropped_columns_: the columns kept out of the fit (constant, or never observed: the
+            class :class:`~gplvm.BayesianGPLVM`'s rule, docs/contract.md); their
+            ``assignments_`` row is 0, ``groups_`` −1, ``noise_var_`` 0 (constant) or NaN.
+        n_components_: Q of the fit; active_components_: the latent dimensions some used
+            atom keeps.
         X_mean_, X_var_ (N, Q); Z_ (M, Q); dp_state_ (:class:`~.dp.DPState`); elbo_ (the
         bound, standardised units); history_ (bound per accepted L-BFGS step; of the kept
         start when ``n_init`` > 1, as ``n_iter_``, ``converged_`` and ``n_merges_``); n_iter_;
@@ -174,7 +180,9 @@ class DPGPLVM(ResumableMixin, AbstractGPLVM):
         self.n_features_in_ = Y.shape[1]
         # what resume() needs to go on: the data, the start in progress and where it stands
         # (its last Sweep; None before the first), and the best finished start
-        self._resume_ = {"Ys": (Y - Y_mean) / Y_std, "Y_mean": Y_mean, "Y_std": Y_std,
+        # (Y_mean, Y_std code the columns kept out of the fit: gplvm_family.columns)
+        self._resume_ = {"Ys": columns.standardise_kept(Y, Y_mean, Y_std), "Y_mean": Y_mean,
+                         "Y_std": Y_std,
                          "start": 0, "at": None, "best": None}
         return self._run()
 
@@ -263,8 +271,11 @@ class DPGPLVM(ResumableMixin, AbstractGPLVM):
 
     def _set_fitted(self, result: dp_fit.FitResult, priors, interrupted: bool):
         u, state, problem = result.u, result.state, result.problem
-        self.fitted_ = dp_fitted.fitted_from(u, problem, state.phi, self._resume_["Y_mean"],
-                                             self._resume_["Y_std"])
+        Y_mean, Y_std = self._resume_["Y_mean"], self._resume_["Y_std"]
+        kept = columns.kept_columns(Y_std)
+        self.fitted_ = columns.put_back(dp_fitted.fitted_from(u, problem, state.phi,
+                                                              Y_mean[kept], Y_std[kept]),
+                                        Y_mean, Y_std)
         self.params_, self.dp_state_, self._problem = u, state, problem
         X_mean, X_var, _ = problem.latent.marginals(u)
         self.X_mean_, self.X_var_ = np.asarray(X_mean), np.asarray(X_var)
@@ -277,7 +288,8 @@ class DPGPLVM(ResumableMixin, AbstractGPLVM):
     # ------------------------------------------------------------------ fitted values
     @property
     def assignments_(self):
-        """(D, T) φ: the probability that column d follows atom t."""
+        """(D, T) φ: the probability that column d follows atom t (a row of zeros for a column
+        kept out of the fit: it follows no atom)."""
         check_is_fitted(self, "fitted_")
         return np.asarray(self.fitted_.phi)
 
@@ -285,7 +297,8 @@ class DPGPLVM(ResumableMixin, AbstractGPLVM):
     def atoms_(self):
         """Indices of the used atoms, by decreasing mass Σ_d φ_dt."""
         phi = self.assignments_
-        used = np.unique(np.argmax(phi, axis=1))
+        fitted = columns.kept_columns(self.fitted_.Y_std)
+        used = np.unique(np.argmax(phi[fitted], axis=1))
         return used[np.argsort(-phi.sum(0)[used], kind="stable")]
 
     @property
@@ -294,10 +307,12 @@ class DPGPLVM(ResumableMixin, AbstractGPLVM):
 
     @property
     def groups_(self):
-        """(D,) each column's most probable atom, as an index into ``atoms_``."""
-        order = np.empty(self.truncation, dtype=int)
+        """(D,) each column's most probable atom, as an index into ``atoms_`` (−1 for a column
+        kept out of the fit)."""
+        order = np.full(self.truncation, -1, dtype=int)
         order[self.atoms_] = np.arange(self.n_groups_)
-        return order[np.argmax(self.assignments_, axis=1)]
+        groups = order[np.argmax(self.assignments_, axis=1)]
+        return np.where(columns.kept_columns(self.fitted_.Y_std), groups, -1)
 
     @property
     def kernels_(self):
@@ -313,7 +328,16 @@ class DPGPLVM(ResumableMixin, AbstractGPLVM):
     @property
     def relevance_(self):
         """(n_groups_, Q) ARD weights (inverse squared length-scales) of the used atoms."""
-        return np.array([ard_relevance(kernel, self.n_components) for kernel in self.kernel_])
+        return np.array([ard_relevance(kernel, self.n_components_) for kernel in self.kernel_])
+
+    @property
+    def active_components_(self):
+        """Indices of the latent dimensions some used atom keeps (relevance at least 10⁻³ of
+        that atom's largest, :func:`~.estimator.active_dimensions`), by decreasing largest
+        relevance over the used atoms."""
+        relevance = self.relevance_
+        active = np.unique(np.concatenate([active_dimensions(r) for r in relevance]))
+        return active[np.argsort(-relevance.max(0)[active], kind="stable")]
 
     @property
     def noise_var_(self):

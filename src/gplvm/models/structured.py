@@ -187,10 +187,9 @@ class StructuredGPLVM(ResumableMixin, AbstractGPLVM):
         return Yf, layout, times
 
     def _check_settings(self, n_images, layout):
-        Q = self.n_components
-        if n_images < max(Q + 1, 3):
-            raise ValueError(f"Y has {n_images} images; a {Q}-dimensional latent space needs "
-                             f"at least {max(Q + 1, 3)}")
+        # the family's rule on Q (at most the columns, below the images; 'auto'), with the
+        # images as rows and pixels × channels as columns
+        self._resolved_components(n_images, layout.n_pixels * layout.n_channels)
         n_factors = len(layout.coords)
         kernels = self.spatial_kernel
         if isinstance(kernels, tuple) and len(kernels) != n_factors:

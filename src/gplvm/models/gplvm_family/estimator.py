@@ -19,14 +19,15 @@ from gplvm._config import float_dtype
 from gplvm._params import POSITIVE_INT, RANDOM_STATE, check_argument, check_params
 from gplvm._random import as_key
 from gplvm._validation import (
-    as_2d_float, as_float_array, check_magnitude, check_new_values, check_no_constant_columns,
-    check_observed_columns, column_std,
+    as_2d_float, as_float_array, check_magnitude, check_n_components, check_new_values,
+    column_constants, column_std, dropped_columns_notice, uninformative_columns, _where,
 )
 from gplvm.inference import sharding
 from gplvm.io import SaveMixin
 from gplvm.kernels import RBF
 from gplvm.models._common import check_is_fitted, in_model_precision
 from gplvm.models.gplvm_family.bound import Problem
+from gplvm.models.gplvm_family.columns import kept_columns, standardise_all
 from gplvm.models.gplvm_family.init import (initial_inducing, initial_jitter, initial_latents,
                                             initial_variances, resolve_rule)
 from gplvm.models.gplvm_family.latent import DynamicalLatent, IidLatent
@@ -43,6 +44,22 @@ def check_inducing(n_inducing: int, n_rows: int, what: str) -> None:
         raise ValueError(f"n_inducing={n_inducing} exceeds the {n_rows} {what}; inducing "
                          f"inputs summarise the rows, so use at most as many: pass "
                          f"n_inducing={n_rows} or fewer")
+
+
+#: ``n_components='auto'``: Q = min(AUTO_COMPONENTS, columns fitted, rows − 1), ARD chooses
+AUTO_COMPONENTS = 10
+#: a latent dimension is active (``active_components_``) when its ARD relevance is at least
+#: this fraction of the largest: a length-scale √1000 ≈ 32 times the shortest, over which the
+#: function varies by about (1/32)² of its variance across the prior's ±1 sd of that dimension
+RELEVANCE_ACTIVE = 1e-3
+
+
+def active_dimensions(relevance) -> np.ndarray:
+    """Indices of the latent dimensions whose relevance is at least :data:`RELEVANCE_ACTIVE`
+    times the largest, by decreasing relevance (ties in index order)."""
+    relevance = np.asarray(relevance, dtype=float)
+    active = np.flatnonzero(relevance >= RELEVANCE_ACTIVE * np.max(relevance))
+    return active[np.argsort(-relevance[active], kind="stable")]
 
 
 def ard_relevance(kernel, n_components: int) -> np.ndarray:
@@ -72,15 +89,11 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         """Checks every family member needs, before any computation; returns (Y, times)."""
         check_params(self)
         Y = as_2d_float(Y, "Y", allow_nan=True, min_rows=2)
-        check_observed_columns(Y)
         check_magnitude(Y, "Y", "rescale Y (e.g. divide it by its largest entry) or drop "
                                 "the entries")
-        Q = self.n_components
-        if Y.shape[0] < max(Q + 1, 3):
-            raise ValueError(f"Y has {Y.shape[0]} rows; a {Q}-dimensional latent space needs "
-                             f"at least {max(Q + 1, 3)}")
-        if self.standardize:
-            check_no_constant_columns(Y)
+        kept = ~uninformative_columns(Y)
+        self._check_kept(Y, kept)
+        self._resolved_components(Y.shape[0], int(kept.sum()), int((~kept).sum()))
         if times is not None:
             times = as_float_array(times, "times", "(n_samples,)").ravel()
             if times.shape[0] != Y.shape[0] or not np.all(np.isfinite(times)):
@@ -93,6 +106,38 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
                              "times as well")
         check_inducing(self.n_inducing, Y.shape[0], "rows of Y")
         return Y, times
+
+    def _check_kept(self, Y, kept) -> None:
+        """After the columns are kept out (:func:`gplvm._validation.uninformative_columns`)
+        there must be columns left, and every row needs an observed entry in them."""
+        name = type(self).__name__
+        if not kept.any():
+            raise ValueError(f"{name}: every column of Y is constant or has no observed entry; "
+                             f"there is nothing to fit a latent space to")
+        empty = np.isnan(Y[:, kept]).all(axis=1)
+        if empty.any():
+            raise ValueError(f"{name}: Y has {int(empty.sum())} rows observed only in constant "
+                             f"columns (rows {_where(empty)}), which are kept out of the fit: "
+                             f"drop those rows")
+
+    def _resolved_components(self, n_rows: int, n_cols: int, n_dropped: int = 0) -> int:
+        """Q of a fit on ``n_cols`` (fitted) columns and ``n_rows`` rows: ``n_components``, or
+        for ``'auto'`` min(:data:`AUTO_COMPONENTS`, n_cols, n_rows − 1) with the default ARD
+        kernel; checked by the library's one rule
+        (:func:`gplvm._validation.check_n_components`)."""
+        name = type(self).__name__
+        Q = self.n_components
+        if isinstance(Q, str):          # 'auto' (the only string the parameter rule lets by)
+            kernel = getattr(self, "kernel", getattr(self, "latent_kernel", None))
+            if kernel is not None:
+                raise ValueError(f"{name}: n_components='auto' starts from "
+                                 f"min({AUTO_COMPONENTS}, columns, rows - 1) dimensions and "
+                                 f"lets the default ARD kernel switch off the unused ones; "
+                                 f"with a kernel of your own give n_components=<an integer> "
+                                 f"matching its length-scales")
+            Q = max(min(AUTO_COMPONENTS, n_cols, n_rows - 1), 1)
+        check_n_components(name, Q, n_rows, n_cols, n_dropped)
+        return int(Q)
 
     def _check_devices(self, times) -> None:
         """``devices`` (when not None) names a mesh and the fit can split its rows over it;
@@ -112,11 +157,25 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
                 raise ValueError(f"{name}: devices={devices!r}: {why}")
 
     def _standardisation(self, Y):
-        """Column means and standard deviations (zeros and ones with ``standardize=False``)."""
+        """Column means and standard deviations (zeros and ones with ``standardize=False``),
+        the columns kept out of the fit coded in them (:mod:`.columns`: their constant and 0,
+        or NaN and NaN without an observed entry), with the one-line notice naming them."""
         dtype = float_dtype()  # float32 in gplvm.config's float32 mode
-        if self.standardize:
-            return np.nanmean(Y, axis=0).astype(dtype), column_std(Y).astype(dtype)
-        return np.zeros(Y.shape[1], dtype), np.ones(Y.shape[1], dtype)
+        dropped = uninformative_columns(Y)
+        if not dropped.any():
+            if self.standardize:
+                return np.nanmean(Y, axis=0).astype(dtype), column_std(Y).astype(dtype)
+            return np.zeros(Y.shape[1], dtype), np.ones(Y.shape[1], dtype)
+        dropped_columns_notice(type(self).__name__, Y, dropped)
+        kept = ~dropped
+        mean, std = np.zeros(Y.shape[1], dtype), np.ones(Y.shape[1], dtype)
+        if self.standardize:    # in C order, as the fitted columns given alone (columns.py)
+            Y_kept = np.ascontiguousarray(Y[:, kept])
+            mean[kept], std[kept] = np.nanmean(Y_kept, axis=0), column_std(Y_kept)
+        constants = column_constants(Y, dropped)
+        mean[dropped] = constants[dropped]
+        std[dropped] = np.where(np.isnan(constants[dropped]), np.nan, 0.0)
+        return mean, std
 
     def _initial(self, Ys, times, groups, key):
         """The initial unconstrained parameters and the :class:`Problem` of one kernel.
@@ -127,7 +186,7 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         estimator with a ``devices`` argument other than None gets its rows split over that
         mesh (:func:`gplvm.inference.sharding.shard_data`; iid prior only, checked in fit).
         """
-        Q, M = int(self.n_components), int(self.n_inducing)
+        Q, M = self._resolved_components(*Ys.shape), int(self.n_inducing)
         X0, fracs = initial_latents(Ys, Q)
         Z0 = initial_inducing(X0, M, key)
         kernel = self.kernel if self.kernel is not None else RBF(
@@ -161,9 +220,29 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fitted values
     @property
+    def n_components_(self) -> int:
+        """Q of the fit: ``n_components``, or the dimensions ``'auto'`` started from."""
+        check_is_fitted(self, "fitted_")
+        return int(np.shape(self.X_mean_)[1])
+
+    @property
     def relevance_(self):
         """Inverse squared length-scale of each latent dimension of ``kernel_`` (ARD)."""
-        return ard_relevance(self.kernel_, self.n_components)
+        return ard_relevance(self.kernel_, self.n_components_)
+
+    @property
+    def active_components_(self) -> np.ndarray:
+        """Indices of the latent dimensions ARD keeps: relevance at least
+        :data:`RELEVANCE_ACTIVE` (10⁻³) times the largest, by decreasing relevance (with
+        ``n_components='auto'``, the dimensions the data use)."""
+        return active_dimensions(self.relevance_)
+
+    @property
+    def dropped_columns_(self) -> np.ndarray:
+        """Indices of the columns kept out of the fit (constant, or with no observed entry);
+        they come back on output as their constant (variance 0) or NaN (docs/contract.md)."""
+        check_is_fitted(self, "fitted_")
+        return np.flatnonzero(~kept_columns(self.fitted_.Y_std))
 
     @property
     def Z_(self):
@@ -195,7 +274,7 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
             raise ValueError(f"Y has {Y.shape[1]} columns but the model was fitted on "
                              f"{self.n_features_in_}; pass rows with the same columns")
         check_new_values(Y, "Y")
-        return Y, (Y - self.Y_mean_) / self.Y_std_
+        return Y, standardise_all(Y, self.Y_mean_, self.Y_std_)
 
     def _start_reference(self):
         """Training rows (original units) and their latents, to start new rows from."""
@@ -205,7 +284,7 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         """Each new row starts at the latent of its nearest training row (observed columns),
         with the median fitted variance."""
         train_Y, X_train = self._start_reference()
-        train_Ys = (train_Y - self.Y_mean_) / self.Y_std_
+        train_Ys = standardise_all(train_Y, self.Y_mean_, self.Y_std_)
         return (nearest_training_latents(train_Ys, X_train, Ys),
                 np.median(self.X_var_, axis=0))
 
@@ -221,10 +300,13 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
     def score(self, Y, y=None):
         """The lower bound on log p(Y*) of rows Y* with the model held fixed, in the original
         units of Y: the new-row bound at its optimum minus Σ log Y_std_d over the observed
-        entries (the Jacobian of the standardisation)."""
-        Y, Ys = self._standardise_new(Y)
+        entries (the Jacobian of the standardisation).  Columns kept out of the fit are not
+        scored (a constant has no density to score them by)."""
+        _, Ys = self._standardise_new(Y)
         bound = float(np.sum(self._infer_new(Ys)[2]))
-        jacobian = float(np.sum(np.where(np.isnan(Y), 0.0, np.log(self.Y_std_))))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_std = np.log(self.Y_std_)
+        jacobian = float(np.sum(np.where(np.isnan(Ys), 0.0, log_std)))
         return bound - jacobian
 
     # ------------------------------------------------------------------ prediction
@@ -232,9 +314,9 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
     def _check_X(self, X):
         check_is_fitted(self, "fitted_")
         X = as_2d_float(X, "X")
-        if X.shape[1] != self.n_components:
+        if X.shape[1] != self.n_components_:
             raise ValueError(f"X has {X.shape[1]} columns but the latent space has "
-                             f"{self.n_components}")
+                             f"{self.n_components_}")
         check_new_values(X, "X")
         return X
 
@@ -275,7 +357,7 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         key = as_key(self.random_state if random_state is None else random_state)
         kx, kf, kn = jax.random.split(jax.random.fold_in(key, 104729), 3)
         if X is None:
-            X = np.asarray(jax.random.normal(kx, (int(n_samples), self.n_components)))
+            X = np.asarray(jax.random.normal(kx, (int(n_samples), self.n_components_)))
         X = self._check_X(X)
         return self._sample_y(X, kf, kn), X
 

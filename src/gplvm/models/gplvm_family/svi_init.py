@@ -4,6 +4,7 @@ and the initial values (as the collapsed model's, from a subsample of rows when 
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import jax
@@ -11,9 +12,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from gplvm._params import check_batch_size, check_params
+from gplvm._validation import DroppedColumnsWarning
 from gplvm.data.minibatch import ColumnScan, RowSource, out_of_core, scan_columns
 from gplvm.expectations import psi_statistics
 from gplvm.kernels import RBF
+from gplvm.models.gplvm_family.columns import kept_columns, standardise_kept
 from gplvm.models.gplvm_family.estimator import check_inducing
 from gplvm.models.gplvm_family.init import (initial_inducing, initial_jitter, initial_latents,
                                             initial_variances, resolve_rule)
@@ -28,14 +31,16 @@ DEFAULT_BATCH = 256
 
 class Standardised:
     """Rows of a :class:`RowSource` standardised, with missing entries zeroed and their mask
-    (None when the data have no missing entry, so the bound takes its complete-data route)."""
+    (None when the data have no missing entry, so the bound takes its complete-data route).
+    ``Y_mean``, ``Y_std`` are (D,) and code the columns kept out of the fit (:mod:`.columns`);
+    the rows read have the fitted columns only."""
 
     def __init__(self, source: RowSource, Y_mean, Y_std, has_missing: bool):
         self.source, self.Y_mean, self.Y_std = source, Y_mean, Y_std
         self.has_missing = has_missing
 
     def __call__(self, index):
-        Ys = (self.source.rows(index) - self.Y_mean) / self.Y_std
+        Ys = standardise_kept(self.source.rows(index), self.Y_mean, self.Y_std)
         observed = None
         if self.has_missing:
             observed = jnp.asarray(~np.isnan(Ys), dtype=float)
@@ -58,28 +63,42 @@ def svi_data(est, Y, times, groups):
                          "and groups=, or use inference='collapsed' for the dynamical prior")
     source = out_of_core(Y)
     if source is not None:
-        train_Y, (n_rows, _) = None, source.shape
-        if n_rows < max(est.n_components + 1, 3):
-            raise ValueError(f"Y must have at least {max(est.n_components + 1, 3)} rows; got "
-                             f"shape {source.shape}")
+        train_Y, (n_rows, n_cols) = None, source.shape
+        est._resolved_components(n_rows, n_cols)    # before a pass over the whole file
         check_inducing(est.n_inducing, n_rows, "rows of Y")
         check_batch_size(est.batch_size, n_rows)  # before a pass over the whole file
-        scan = scan_columns(source)
-        constant = ~(scan.std > 0)
-        if est.standardize and constant.any():
-            raise ValueError(f"Y has {int(constant.sum())} constant columns (columns "
-                             f"{np.flatnonzero(constant)[:5].tolist()}); drop them, they carry "
-                             f"no information and cannot be standardised")
+        scan = _kept_out(est, scan_columns(source))
+        est._resolved_components(n_rows, int(kept_columns(scan.std).sum()))
     else:
         train_Y, _ = est._validate_common(Y, None, None)
         source = RowSource(train_Y)
-        scan = ColumnScan(*est._standardisation(train_Y), bool(np.isnan(train_Y).any()))
+        mean, std = est._standardisation(train_Y)
+        scan = ColumnScan(mean, std, bool(np.isnan(train_Y[:, kept_columns(std)]).any()))
     N = source.shape[0]
     check_batch_size(est.batch_size, N)
-    D = source.shape[1]
-    mean, std = (scan.mean, scan.std) if est.standardize else (np.zeros(D), np.ones(D))
     B = min(N, DEFAULT_BATCH) if est.batch_size is None else int(est.batch_size)
-    return Standardised(source, mean, std, scan.has_missing), train_Y, B
+    return Standardised(source, scan.mean, scan.std, scan.has_missing), train_Y, B
+
+
+def _kept_out(est, scan: ColumnScan) -> ColumnScan:
+    """The moments of data on disk as the estimator's standardisation (:mod:`.columns`): a
+    column of zero spread is kept out of the fit, coded by its mean (its constant up to the
+    round-off of the one-pass mean) and 0; the scan refuses columns with no observed entry.
+    Q is checked against the columns left (:func:`gplvm._validation.check_n_components`)."""
+    dropped = ~(scan.std > 0)
+    if dropped.all():
+        raise ValueError(f"{type(est).__name__}: every column of Y is constant; there is "
+                         f"nothing to fit a latent space to")
+    mean = scan.mean if est.standardize else np.zeros_like(scan.mean)
+    std = scan.std if est.standardize else np.ones_like(scan.std)
+    if dropped.any():
+        mean, std = mean.copy(), std.copy()
+        mean[dropped], std[dropped] = scan.mean[dropped], 0.0
+        warnings.warn(f"{type(est).__name__}: {int(dropped.sum())} constant columns (columns "
+                      f"{np.flatnonzero(dropped)[:5].tolist()}) of Y kept out of the fit; they "
+                      f"come back on output as their constant (variance 0)",
+                      DroppedColumnsWarning, stacklevel=5)
+    return ColumnScan(mean, std, scan.has_missing)
 
 
 class SviStart(NamedTuple):
@@ -128,7 +147,8 @@ def initial_state(est, rows_of, n_rows: int, key) -> SviStart:
     noise at ``init_noise_fraction``, GPy's q(X) variances (all as the collapsed model, from a
     subsample above :data:`INIT_ROWS` rows), and q(U) at its optimum given these values on the
     subsample scaled by N/n (:func:`gplvm.objectives.svi.optimal_whitened_q_u`)."""
-    Q, M = int(est.n_components), int(est.n_inducing)
+    Q = est._resolved_components(n_rows, int(kept_columns(rows_of.Y_std).sum()))
+    M = int(est.n_inducing)
     rng = np.random.default_rng(int(jax.random.randint(jax.random.fold_in(key, 3), (), 0,
                                                        2**31 - 1)))
     X0, fracs, sub = _pca_start(rows_of, n_rows, Q, rng)

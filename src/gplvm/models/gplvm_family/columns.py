@@ -1,0 +1,82 @@
+"""Columns kept out of a fit and put back on output (issue 32; docs/contract.md, "Columns kept
+out of the fit").
+
+A column whose observed entries are all equal, or that has none
+(:func:`gplvm._validation.uninformative_columns`), says nothing about the latent points.  The
+family's estimators fit the other columns and widen the fitted value to all D columns, with
+the dropped ones coded in the standardisation itself:
+
+* a constant column c: ``Y_mean = c``, ``Y_std = 0``;
+* a column with no observed entry: ``Y_mean = Y_std = NaN``;
+
+and a zero column in the map (V = 0; DP-GP-LVM: no atom, φ_d = 0).  Every prediction is then
+``(standardised value) · Y_std + Y_mean``, which is exactly c with variance 0 for a constant
+column and NaN for an empty one, through the same code as the fitted columns; a file holds
+the widened value, so a loaded model predicts the same.  ``Y_std > 0`` marks the fitted columns
+(:func:`kept_columns`; every column of a model fitted or saved before issue 32).
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from gplvm.models.gplvm_family.dp_fitted import FittedDPGPLVM
+from gplvm.models.gplvm_family.fitted import FittedGPLVM
+from gplvm.objectives.new_rows import FittedMap
+
+
+def kept_columns(Y_std) -> np.ndarray:
+    """(D,) True for the columns that entered the fit (``Y_std > 0``; 0 or NaN: dropped)."""
+    return np.asarray(Y_std) > 0
+
+
+def standardise_kept(Y, Y_mean, Y_std) -> np.ndarray:
+    """The fitted columns of Y standardised, (N, D_kept): what the fit itself reads."""
+    kept = kept_columns(Y_std)
+    if kept.all():
+        return (Y - Y_mean) / Y_std
+    # C order, as the same columns given alone (advanced indexing returns Fortran order, and
+    # NumPy's reductions and LAPACK round differently on it)
+    return (np.ascontiguousarray(Y[:, kept]) - Y_mean[kept]) / Y_std[kept]
+
+
+def standardise_all(Y, Y_mean, Y_std) -> np.ndarray:
+    """Every column of Y standardised, (N, D), the dropped ones NaN (missing: the fitted value
+    has no information on them to condition new rows on)."""
+    kept = kept_columns(Y_std)
+    if kept.all():
+        return (Y - Y_mean) / Y_std
+    with np.errstate(invalid="ignore", divide="ignore"):
+        Ys = (Y - Y_mean) / Y_std
+    Ys[:, ~kept] = np.nan
+    return Ys
+
+
+def _widen(a, kept: np.ndarray, fill=0):
+    """``a`` with its last axis (the fitted columns) widened to all D columns, ``fill`` at the
+    dropped ones."""
+    a = jnp.asarray(a)
+    out = jnp.full(a.shape[:-1] + (len(kept),), fill, dtype=a.dtype)
+    return out.at[..., np.flatnonzero(kept)].set(a)
+
+
+def _widen_map(fmap: FittedMap, kept: np.ndarray) -> FittedMap:
+    return fmap._replace(V=_widen(fmap.V, kept), column_group=_widen(fmap.column_group, kept))
+
+
+def put_back(fitted, Y_mean, Y_std):
+    """A fitted value of the kept columns (:class:`FittedGPLVM` or :class:`FittedDPGPLVM`)
+    widened to all columns, with the full standardisation ``Y_mean``, ``Y_std`` (D,) coding
+    the dropped ones (module docstring).  Returned unchanged when no column was dropped."""
+    kept = kept_columns(Y_std)
+    if kept.all():
+        return fitted
+    Y_mean, Y_std = np.asarray(Y_mean), np.asarray(Y_std)
+    if isinstance(fitted, FittedDPGPLVM):
+        return fitted._replace(maps=_widen_map(fitted.maps, kept),
+                               phi=_widen(jnp.asarray(fitted.phi).T, kept).T,
+                               Y_mean=Y_mean, Y_std=Y_std)
+    if isinstance(fitted, FittedGPLVM):
+        return fitted._replace(map=_widen_map(fitted.map, kept), Y_mean=Y_mean, Y_std=Y_std)
+    raise TypeError(f"no columns to put back into {type(fitted).__name__}")
