@@ -18,9 +18,14 @@ def relevance_quantity(model) -> tuple[str, str]:
     1/ℓ² of the kernel (the variational GPLVMs), or, for a model with frequency draws
     (``W_samples_``, the RFLVM), their mean square E[ω²], which equals 1/ℓ² for an RBF kernel
     (its spectral density is N(0, diag(1/ℓ²)), seed 000 §2)."""
-    if getattr(model, "W_samples_", None) is not None:
-        return "E[ω²]", "relevance E[ω²] (mean squared frequency; = 1/ℓ² for RBF)"
-    return "1/ℓ²", "relevance 1/ℓ² (inverse squared ARD length-scale)"
+    if has_frequencies(model):
+        return "E[ω²]", "relevance E[ω²]\n(mean squared frequency; = 1/ℓ² for RBF)"
+    return "1/ℓ²", "relevance 1/ℓ²\n(inverse squared ARD length-scale)"
+
+
+def has_frequencies(model) -> bool:
+    """A random-feature model (frequency draws ``W_samples_``, the RFLVM)."""
+    return getattr(model, "W_samples_", None) is not None
 
 
 def relevance(model, ax=None):
@@ -41,7 +46,7 @@ def relevance(model, ax=None):
         legend_outside(ax)
     ax.set_xticks(range(Q))
     ax.set_xlabel("latent dimension")
-    ax.set_ylabel(relevance_quantity(model)[1], fontsize=8)
+    ax.set_ylabel(relevance_quantity(model)[1], fontsize=9)
     ax.set_title(f"{type(model).__name__}: relevance of each latent dimension", fontsize=9)
     return ax
 

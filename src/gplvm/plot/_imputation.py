@@ -74,13 +74,13 @@ def imputation(model, Y, X=None, truth=None, ax=None, offset=None, columns=None)
     names = column_names(model, Y.shape[1], columns)
     if truth is None:
         ax = new_axes(ax, figsize=(7.5, min(10.0, 1.6 + 0.32 * Y.shape[1])))
-        _strips(ax, z, missing, cols, z_sd, names)
+        _strips(ax, z, missing, cols, z_sd, names, _interval_name(model))
     else:
         ax = new_axes(ax, figsize=(5.5, 4.5))
         x = ((np.asarray(truth, dtype=float).reshape(Y.shape) - mean) / sd)[missing]
         low, high = np.nanmin(x), np.nanmax(x)
         ax.plot([low, high], [low, high], color="grey", lw=0.8, ls="--", label="imputed = true")
-        _bars(ax, x, z[missing], z_sd, vertical=True)
+        _bars(ax, x, z[missing], z_sd, vertical=True, what=_interval_name(model))
         ax.set_xlabel("true value (z-score of its column)")
         ax.set_ylabel("imputed value (z-score of its column)")
         legend_outside(ax)
@@ -90,16 +90,24 @@ def imputation(model, Y, X=None, truth=None, ax=None, offset=None, columns=None)
     return ax
 
 
-def _bars(ax, x, y, sd, vertical: bool):
+def _interval_name(model) -> str:
+    """What the bars are: the RFLVM's ``predict`` variance is that of the mean (no noise)."""
+    from gplvm.plot._diagnostics import has_frequencies
+
+    return ("imputed ± 2 sd of the\npredictive mean (no noise)" if has_frequencies(model)
+            else "imputed ± 2 predictive sd")
+
+
+def _bars(ax, x, y, sd, vertical: bool, what: str):
     """Imputed points with ±2 sd bars (gids 'imputed' and 'intervals')."""
     kw = {"yerr": 2 * sd} if vertical else {"xerr": 2 * sd}
     bars = ax.errorbar(x, y, fmt="o", ms=2.5, lw=0.6, color="tab:orange", ecolor="#f5b97f",
-                       zorder=3, label="imputed ± 2 predictive sd", **kw)
+                       zorder=3, label=what, **kw)
     bars.lines[0].set_gid("imputed")
     bars.lines[2][0].set_gid("intervals")
 
 
-def _strips(ax, z, missing, cols, z_sd, names):
+def _strips(ax, z, missing, cols, z_sd, names, what):
     """One horizontal strip per column (first column on top): observed z-scores as jittered
     grey dots in its upper half, imputed ones with horizontal ±2 sd bars stacked evenly in
     its lower half (one level each, so no bar hides another)."""
@@ -113,7 +121,7 @@ def _strips(ax, z, missing, cols, z_sd, names):
     level = np.empty(len(cols), dtype=int)               # each entry's rank in its column
     level[order] = np.arange(len(cols)) - np.searchsorted(cols[order], cols[order])
     _bars(ax, z[missing], cols + 0.05 + 0.35 * (level + 0.5) / per_column[cols], z_sd,
-          vertical=False)
+          vertical=False, what=what)
     step = -(-D // MAX_NAMED)                      # ceil: at most MAX_NAMED names
     ax.set_yticks(range(0, D, step), names[::step], fontsize=7)
     ax.set_ylim(D - 0.4, -0.6)
