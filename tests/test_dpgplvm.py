@@ -281,3 +281,31 @@ def test_init_columns_with_a_kernel_without_length_scales_says_what_it_does():
         warnings.simplefilter("always")
         DPGPLVM(init="random", kernel=Linear(), **kw).fit(Y)
     assert not any("length-scales" in str(w.message) for w in caught)
+
+
+def test_constant_and_empty_columns_are_kept_out_and_put_back():
+    """Issue 32: the DP-GP-LVM fitted on Y with a constant and a never-observed column inserted
+    is the fit on Y (the same standardised array, so equal bit for bit); the inserted columns
+    follow no atom (φ row 0, group −1) and come back as 1.5 with variance 0, and as NaN."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(16, 2))
+    Y = np.tanh(X @ rng.normal(size=(2, 4))) + 0.05 * rng.normal(size=(16, 4))
+    full = np.column_stack([Y[:, :2], np.full(16, 1.5), Y[:, 2:], np.full(16, np.nan)])
+    kept = [0, 1, 3, 4]
+    kw = dict(n_components=2, n_inducing=5, truncation=2, max_iter=6, n_warmup=2,
+              n_init_steps=3, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        alone, model = DPGPLVM(**kw).fit(Y), DPGPLVM(**kw).fit(full)
+    np.testing.assert_array_equal(model.X_mean_, alone.X_mean_)
+    np.testing.assert_array_equal(model.assignments_[kept], alone.assignments_)
+    np.testing.assert_array_equal(model.assignments_[[2, 5]], 0.0)
+    assert model.groups_[2] == model.groups_[5] == -1
+    np.testing.assert_array_equal(model.groups_[kept], alone.groups_)
+    mean, var = model.predict(model.X_mean_[:3], return_var=True)
+    mean0, var0 = alone.predict(alone.X_mean_[:3], return_var=True)
+    np.testing.assert_array_equal(mean[:, kept], mean0)
+    np.testing.assert_array_equal(var[:, kept], var0)
+    assert (mean[:, 2] == 1.5).all() and (var[:, 2] == 0).all()
+    assert np.isnan(mean[:, 5]).all() and np.isnan(model.noise_var_[5])
+    assert model.noise_var_[2] == 0.0
