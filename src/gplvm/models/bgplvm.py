@@ -57,7 +57,9 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
     """Bayesian Gaussian-process latent variable model with a collapsed variational bound.
 
     Args:
-        n_components: Q, the latent dimension.
+        n_components: Q, the latent dimension: at most the columns fitted and below the rows
+            (a ``ValueError`` before any computation otherwise), or ``'auto'``: min(10, D,
+            N − 1) with the default ARD kernel, the dimensions kept in ``active_components_``.
         n_inducing: M, the number of inducing inputs.
         kernel: a kernel on Q inputs; ``None`` is an ARD RBF.
         psi_rule: ``None`` (analytic where it exists, unscented otherwise), ``'analytic'``,
@@ -125,7 +127,11 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
 
     Attributes:
         X_mean_, X_var_ (N, Q); Z_ (M, Q); kernel_; noise_var_ (original units, per column);
-        relevance_ (Q,) inverse squared length-scales; history_ (bound per iteration, all
+        relevance_ (Q,) inverse squared length-scales; n_components_ (Q of the fit);
+        active_components_ (the dimensions with relevance ≥ 10⁻³ of the largest);
+        dropped_columns_ (constant or never-observed columns kept out of the fit and put back
+        on output: their constant with variance 0 and ``noise_var_`` 0, or NaN;
+        docs/contract.md); history_ (bound per iteration, all
         restarts); n_iter_; converged_; elbo_ (the final bound, standardised units);
         time_kernel_ (dynamical prior only); jitter_ (added to Kuu's diagonal); fitted_ (the
         :class:`~gplvm.models.gplvm_family.fitted.FittedGPLVM` that every verb reads).
