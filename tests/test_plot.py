@@ -58,8 +58,8 @@ def test_latent_variational_two_most_relevant_dims_labels_and_ellipses():
     labels = np.array(["b", "a", "c"] * 4)
     ax = plot.latent(model, labels=labels, label_name="cultivar")
     # relevance_ [0.2, 3.0, 1.0]: dimension 1 on x, then 2; each axis says why
-    assert ax.get_xlabel() == "latent dimension 1 (most relevant, 1/ℓ² = 3)"
-    assert ax.get_ylabel() == "latent dimension 2 (2nd most relevant, 1/ℓ² = 1)"
+    assert ax.get_xlabel() == "latent dimension 1\nmost relevant, 1/ℓ² = 3"
+    assert ax.get_ylabel() == "latent dimension 2\n2nd most relevant, 1/ℓ² = 1"
     assert "coloured by cultivar" in ax.get_title()
     legend = ax.get_legend()
     assert legend.get_title().get_text() == "cultivar" and _outside(legend, ax)
@@ -111,9 +111,9 @@ def test_latent_of_a_real_rflvm_fit_draws_its_posterior_draws(tmp_path):
     assert sum(len(c.get_offsets()) for c in means) == n
     assert len({tuple(c.get_facecolor()[0]) for c in means}) == 3
     # the RFLVM's relevance is its mean squared frequency, and the axes say so
-    assert ax.get_xlabel() == (f"latent dimension {order[0]} (most relevant, "
-                               f"E[ω²] = {model.relevance_[order[0]]:.3g})")
-    assert ax.get_ylabel().startswith(f"latent dimension {order[1]} (2nd most relevant")
+    assert ax.get_xlabel() == (f"latent dimension {order[0]}\nmost relevant, "
+                               f"E[ω²] = {model.relevance_[order[0]]:.3g}")
+    assert ax.get_ylabel().startswith(f"latent dimension {order[1]}\n2nd most relevant")
     assert plot.relevance(model).get_ylabel().startswith("relevance E[ω²]")
     ax.figure.savefig(tmp_path / "rflvm.png")
     assert (tmp_path / "rflvm.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -237,3 +237,9 @@ def test_factors_and_assignments_images():
                                rtol=1e-15)
     with pytest.raises(ValueError, match="assignments_"):
         plot.factors(variational())
+    # latent plots rank dimensions by relevance averaged over columns: expected columns per
+    # used group 2.4 (atom 2) and 1.6 (atom 0), so (2.4·4 + 1.6·0.5)/4 = 2.6, (2.4 + 3.2)/4 = 1.4
+    model.X_mean_ = RNG.normal(size=(5, 2))
+    ax = plot.latent(model, dims=(1, 0))
+    assert ax.get_xlabel().endswith("\n2nd most relevant, 1/ℓ² (mean over columns) = 1.4")
+    assert ax.get_ylabel().endswith("\nmost relevant, 1/ℓ² (mean over columns) = 2.6")

@@ -25,7 +25,7 @@ def assignments(model, ax=None):
     ax.set_xticks(range(len(used)))
     ax.set_xlabel("group")
     _name_rows(ax, model, phi.shape[0])
-    ax.figure.colorbar(image, ax=ax, label="P(column follows group)", shrink=0.6)
+    ax.figure.colorbar(image, ax=ax, label="P(column follows group)", shrink=0.8)
     ax.set_title(f"{type(model).__name__}: column → group", fontsize=9)
     return ax
 
@@ -66,7 +66,7 @@ def factors(model, ax=None):
     ax.set_xticks(range(shade.shape[1]))
     ax.set_xlabel("latent dimension")
     _name_rows(ax, model, shade.shape[0])
-    ax.figure.colorbar(image, ax=ax, shrink=0.6,
-                       label="Σ_g P(column in g) · 1/ℓ²_g, relative to the column's largest")
+    ax.figure.colorbar(image, ax=ax, shrink=0.8,
+                       label="Σ_g P(column in g) · 1/ℓ²_g\n(relative to the column's largest)")
     ax.set_title(f"{type(model).__name__}: relevance per column", fontsize=9)
     return ax

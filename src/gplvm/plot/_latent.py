@@ -9,16 +9,30 @@ import numpy as np
 from gplvm.plot._axes import legend_outside, new_axes, require
 
 
-def most_relevant(model, n: int = 2) -> tuple[int, ...]:
-    """The ``n`` latent dimensions with the largest ``relevance_`` (a model with one row of
-    relevances per column group, such as the DP-GP-LVM, ranks each dimension by its largest
-    relevance in any group relative to that group's largest); the first ``n`` without one."""
-    Q = int(np.shape(model.X_mean_)[1])
+def relevance_per_dimension(model) -> np.ndarray | None:
+    """(Q,) ``relevance_``, or for a model with one row of relevances per column group (the
+    DP-GP-LVM) their mean over the output columns, Σ_g n_g r_gq / Σ_g n_g with n_g = Σ_d φ_dg
+    the expected number of columns in group g (``assignments_``; equal weights without it);
+    None for a model without relevance."""
     rel = getattr(model, "relevance_", None)
     if rel is None:
-        return tuple(range(min(n, Q)))
+        return None
     rel = np.atleast_2d(np.asarray(rel, dtype=float))
-    score = np.max(rel / np.max(rel, axis=1, keepdims=True), axis=0)
+    phi = getattr(model, "assignments_", None)
+    if phi is None or rel.shape[0] == 1:
+        return rel.mean(axis=0)
+    used = np.asarray(getattr(model, "atoms_", np.arange(rel.shape[0])))
+    n_columns = np.asarray(phi, dtype=float)[:, used].sum(axis=0)
+    return n_columns @ rel / n_columns.sum()
+
+
+def most_relevant(model, n: int = 2) -> tuple[int, ...]:
+    """The ``n`` latent dimensions with the largest :func:`relevance_per_dimension`, most
+    relevant first; the first ``n`` for a model without relevance."""
+    Q = int(np.shape(model.X_mean_)[1])
+    score = relevance_per_dimension(model)
+    if score is None:
+        return tuple(range(min(n, Q)))
     return tuple(int(q) for q in np.argsort(-score, kind="stable")[:min(n, Q)])
 
 
@@ -90,22 +104,21 @@ def latent(model, labels=None, dims=None, ax=None, n_draws: int = 20, s: float =
 
 
 def dimension_label(model, q: int) -> str:
-    """``latent dimension q`` with its rank by relevance and its relevance value (the
-    quantity of :func:`~gplvm.plot._diagnostics.relevance_quantity`), or a note that the
-    model has no relevance."""
+    """``latent dimension q`` and, on a second line, its rank by relevance and its
+    :func:`relevance_per_dimension` (the quantity of
+    :func:`~gplvm.plot._diagnostics.relevance_quantity`, averaged over columns for a model
+    with column groups), or a note that the model has no relevance."""
     from gplvm.plot._diagnostics import relevance_quantity
 
-    rel = getattr(model, "relevance_", None)
-    if rel is None:
-        return f"latent dimension {q} (no relevance: {type(model).__name__})"
-    rel = np.atleast_2d(np.asarray(rel, dtype=float))
-    Q = rel.shape[1]
-    rank = most_relevant(model, Q).index(q) + 1
+    score = relevance_per_dimension(model)
+    if score is None:
+        return f"latent dimension {q}\n(no relevance: {type(model).__name__})"
+    rank = most_relevant(model, len(score)).index(q) + 1
     which = "most relevant" if rank == 1 else f"{_ordinal(rank)} most relevant"
     symbol = relevance_quantity(model)[0]
-    value = (f"{symbol} = {rel[0, q]:.3g}" if rel.shape[0] == 1
-             else f"largest {symbol} over groups = {rel[:, q].max():.3g}")
-    return f"latent dimension {q} ({which}, {value})"
+    grouped = np.ndim(model.relevance_) == 2 and np.shape(model.relevance_)[0] > 1
+    mean = " (mean over columns)" if grouped else ""
+    return f"latent dimension {q}\n{which}, {symbol}{mean} = {score[q]:.3g}"
 
 
 def _ordinal(k: int) -> str:
