@@ -23,10 +23,11 @@ Scores are over the hidden cells only:
   column mean's NLPD uses N(observed mean, observed variance) per column, a reference line.
 
 **Constant columns.**  A column whose observed cells are all equal (digits' border pixels) is
-kept out of every method's input and its hidden cells are filled with that constant; its cells
-are not scored (its z-score is undefined).  The images' structured model is the exception on
-input (its pixel grid cannot lose pixels; it accepts constant pixels), but its constant cells
-are overwritten and unscored the same way.  The table footer counts those cells.
+given to every method as it is (the GPLVM estimators keep such columns out of the fit
+themselves since commit 7f1b424), its hidden cells are overwritten with that constant for every
+method, and they are not scored (the z-score is undefined).  ``--drop-constant`` instead keeps
+those columns out of every method's input (except the structured model's, whose pixel grid
+cannot lose pixels), as the benchmark had to before 7f1b424.  The footer counts them.
 
 **Methods** (all with their defaults unless ``name[key=value,...]`` overrides constructor
 arguments, e.g. ``"bgplvm[n_components=5,n_inducing=50]"``):
@@ -152,6 +153,11 @@ class Imputation(NamedTuple):
     mean: np.ndarray               # (N, D') imputed matrix in original units
     var: Optional[np.ndarray]      # predictive variance (original units) or None
     log_pmf: Optional[np.ndarray]  # counts: log predictive mass per cell (count models)
+    info: str = ""                 # how the fit stopped
+
+
+def _stopped(m) -> str:
+    return f"{m.n_iter_} iterations, converged_={m.converged_}"
 
 
 def _parse_method(spec: str) -> tuple[str, dict]:
@@ -208,7 +214,7 @@ def fit_bgplvm(Ym, cell, kw):
     mean, var = m.predict(X.reshape(-1, X.shape[-1]), return_var=True)
     mean = mean.reshape((N_DRAWS,) + Ym.shape)
     var = var.reshape((N_DRAWS,) + Ym.shape)
-    return Imputation(filled, var.mean(0) + mean.var(0), None)
+    return Imputation(filled, var.mean(0) + mean.var(0), None, _stopped(m))
 
 
 def fit_sgplvm(Ym, cell, kw):
@@ -222,7 +228,7 @@ def fit_sgplvm(Ym, cell, kw):
                                      **kw}).fit(Yimg)
     mean, var = m.predict(m.X_mean_, given=Yimg, return_var=True)
     mean, var = mean.reshape(len(Yimg), -1), var.reshape(len(Yimg), -1)
-    return Imputation(np.where(np.isnan(full_Ym), mean, full_Ym), var, None)
+    return Imputation(np.where(np.isnan(full_Ym), mean, full_Ym), var, None, _stopped(m))
 
 
 def _fit_rflvm(likelihood):
@@ -248,7 +254,7 @@ def _fit_rflvm(likelihood):
         import jax
         per_draw = np.asarray(jax.vmap(one)(jnp.asarray(m._draws_["X"]), W, beta, nv, disp))
         log_pmf = logsumexp(per_draw, axis=0) - np.log(per_draw.shape[0])
-        return Imputation(filled, None, log_pmf)
+        return Imputation(filled, None, log_pmf, f"converged_={m.converged_}")
     return fit
 
 
@@ -285,16 +291,18 @@ def score(Y, hidden, scored_cols, kind, mu, sd, imp: Imputation) -> tuple[float,
     return rmse, float(np.mean(0.5 * (np.log(2 * np.pi * z_var) + (z_true - z_hat) ** 2 / z_var)))
 
 
-def run_cell(name: str, data: Data, rate: float, seed: int, methods: list, quick: bool):
+def run_cell(name: str, data: Data, rate: float, seed: int, methods: list, quick: bool,
+             drop_constant: bool):
     Y = data.Y
     hidden = make_mask(Y.shape, name, rate, seed)
     Ym = np.where(hidden, np.nan, Y)
     mu, sd = np.nanmean(Ym, axis=0), np.nanstd(Ym, axis=0)
     constant = ~(sd > 0)
-    keep = ~constant
+    scored = ~constant
+    keep = scored if drop_constant else np.ones_like(scored)
     Yk = Ym[:, keep]
     out = {"constant_cols": int(constant.sum()),
-           "scored_cells": int((hidden & keep[None, :]).sum())}
+           "scored_cells": int((hidden & scored[None, :]).sum())}
     for spec in methods:
         base, kw = _parse_method(spec)
         if quick:
@@ -306,9 +314,9 @@ def run_cell(name: str, data: Data, rate: float, seed: int, methods: list, quick
         if imp is None:
             continue
         const_fill = np.where(np.isnan(Ym), mu, Ym)
-        if base == "sgplvm":     # it saw every pixel; its constant ones get the constant too
+        if base == "sgplvm" or not drop_constant:   # saw every column; fill constants alike
             imp = imp._replace(mean=np.where(constant[None, :], const_fill, imp.mean))
-        else:                    # put the constant columns back, as their observed constant
+        else:                    # put the dropped columns back, as their observed constant
             full = const_fill.copy()
             full[:, keep] = imp.mean
             var = None
@@ -319,11 +327,11 @@ def run_cell(name: str, data: Data, rate: float, seed: int, methods: list, quick
             if imp.log_pmf is not None:
                 log_pmf = np.zeros(Y.shape)
                 log_pmf[:, keep] = imp.log_pmf
-            imp = Imputation(full, var, log_pmf)
-        rmse, nlpd = score(Y, hidden, keep, data.kind, mu, np.where(keep, sd, 1.0), imp)
-        out[spec] = {"rmse": rmse, "nlpd": nlpd, "wall_s": wall, "cpu_s": cpu}
+            imp = Imputation(full, var, log_pmf, imp.info)
+        rmse, nlpd = score(Y, hidden, scored, data.kind, mu, np.where(scored, sd, 1.0), imp)
+        out[spec] = {"rmse": rmse, "nlpd": nlpd, "wall_s": wall, "cpu_s": cpu, "info": imp.info}
         print(f"  {name} rate={rate:g} seed={seed} {spec}: RMSE {rmse:.4f} NLPD {nlpd:.4f} "
-              f"({wall:.1f} s wall, {cpu:.1f} s CPU)", flush=True)
+              f"({wall:.1f} s wall, {cpu:.1f} s CPU) {imp.info}", flush=True)
     return out
 
 
@@ -356,7 +364,7 @@ def header(argv: list) -> str:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True, cwd=Path(__file__).parent).stdout.strip()
     dirty = subprocess.run(["git", "status", "--porcelain", "--", "src"], capture_output=True,
-                           text=True, cwd=Path(__file__).parent).stdout.strip()
+                           text=True, cwd=Path(__file__).resolve().parents[1]).stdout.split()
     return "\n".join([
         "# command: .venv/bin/python benchmarks/imputation.py " + " ".join(argv),
         f"# OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']} "
@@ -365,7 +373,8 @@ def header(argv: list) -> str:
         f"# machine: {platform.machine()}, {os.cpu_count()} logical CPUs, python "
         f"{platform.python_version()}, jax {jax.__version__}, gplvm {gplvm.__version__}, "
         f"load average {os.getloadavg()[0]:.1f}",
-        f"# commit: {commit}" + (" (src/ has uncommitted changes)" if dirty else "")])
+        f"# commit: {commit}" + (f"; uncommitted under src/: {' '.join(dirty[1::2])}"
+                                 if dirty else "")])
 
 
 def main(argv=None):
@@ -380,6 +389,9 @@ def main(argv=None):
                             "rflvm-poisson", "rflvm-nb"])
     p.add_argument("--rows", default="", help="rows per data set, e.g. digits=500,frey=300")
     p.add_argument("--quick", action="store_true", help="tiny sizes and budgets (smoke run)")
+    p.add_argument("--drop-constant", action="store_true",
+                   help="keep constant-in-observed columns out of every method's input (the "
+                        "GPLVM estimators before 7f1b424 refused them)")
     p.add_argument("--save", help="write every cell's figures to this JSON file")
     args = p.parse_args(argv)
     for spec in args.methods:
@@ -391,7 +403,8 @@ def main(argv=None):
     for name in args.datasets.split(","):
         data = load(name, rows.get(name), args.quick)
         for rate in (float(r) for r in args.rates.split(",")):
-            cells = [run_cell(name, data, rate, s, args.methods, args.quick) for s in args.seeds]
+            cells = [run_cell(name, data, rate, s, args.methods, args.quick, args.drop_constant)
+                     for s in args.seeds]
             results[(data.text, rate)] = cells
     print(f"\n# total {time.perf_counter() - started:.0f} s wall; protocol: fitted rows, MCAR "
           f"cells, seeds {args.seeds}; RMSE of z-scores (observed columns' mean/sd)\n")
@@ -403,7 +416,8 @@ def main(argv=None):
     print("\nFit + impute wall seconds\n")
     print(table(results, args.methods, "wall_s", 1).replace("**", ""))
     notes = [f"{text} {rate:.0%}: {cells[0]['constant_cols']} constant-in-observed columns "
-             f"(filled with their constant, not scored); {cells[0]['scored_cells']} cells scored"
+             f"({'dropped from every input, ' if args.drop_constant else 'given to every method, '}"
+             f"filled with their constant, not scored); {cells[0]['scored_cells']} cells scored"
              for (text, rate), cells in results.items()]
     print("\n" + "\n".join("# " + n for n in notes))
     if args.save:
