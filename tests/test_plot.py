@@ -212,6 +212,9 @@ def test_imputation_z_scores_of_named_columns_with_two_sd_bars():
         else:
             np.testing.assert_allclose(points.get_xdata(), ((truth - mean) / sd)[np.isnan(Y)])
         assert _outside(ax.get_legend(), ax)
+    ax = plot.imputation(model, Y, X=np.zeros((10, 2)), filled=np.zeros_like(Y))  # no impute
+    points = [line for line in ax.get_lines() if line.get_gid() == "imputed"][0]
+    np.testing.assert_allclose(points.get_xdata(), (-mean / sd)[cols])
     with pytest.raises(ValueError, match="no missing"):
         plot.imputation(model, np.ones((3, 4)))
 

@@ -31,7 +31,8 @@ def _predictive_sd(model, Y, X) -> np.ndarray:
     return np.sqrt(np.broadcast_to(np.asarray(var, dtype=float), Y.shape))
 
 
-def imputation(model, Y, X=None, truth=None, ax=None, offset=None, columns=None):
+def imputation(model, Y, X=None, truth=None, ax=None, offset=None, columns=None,
+               filled=None):
     """The imputed entries of ``Y`` (``model.impute(Y)``) with ±2 sd predictive intervals, as
     z-scores of their columns (:func:`column_scale` of the observed entries).
 
@@ -53,6 +54,8 @@ def imputation(model, Y, X=None, truth=None, ax=None, offset=None, columns=None)
             at offset 0).
         columns: optional D column names (default the model's ``feature_names_in_``, which
             ``gplvm fit`` sets from the data file's header).
+        filled: optional ``model.impute(Y)`` already computed (a caller that wrote it
+            elsewhere need not impute twice; ``offset`` is then unused).
 
     Returns:
         The Axes; the errorbar's line of points (``gid='imputed'``) and its bars
@@ -64,8 +67,10 @@ def imputation(model, Y, X=None, truth=None, ax=None, offset=None, columns=None)
     missing = np.isnan(Y)
     if not missing.any():
         raise ValueError("Y has no missing (NaN) entries; there is nothing imputed to show")
-    filled = np.asarray(model.impute(Y.reshape(shape)) if offset is None
-                        else model.impute(Y.reshape(shape), offset=offset)).reshape(Y.shape)
+    if filled is None:
+        filled = (model.impute(Y.reshape(shape)) if offset is None
+                  else model.impute(Y.reshape(shape), offset=offset))
+    filled = np.asarray(filled, dtype=float).reshape(Y.shape)
     X = model.transform(Y.reshape(shape)) if X is None else X
     mean, sd = column_scale(Y)
     z = (filled - mean) / sd
