@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from gplvm.plot._axes import column_names, new_axes, require
+from gplvm.plot._diagnostics import integer_ticks
 
 
 def assignments(model, ax=None):
@@ -22,7 +23,7 @@ def assignments(model, ax=None):
     ax = new_axes(ax, figsize=_column_figsize(phi.shape[0]))
     image = ax.imshow(phi[:, used], aspect="auto", cmap="Greys", vmin=0.0, vmax=1.0,
                       interpolation="nearest")
-    ax.set_xticks(range(len(used)))
+    integer_ticks(ax.xaxis, len(used))
     ax.set_xlabel("group")
     _name_rows(ax, model, phi.shape[0])
     ax.figure.colorbar(image, ax=ax, label="P(column follows group)", shrink=0.8)
@@ -63,7 +64,7 @@ def factors(model, ax=None):
     ax = new_axes(ax, figsize=_column_figsize(shade.shape[0]))
     image = ax.imshow(shade, aspect="auto", cmap="Greys", vmin=0.0, vmax=1.0,
                       interpolation="nearest")
-    ax.set_xticks(range(shade.shape[1]))
+    integer_ticks(ax.xaxis, shade.shape[1])
     ax.set_xlabel("latent dimension")
     _name_rows(ax, model, shade.shape[0])
     ax.figure.colorbar(image, ax=ax, shrink=0.8,

@@ -44,11 +44,17 @@ def relevance(model, ax=None):
                label=f"group {g}" if G > 1 else None)
     if G > 1:
         legend_outside(ax)
-    ax.set_xticks(range(Q))
+    integer_ticks(ax.xaxis, Q)
     ax.set_xlabel("latent dimension")
     ax.set_ylabel(relevance_quantity(model)[1], fontsize=9)
     ax.set_title(f"{type(model).__name__}: relevance of each latent dimension", fontsize=9)
     return ax
+
+
+def integer_ticks(axis, n: int, most: int = 15) -> None:
+    """Ticks at 0..n-1, every one up to ``most`` of them, else every k-th so that at most
+    ``most`` remain (30 labels side by side overlap)."""
+    axis.set_ticks(range(0, n, -(-n // most)))
 
 
 def is_map_fit(model) -> bool:
