@@ -145,6 +145,8 @@ _CHANNELS = "StructuredGPLVM takes (n_images, n_pixels, channels) with a grid"
 _PIXELS = "a constant pixel is fine: StructuredGPLVM scales each channel, not each pixel"
 _KEPT_OUT = {s: "the GPLVM family keeps such a column out of the fit and puts it back on "
                 "output (tests/test_bgplvm.py)" for s in ("BayesianGPLVM", "DPGPLVM")}
+_KEPT_OUT["RFLVM"] = ("the Gaussian RFLVM keeps such a column out of the fit and puts it back "
+                      "on output (tests/test_rflvm.py)")
 
 DATA_CASES = [
     _y_case("Y inf", lambda: _with(gaussian(), 2, 1, np.inf)),
@@ -173,8 +175,7 @@ DATA_CASES = [
             not_for={"StructuredGPLVM": "the same image repeated: case 'Y identical rows'"}),
     _y_case("Y rows observed only in constant columns",
             lambda: _with(_with(gaussian(), slice(None), 0, 1.0), 3, slice(1, None), np.nan),
-            not_for={"StructuredGPLVM": _PIXELS, "RFLVM": "the RFLVM refuses the constant "
-                                                          "column itself"}),
+            not_for={"StructuredGPLVM": _PIXELS}),
     Case("n_components > columns", "n_components",
          lambda spec: spec.fit(est_kw={"n_components": D + 1}), {
              **{s: _SUPERVISED_WHY for s in SUPERVISED},
@@ -190,8 +191,9 @@ DATA_CASES = [
             not_for=_NO_GROUPS),
     Case("n_inducing > rows", "n_inducing",
          lambda spec: spec.fit(est_kw={"n_inducing": N + 1}), _ONLY_GPLVM),
-    Case("one column, init='pca', Q = 2", "init",
-         lambda spec: spec.fit(gaussian(N, 1)), _ONLY_RFLVM),
+    Case("multinomial category never observed", "no observed entry", lambda spec: spec.fit(
+        _with(counts(), slice(None), 2, np.nan), est_kw={"likelihood": "multinomial"}),
+         _ONLY_RFLVM),
     Case("negative counts", "Y", lambda spec: spec.fit(
         _with(counts(), 1, 1, -2.0), est_kw={"likelihood": "poisson"}), _ONLY_RFLVM),
     Case("non-integer counts", "Y", lambda spec: spec.fit(

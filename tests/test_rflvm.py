@@ -376,14 +376,18 @@ def test_interrupted_during_burn_in_leaves_a_usable_model(monkeypatch):
     ({"likelihood": "poisson"}, [[1.0, -2.0], [0.0, 1.0], [2.0, 3.0]], "negative"),
     ({"likelihood": "poisson"}, [[1.5, 2.0], [0.0, 1.0], [2.0, 3.0]], "non-integer"),
     ({"likelihood": "gaussian"}, [[1.0, np.inf], [0.0, 1.0], [2.0, 3.0]], "infinite"),
-    ({"likelihood": "gaussian"}, [[1.0, 1.0], [0.0, 1.0], [2.0, 1.0]], "constant"),
+    # a constant column is kept out of the fit, leaving fewer columns than Q
+    ({"likelihood": "gaussian"}, [[1.0, 1.0], [0.0, 1.0], [2.0, 1.0]],
+     r"n_components=2 exceeds the 1 column\(s\) of Y left to fit \(1 constant or empty"),
+    ({"likelihood": "gaussian"}, [[1.0, 2.0], [1.0, 2.0], [1.0, 2.0]], "nothing to fit"),
     ({"likelihood": "gaussian"}, [[1.0, 2.0]], "rows"),
     ({"likelihood": "gaussian"}, [1.0, 2.0, 3.0], "1-D"),
     ({"likelihood": "poisson", "n_features": 7}, [[1.0, 2.0], [0.0, 1.0], [2.0, 3.0]], "even"),
     ({"likelihood": "tweedie"}, [[1.0, 2.0], [0.0, 1.0], [2.0, 3.0]], "likelihood"),
     ({"likelihood": "poisson", "burn_in": 50, "n_iter": 50}, [[1.0, 2.0], [0.0, 1.0],
                                                                [2.0, 3.0]], "burn_in"),
-    ({"likelihood": "poisson"}, [[np.nan, 2.0], [np.nan, 1.0], [np.nan, 3.0]], "no observed"),
+    ({"likelihood": "multinomial"}, [[np.nan, 2.0, 1.0], [np.nan, 1.0, 2.0], [np.nan, 3.0, 1.0]],
+     r"no observed entry \(columns 0\).*multinomial"),
 ])
 def test_bad_input_raises_before_sampling(kwargs, Y, match, forbid_computation):
     import gplvm.models.rflvm as mod
@@ -408,3 +412,89 @@ def test_unfitted_use_raises():
     from sklearn.exceptions import NotFittedError
     with pytest.raises(NotFittedError):
         gplvm.RFLVM().transform(np.ones((3, 2)))
+
+
+# ------------------------------------------------------------------ issue 32: columns and Q
+def test_gaussian_constant_and_empty_columns_are_kept_out_and_put_back(tmp_path):
+    """The fit on Y with a constant and a never-observed column inserted *is* the fit on Y: the
+    sampler reads the same standardised array (the kept columns in C order, their means and
+    sds computed on them alone) with the same key, so every output on Y's own columns is equal
+    bit for bit (new rows too: their random numbers are keyed by the kept columns' values).
+    The dropped columns come back as 0 · scale_ + mean_: the constant exactly with variance 0
+    and noise 0, or NaN; a saved and loaded model gives the same."""
+    from gplvm._validation import DroppedColumnsWarning
+
+    Y = np.random.default_rng(12).normal(size=(12, 4))
+    Y[1, 2] = np.nan
+    own = [0, 1, 3, 5]
+    full = np.empty((12, 6))
+    full[:, own], full[:, 2], full[:, 4] = Y, 3.7, np.nan
+    kw = dict(likelihood="gaussian", random_state=0, **SMALL)
+    alone = gplvm.RFLVM(**kw).fit(Y)
+    with pytest.warns(DroppedColumnsWarning,
+                      match=r"1 constant \(columns 2\) and 1 with no observed entry \(columns 4\)"):
+        model = gplvm.RFLVM(**kw).fit(full)
+    assert model.dropped_columns_.tolist() == [2, 4] and model.n_features_in_ == 6
+    np.testing.assert_array_equal(model.X_samples_, alone.X_samples_)
+    X = alone.X_mean_[:3]
+    mean, var = model.predict(X, return_var=True)
+    mean0, var0 = alone.predict(X, return_var=True)
+    np.testing.assert_array_equal(mean[:, own], mean0)
+    np.testing.assert_array_equal(var[:, own], var0)
+    assert np.all(mean[:, 2] == 3.7) and np.all(var[:, 2] == 0.0)
+    assert np.isnan(mean[:, 4]).all() and np.isnan(var[:, 4]).all()
+    np.testing.assert_array_equal(model.noise_var_[own], alone.noise_var_)
+    assert model.noise_var_[2] == 0.0 and np.isnan(model.noise_var_[4])
+    holes = full[:4].copy()
+    holes[0, 0] = holes[1, 2] = np.nan
+    filled = model.impute(holes)
+    np.testing.assert_array_equal(filled[:, own], alone.impute(holes[:, own]))
+    assert filled[1, 2] == 3.7 and np.isnan(filled[:, 4]).all()
+    np.testing.assert_array_equal(model.impute(full)[:, own], alone.impute(Y))
+    np.testing.assert_array_equal(model.transform(full[:3]), alone.transform(Y[:3]))
+    assert model.score(full[:3]) == alone.score(Y[:3])
+    drawn, _ = model.sample(3, random_state=1)
+    np.testing.assert_array_equal(drawn[:, own], alone.sample(3, random_state=1)[0])
+    assert np.all(drawn[:, 2] == 3.7) and np.isnan(drawn[:, 4]).all()
+    model.save(tmp_path / "model.gplvm")
+    loaded = gplvm.load(tmp_path / "model.gplvm")
+    np.testing.assert_array_equal(loaded.predict(X), mean)
+    np.testing.assert_array_equal(loaded.dropped_columns_, [2, 4])
+
+
+def test_count_columns_all_zero_stay_in_the_fit_and_never_observed_come_back_nan():
+    """Counts: an all-zero column is data (it pins its intercept) and is fitted; a column with
+    no observed entry is kept out, so the fit is that of the other columns bit for bit, and
+    it predicts NaN there."""
+    from gplvm._validation import DroppedColumnsWarning
+
+    Y = np.random.default_rng(13).poisson(3.0, (12, 4)).astype(float)
+    Y[:, 1] = 0.0
+    full = np.insert(Y, 2, np.nan, axis=1)
+    kw = dict(likelihood="poisson", random_state=0, **SMALL)
+    alone = gplvm.RFLVM(**kw).fit(Y)
+    with pytest.warns(DroppedColumnsWarning, match=r"1 with no observed entry \(columns 2\)"):
+        model = gplvm.RFLVM(**kw).fit(full)
+    assert model.dropped_columns_.tolist() == [2] and alone.dropped_columns_.tolist() == []
+    np.testing.assert_array_equal(model.X_samples_, alone.X_samples_)
+    mean = model.predict(alone.X_mean_[:3])
+    np.testing.assert_array_equal(mean[:, [0, 1, 3, 4]], alone.predict(alone.X_mean_[:3]))
+    assert np.isnan(mean[:, 2]).all()
+
+
+def test_n_components_follows_the_family_rule(forbid_computation):
+    """Q above the columns entering the fit, or at or above the rows, is refused before any
+    computation with the family's message (gplvm._validation.check_n_components)."""
+    import gplvm.models.rflvm as mod
+
+    forbid_computation(mod, "run_chains", "prepare_data")
+    Y = np.random.default_rng(14).normal(size=(12, 3))
+    with pytest.raises(ValueError, match=r"RFLVM: n_components=4 exceeds the 3 column\(s\) of "
+                                         r"Y; .*pass n_components=3 or fewer"):
+        gplvm.RFLVM(n_components=4, likelihood="gaussian", init="random").fit(Y)
+    with pytest.raises(ValueError, match=r"exceeds the 3 column\(s\) of Y left to fit \(1 "
+                                         r"constant or empty"):
+        gplvm.RFLVM(n_components=4, likelihood="gaussian").fit(np.column_stack([Y, np.ones(12)]))
+    with pytest.raises(ValueError, match="Y has 3 rows; a 3-dimensional latent space needs at "
+                                         "least 4"):
+        gplvm.RFLVM(n_components=3, likelihood="gaussian").fit(Y[:3])

@@ -27,7 +27,8 @@ from gplvm._pytree import to_device
 from gplvm._params import POSITIVE_INT, RANDOM_STATE, check_argument, check_params
 from gplvm._random import as_key
 from gplvm._validation import (
-    as_1d_float, as_2d_float, check_magnitude, check_new_values, require_float64,
+    as_1d_float, as_2d_float, check_magnitude, check_new_values, dropped_columns_notice,
+    require_float64,
 )
 from gplvm.inference.mcmc import run_chains, split_rhat
 from gplvm.inference.sharding import checkpoint_devices_problem
@@ -40,6 +41,8 @@ from gplvm.models._common import check_is_fitted, in_model_precision
 from gplvm.models._rows import map_rows
 from gplvm.models._rflvm import predict as pred
 from gplvm.models._rflvm.checks import check_fit_inputs, check_latent_points
+from gplvm.models._rflvm.columns import (kept_columns, narrow, standardisation,
+                                         standardise_kept, widen)
 from gplvm.models._rflvm.convergence import (RHAT_TARGET, convergence_figures, describe,
                                              has_converged)
 from gplvm.models._rflvm.fitted import (aligned_draws, record_heavy,
@@ -66,8 +69,22 @@ AUTO_ROUND = 100
 class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
     """Random-feature latent variable model, sampled by MCMC (seed 000).
 
+    Columns kept out of the fit (issue 32; docs/contract.md, "Columns kept out of the fit"):
+    with the Gaussian likelihood a column whose observed entries are all equal, or that has
+    none, says nothing about the latents; with the Poisson, negative binomial, binomial and
+    Bernoulli likelihoods a column with no observed entry.  The sampler fits the other columns,
+    a :class:`gplvm._validation.DroppedColumnsWarning` names the dropped ones, and every output
+    keeps all D columns: ``predict``/``inverse_transform``/``sample``/``impute`` give a constant
+    column its constant exactly (variance 0, ``noise_var_`` 0) and a never-observed column NaN.
+    A constant *count* column (all zeros, say) is data, not a column to drop: it stays in the
+    fit, where it pins its intercept (and the negative binomial's dispersion).  A multinomial
+    category never observed is refused (the multinomial leaves out rows with a missing
+    category, so no row would be left).
+
     Args:
-        n_components: Q, the latent dimension.
+        n_components: Q, the latent dimension: at most the number of columns that enter the
+            fit and below the number of rows (:func:`gplvm._validation.check_n_components`,
+            checked before any computation).
         likelihood: ``'gaussian'``, ``'poisson'``, ``'bernoulli'``, ``'binomial'``,
             ``'negative_binomial'`` or ``'multinomial'`` (last category the reference), in
             any case, or a :mod:`gplvm.likelihoods` object (``Binomial(n_trials=16)``).  The
@@ -144,6 +161,9 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         X_samples_ (chains, draws, N, Q) aligned to a common frame; X_mean_, X_var_ (N, Q);
         W_samples_, beta_samples_ (stored draws, flattened over chains, aligned frame for W);
         noise_var_ (Gaussian, per column, original units); dispersion_ (NB, per column);
+        dropped_columns_ (indices of the columns kept out of the fit, above; they have
+        ``scale_`` 0 and ``mean_`` their constant, or both NaN, and zero columns in
+        ``beta_samples_``);
         history_ (chains, sweeps) log-likelihood per sweep; sampler_info_ (dict of
         (chains, sweeps) arrays: ``accept_W`` the fraction of frequency proposals accepted,
         ``n_proposals_X`` / ``n_proposals_beta`` the mean number of points an elliptical
@@ -238,17 +258,19 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         """
         check_params(self)
         self._check_devices()
-        lik, Y, times, offset = check_fit_inputs(self, Y, times, offset, n_trials)
+        lik, Y, times, offset, dropped = check_fit_inputs(self, Y, times, offset, n_trials)
         kind = lik.name
         if kind in POLYA_GAMMA:  # their Pólya-gamma and CRT samplers need 64-bit numbers
             require_float64(f"RFLVM(likelihood={kind!r}) fits (Pólya-gamma draws)")
         self._check_data(Y, kind)
         self.n_features_in_ = Y.shape[1]
-        self.n_outputs_ = lik.latent_dim(Y.shape[1])
-        Ys = self._standardise_fit(Y, kind)
+        # the sampler sees the kept columns only (:mod:`._rflvm.columns`)
+        Ys = self._standardise_fit(Y, kind, dropped)
+        self.n_outputs_ = lik.latent_dim(Ys.shape[1])
         spec = self._spec(kind, self.n_outputs_, times is not None)
         kernel = RBF(lengthscale=1.0) if self.kernel is None else self.kernel
-        trials = getattr(lik, "n_trials", None) if kind == "binomial" else None
+        trials = (narrow(getattr(lik, "n_trials", None), Y.shape[1], ~dropped)
+                  if kind == "binomial" else None)
         data = prepare_data(spec, Ys, offset, trials, kernel, times)
         key = as_key(self.random_state)
         key_init, key_run = jax.random.split(key)
@@ -292,11 +314,6 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         check_magnitude(Y, "Y", "rescale Y (counts this large cannot be modelled exactly "
                                 "either)" if kind != "gaussian" else "rescale Y (e.g. divide "
                                 "it by its largest entry)")
-        if self.init == "pca" and Y.shape[1] < self.n_components:
-            raise ValueError(f"Y has {Y.shape[1]} feature(s) (columns), but init='pca' takes "
-                             f"the n_components={self.n_components} initial latent dimensions "
-                             f"from its principal components; pass init='random' or "
-                             f"n_components={Y.shape[1]}")
         if kind == "multinomial":
             empty = np.nansum(Y, axis=1) == 0
             if empty.any():
@@ -409,16 +426,18 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
 
         return write
 
-    def _standardise_fit(self, Y, kind: str):
-        if kind == "gaussian" and self.standardize:
-            self.mean_ = np.nanmean(Y, axis=0)
-            self.scale_ = np.nanstd(Y, axis=0)
-        else:
-            self.mean_ = np.zeros(Y.shape[1])
-            self.scale_ = np.ones(Y.shape[1])
-        # in the float32 mode (gplvm.config) predictions in original units are float32 too
-        self.mean_, self.scale_ = (a.astype(float_dtype()) for a in (self.mean_, self.scale_))
-        return (Y - self.mean_) / self.scale_
+    def _standardise_fit(self, Y, kind: str, dropped=None):
+        """Sets ``mean_`` and ``scale_`` of all D columns (centring and scaling only for the
+        Gaussian with ``standardize``), the ``dropped`` ones coded in them
+        (:mod:`._rflvm.columns`), with the one-line notice naming them; returns the kept
+        columns standardised, what the sampler reads.  In the float32 mode (gplvm.config)
+        predictions in original units are float32 too."""
+        dropped = np.zeros(Y.shape[1], bool) if dropped is None else dropped
+        if dropped.any():
+            dropped_columns_notice("RFLVM", Y, dropped)
+        self.mean_, self.scale_ = standardisation(Y, dropped,
+                                                  kind == "gaussian" and self.standardize)
+        return standardise_kept(Y, self.mean_, self.scale_)
 
     def _initial_latents(self, Ys, kind: str, key, offset=None):
         Q = int(self.n_components)
@@ -462,11 +481,13 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         self.X_samples_, self.X_mean_, self._draws_ = aligned_draws(draws, heavy)
         self.X_var_ = np.var(self.X_samples_.reshape(-1, *self.X_samples_.shape[2:]), axis=0)
         self.W_samples_ = self._draws_["W"]
-        self.beta_samples_ = self._draws_["beta"]
+        # per-column figures over all D columns; the draws (``_draws_``) are the kept columns'
+        kept = kept_columns(self.scale_)
+        self.beta_samples_ = widen(self._draws_["beta"], kept)
         kind = self._spec_.likelihood
-        nv = self._draws_["noise_var"].mean(0)
+        nv = widen(self._draws_["noise_var"].mean(0), kept)       # · scale_²: 0, or NaN
         self.noise_var_ = nv * self.scale_**2 if kind == "gaussian" else None
-        self.dispersion_ = (self._draws_["dispersion"].mean(0)
+        self.dispersion_ = (widen(self._draws_["dispersion"].mean(0), kept, np.nan)
                             if kind == "negative_binomial" else None)
         self.relevance_ = np.mean(self._draws_["W"] ** 2, axis=(0, 1))
         self._light_ = {k: np.asarray(v) for k, v in draws.items() if k != "X"}
@@ -530,7 +551,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
             if offset.shape[0] != Y.shape[0]:
                 raise ValueError(f"offset has {offset.shape[0]} entries but Y has {Y.shape[0]} "
                                  f"rows; pass one offset per row")
-        Ys = (Y - self.mean_) / self.scale_
+        Ys = standardise_kept(Y, self.mean_, self.scale_)   # dropped columns: ignored
         return Y, prepare_data(spec, Ys, offset, None, self._data_.kernel, None)
 
     def _new_latents(self, Y, data):
@@ -538,7 +559,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         W, beta, nv, disp = self._map_draws(subset=True)
         # keyed by the row as the model sees it (standardised), so data that standardise to the
         # same rows (a·Y + b) get the same random numbers
-        Ys = (Y - self.mean_) / self.scale_
+        Ys = standardise_kept(Y, self.mean_, self.scale_)
         keys = pred.row_keys(as_key(self.random_state), Ys, np.asarray(data.offset))
         return pred.infer_new_latents(keys, self._spec_.likelihood, self._spec_.intercept,
                                       int(self.transform_steps), data.Y, data.observed,
@@ -574,9 +595,11 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
             return means.mean(0), means.var(0)
 
         mean, var = map_rows(moments, np.asarray(X))
-        mean = mean * self.scale_ + self.mean_
+        # the dropped columns' value 0 becomes their constant (variance 0) or NaN
+        kept = kept_columns(self.scale_)
+        mean = widen(mean, kept) * self.scale_ + self.mean_
         if return_var:
-            return mean, var * self.scale_**2
+            return mean, widen(var, kept) * self.scale_**2
         return mean
 
     inverse_transform = predict
@@ -598,7 +621,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
             W, beta, nv, disp = self._map_draws(subset=True)
         mean = np.asarray(_per_draw_means(self, Xs, W, beta, nv, disp, data.offset,
                                           data.trials).mean(0))
-        mean = mean * self.scale_ + self.mean_
+        mean = widen(mean, kept_columns(self.scale_)) * self.scale_ + self.mean_
         return np.where(np.isnan(Y), mean, Y)
 
     def _is_training_data(self, Y, data) -> bool:
@@ -616,8 +639,10 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         lp = pred.log_predictive_rows(self._spec_.likelihood, self._spec_.intercept, Xs, W,
                                       beta, nv, disp, data.Y, data.observed, data.offset,
                                       data.trials)
-        # Standardised Gaussian densities back to original units: −Σ log scale_j per entry.
-        jac = np.sum(np.where(np.isnan(Y), 0.0, np.log(self.scale_)))
+        # Standardised Gaussian densities back to original units: −Σ log scale_j per entry
+        # (of the kept columns: the dropped ones are not scored)
+        kept = kept_columns(self.scale_)
+        jac = np.sum(np.where(np.isnan(Y[:, kept]), 0.0, np.log(self.scale_[kept])))
         return float(lp) - float(jac)
 
     @in_model_precision
@@ -641,14 +666,24 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
              else jnp.asarray(check_latent_points(X, Q)))
         s = jax.random.randint(k_draw, (X.shape[0],), 0, W.shape[0])
         psi = pred.linear_predictor_per_row(X, s, W, beta, self._spec_.intercept)
+        kept = kept_columns(self.scale_)
         trials = (self._data_.trials[:1] if n_trials is None
-                  else jnp.broadcast_to(jnp.asarray(n_trials, float), psi.shape))
+                  else jnp.broadcast_to(jnp.asarray(narrow(n_trials, self.n_features_in_, kept),
+                                                    float), psi.shape))
         if kind == "multinomial" and n_trials is None:
             trials = jnp.full_like(psi, jnp.round(jnp.mean(self._data_.trials[:, 0])))
         lik = likelihood_object(kind, jnp.broadcast_to(trials, psi.shape)
                                 if kind != "multinomial" else trials[:, :1], nv[s], disp[s])
         Yn = np.asarray(lik.sample(k_y, psi))
-        return Yn * self.scale_ + self.mean_, np.asarray(X)
+        return widen(Yn, kept) * self.scale_ + self.mean_, np.asarray(X)
+
+    @property
+    def dropped_columns_(self) -> np.ndarray:
+        """Indices of the columns kept out of the fit (constant Gaussian columns, or columns
+        with no observed entry); they come back on output as their constant (variance 0) or
+        NaN (:mod:`gplvm.models._rflvm.columns`)."""
+        check_is_fitted(self, "X_mean_")
+        return np.flatnonzero(~kept_columns(self.scale_))
 
     def to_arviz(self):
         """ArviZ ``InferenceData`` with the log-likelihood, latent pairwise distances and the

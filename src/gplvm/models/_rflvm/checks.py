@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from gplvm._validation import (as_1d_float, as_2d_float, check_new_values, check_no_constant_columns,
-                               check_observed_columns)
+from gplvm._validation import (_where, as_1d_float, as_2d_float, check_n_components,
+                               check_new_values)
 from gplvm.likelihoods import AbstractLikelihood, Binomial, get_likelihood
+from gplvm.models._rflvm.columns import dropped_columns
 
 #: parameters the sampler draws itself (seed 000: σ² ~ IG, eq. 29's r ~ Ga), so an object's
 #: value for them could only be ignored
@@ -45,19 +46,17 @@ def check_fit_inputs(model, Y, times, offset, n_trials):
     """Validate ``fit``'s arguments.
 
     Returns:
-        (likelihood object, Y, times, offset), the last three NumPy arrays or None.
+        (likelihood object, Y, times, offset, dropped), the next three NumPy arrays or None,
+        ``dropped`` (D,) True for the columns kept out of the fit (:mod:`.columns`).
     """
     lik = resolve_likelihood(model.likelihood, n_trials)
     kind = lik.name
     Y = as_2d_float(Y, "Y", allow_nan=True, min_rows=3)
-    check_observed_columns(Y)          # before the likelihood's own checks name anything else
-    N, J = Y.shape
-    if model.n_components >= N:
-        raise ValueError(f"n_components={model.n_components} must be smaller than the number "
-                         f"of rows ({N})")
+    dropped = check_columns(Y, kind)   # before the likelihood's own checks name anything else
+    N = Y.shape[0]
+    check_n_components("RFLVM", model.n_components, N, int((~dropped).sum()),
+                       int(dropped.sum()))
     lik.validate(Y)                    # (the multinomial's: at least 2 categories)
-    if kind == "gaussian":
-        check_no_constant_columns(Y)
     if times is not None and model.sampler == "nuts":
         raise ValueError("sampler='nuts' samples the iid N(0, I) latent prior only; pass "
                          "sampler='gibbs' for the dynamic RFLVM (times=...)")
@@ -81,7 +80,31 @@ def check_fit_inputs(model, Y, times, offset, n_trials):
         if offset.shape[0] != N:
             raise ValueError(f"offset has {offset.shape[0]} entries but Y has {N} rows; pass "
                              f"one offset per row (e.g. log size factors)")
-    return lik, Y, times, offset
+    return lik, Y, times, offset, dropped
+
+
+def check_columns(Y: np.ndarray, kind: str) -> np.ndarray:
+    """(D,) True for the columns of ``Y`` kept out of the fit (:mod:`.columns`), after checking
+    that the fit has columns left and every row an observed entry in them; a multinomial
+    category never observed is refused."""
+    empty = np.isnan(Y).all(axis=0)
+    if kind == "multinomial" and empty.any():
+        raise ValueError(f"Y has {int(empty.sum())} categories (columns) with no observed entry "
+                         f"(columns {_where(empty)}); the multinomial likelihood models how a "
+                         f"row's total splits over all categories and leaves out a row with a "
+                         f"missing category, so no row would be left: drop those columns")
+    dropped = dropped_columns(kind, Y)
+    if dropped.all():
+        what = "constant or has no observed entry" if kind == "gaussian" else \
+            "has no observed entry"
+        raise ValueError(f"RFLVM: every column of Y {what}; there is nothing to fit a latent "
+                         f"space to")
+    rows = np.isnan(Y[:, ~dropped]).all(axis=1)
+    if rows.any():
+        raise ValueError(f"RFLVM: Y has {int(rows.sum())} rows observed only in constant "
+                         f"columns (rows {_where(rows)}), which are kept out of the fit: drop "
+                         f"those rows")
+    return dropped
 
 
 def check_latent_points(X, n_components: int) -> np.ndarray:

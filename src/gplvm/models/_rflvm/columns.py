@@ -1,0 +1,91 @@
+"""Columns of Y the RFLVM keeps out of its fit and puts back on output (issue 32;
+docs/contract.md, "Columns kept out of the fit"), the GPLVM family's rule
+(:mod:`gplvm.models.gplvm_family.columns`) for the likelihoods where it applies:
+
+* Gaussian: a column whose observed entries are all equal, or that has none
+  (:func:`gplvm._validation.uninformative_columns`): its likelihood does not depend on X and
+  standardising it divides by 0;
+* Poisson, negative binomial, binomial, Bernoulli: a column with no observed entry only.  A
+  constant count column (all zeros, say) is data: it pins its intercept (and the negative
+  binomial's dispersion) and stays in the fit;
+* multinomial: none (a category never observed is refused in :mod:`.checks`: the multinomial
+  leaves out every row with a missing category, so no row would be left).
+
+The sampler sees the kept columns only (the spec, the data and the draws are those of the fit
+on them alone).  The dropped ones are coded in the standardisation of all D columns, as in the
+family: a constant column c has ``mean_ = c``, ``scale_ = 0``; a never-observed column has
+``mean_ = scale_ = NaN``; so every output ``(value) · scale_ + mean_``, with the value of a
+dropped column set to 0 (:func:`widen`), is exactly c with variance 0, or NaN.  ``scale_ > 0``
+marks the kept columns (every column of a model fitted or saved before issue 32), so a file
+needs no new entry and a loaded model predicts the same.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gplvm._config import float_dtype
+from gplvm._validation import column_constants, uninformative_columns
+
+
+def dropped_columns(kind: str, Y: np.ndarray) -> np.ndarray:
+    """(D,) True for the columns of ``Y`` a fit with likelihood ``kind`` keeps out (module
+    docstring)."""
+    if kind == "gaussian":
+        return uninformative_columns(Y)
+    return np.isnan(Y).all(axis=0)
+
+
+def kept_columns(scale) -> np.ndarray:
+    """(D,) True for the columns that entered the fit (``scale_ > 0``; 0 or NaN: dropped)."""
+    return np.asarray(scale) > 0
+
+
+def standardisation(Y: np.ndarray, dropped: np.ndarray, standardize: bool):
+    """``(mean_, scale_)`` of all D columns in the model's precision: the kept columns' means
+    and standard deviations (zeros and ones when not ``standardize``), the dropped ones coded
+    as in the module docstring.  The kept columns' figures are those of ``Y[:, kept]`` given
+    alone, in C order (NumPy's reductions round differently on the Fortran-ordered copy that
+    advanced indexing makes)."""
+    dtype = float_dtype()
+    if not dropped.any():
+        if standardize:
+            return (np.nanmean(Y, axis=0).astype(dtype), np.nanstd(Y, axis=0).astype(dtype))
+        return np.zeros(Y.shape[1], dtype), np.ones(Y.shape[1], dtype)
+    kept = ~dropped
+    mean, scale = np.zeros(Y.shape[1], dtype), np.ones(Y.shape[1], dtype)
+    if standardize:
+        Y_kept = np.ascontiguousarray(Y[:, kept])
+        mean[kept], scale[kept] = np.nanmean(Y_kept, axis=0), np.nanstd(Y_kept, axis=0)
+    constants = column_constants(Y, dropped)
+    mean[dropped] = constants[dropped]
+    scale[dropped] = np.where(np.isnan(constants[dropped]), np.nan, 0.0)
+    return mean, scale
+
+
+def standardise_kept(Y: np.ndarray, mean, scale) -> np.ndarray:
+    """The kept columns of ``Y`` standardised, (N, D_kept): what the sampler reads.  Values of
+    new rows in the dropped columns are ignored."""
+    kept = kept_columns(scale)
+    if kept.all():
+        return (Y - mean) / scale
+    return (np.ascontiguousarray(Y[:, kept]) - mean[kept]) / scale[kept]
+
+
+def narrow(a, n_columns: int, kept: np.ndarray):
+    """``a``'s kept columns when its last axis runs over all ``n_columns`` columns of Y (a
+    binomial's numbers of trials per column); unchanged otherwise (a scalar, one column)."""
+    if a is None or kept.all() or np.ndim(a) == 0 or np.shape(a)[-1] != n_columns:
+        return a
+    return np.asarray(a)[..., kept]
+
+
+def widen(a, kept: np.ndarray, fill: float = 0.0) -> np.ndarray:
+    """``a`` with its last axis (the kept columns) widened to all D columns, ``fill`` at the
+    dropped ones (0: then ``· scale_ + mean_`` gives the dropped column's code)."""
+    a = np.asarray(a)
+    if kept.all():
+        return a
+    out = np.full(a.shape[:-1] + (len(kept),), fill, dtype=a.dtype)
+    out[..., kept] = a
+    return out
