@@ -548,3 +548,68 @@ def test_warnings_of_a_command_are_one_line_without_source_paths(monkeypatch, ca
         assert warnings.showwarning is before
     assert capsys.readouterr().err == ("warning: ConvergenceWarning: the bound did not "
                                        "converge; raise max_iter\n")
+
+
+def _four_columns(path, constant: bool):
+    """A 20-row CSV of 4 named columns on a 1-D curve (the last one constant if asked)."""
+    t = np.linspace(-2, 2, 20)
+    Y = np.column_stack([np.sin(t), np.cos(t), t, np.full(20, 3.0) if constant else t**2])
+    Y[:, :3] += 0.05 * np.random.default_rng(4).normal(size=(20, 3))
+    _write_csv(path, Y, ids=[f"r{i}" for i in range(20)], columns=["a", "b", "c", "k"])
+    return Y
+
+
+def test_default_components_are_auto_and_the_summary_gives_q_and_the_kept_dimensions(
+        tmp_path, capsys):
+    """Issue 32, item 2: without --components the GPLVM family fits n_components='auto', Q =
+    min(10, fitted columns, rows - 1) = 3 here (4 columns, one constant and kept out);
+    summary.json, `gplvm info` and the stderr line report that Q, the dimensions ARD keeps and
+    the kept-out column by name."""
+    _four_columns(tmp_path / "four.csv", constant=True)
+    out = tmp_path / "run"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                # 5 iterations do not converge
+        assert main(["fit", str(tmp_path / "four.csv"), "--out", str(out), "--inducing", "5",
+                     "--iterations", "5"]) == 0
+    err = capsys.readouterr().err
+    summary = json.loads((out / "summary.json").read_text())
+    model = gplvm.load(out / "model.npz")
+    assert summary["params"]["n_components"] == "auto"
+    assert summary["n_components"] == model.n_components_ == model.X_mean_.shape[1] == 3
+    active = summary["active_components"]
+    assert active == model.active_components_.tolist() and active
+    assert set(active) <= {0, 1, 2}
+    assert summary["dropped_columns"] == ["k"] and model.dropped_columns_.tolist() == [3]
+    assert any(w.startswith("DroppedColumnsWarning: ") for w in summary["warnings"])
+    assert (f"Q = 3 (n_components='auto'); ARD keeps dimension(s) "
+            f"{', '.join(map(str, active))}; kept out of the fit: 1 constant or empty "
+            f"column(s) (k)") in err
+    header, _, _ = _read_csv(out / "embedding.csv")
+    assert header == ["id", "x0", "x1", "x2", "var0", "var1", "var2"]
+    assert main(["info", str(out / "model.npz")]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert {k: info[k] for k in ("n_components", "active_components", "dropped_columns")} == \
+        {k: summary[k] for k in ("n_components", "active_components", "dropped_columns")}
+
+
+def test_components_values_the_cli_refuses(tmp_path, capsys):
+    """--components: 'auto' or a positive integer (argparse, exit 2); more than the columns
+    fails before the fit with both numbers; --kernel needs an integer Q; the RFLVM, without
+    ARD switching dimensions off, takes no 'auto'.  No output folder is left."""
+    _four_columns(tmp_path / "four.csv", constant=False)
+    fit = ["fit", str(tmp_path / "four.csv"), "--out", str(tmp_path / "run"), "--quiet"]
+    for bad in ("0", "two"):
+        with pytest.raises(SystemExit) as stop:
+            main([*fit, "--components", bad])
+        assert stop.value.code == 2
+        assert f"{bad!r} is neither 'auto' nor a positive integer" in capsys.readouterr().err
+    cases = {("--components", "5"): ("n_components=5 exceeds the 4 column(s) of Y",),
+             ("--kernel", "matern32"): ("--kernel matern32 has one length-scale per latent "
+                                        "dimension", "give --components Q"),
+             ("--model", "rflvm", "--components", "auto"): ("--components auto applies to "
+                                                            "the GPLVM family", "integer")}
+    for flags, needles in cases.items():
+        assert main([*fit, *flags]) == 2
+        line = _one_error_line(capsys, "fit")
+        assert all(needle in line for needle in needles), line
+    assert os.listdir(tmp_path) == ["four.csv"]

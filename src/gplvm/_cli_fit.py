@@ -58,7 +58,10 @@ def add_parser(sub) -> None:
     fit.add_argument("--trials", type=int, help="binomial likelihood: trials per entry")
     fit.add_argument("--image-shape", help="structured model: H,W of each row's image")
     settings = fit.add_argument_group("model settings (each applies to the models that have it)")
-    settings.add_argument("--components", "-q", type=int, help="Q, the latent dimension")
+    settings.add_argument("--components", "-q", type=models.components_value,
+                          help="Q, the latent dimension, or 'auto' (the default of bgplvm, "
+                               "dpgplvm and structured: Q = min(10, columns, rows - 1), ARD "
+                               "keeps the dimensions the data use); at most the columns")
     settings.add_argument("--likelihood", help="rflvm: gaussian, poisson, bernoulli, binomial, "
                                                "negative_binomial or multinomial")
     settings.add_argument("--inducing", type=int, help="inducing inputs M")
@@ -122,8 +125,30 @@ def run(args, argv) -> int:
                    "wall_time_s": seconds, "versions": output.versions(),
                    "outputs": sorted([*written, "summary.json"])}
         (folder / "summary.json").write_text(output.dump_json(summary))
+    log(args, fitted_dimensions(summary))
     log(args, f"wrote {out}/: {', '.join(summary['outputs'])} ({seconds:.1f} s fit)")
     return 0
+
+
+def fitted_dimensions(summary: dict) -> str:
+    """One line on the fit's latent dimensions and the columns kept out of it, from the
+    summary: 'Q = 4 (n_components='auto'); ARD keeps dimensions 0, 2; kept out of the fit:
+    2 constant or empty columns (px0, px7)'."""
+    setting = summary["params"].get("n_components")
+    line = f"Q = {summary.get('n_components')}" + (f" (n_components={setting!r})"
+                                                    if setting == "auto" else "")
+    if "active_components" in summary:
+        line += f"; ARD keeps dimension(s) {_listed(summary['active_components'])}"
+    dropped = summary.get("dropped_columns") or []
+    if dropped:
+        line += (f"; kept out of the fit: {len(dropped)} constant or empty column(s) "
+                 f"({_listed(dropped)})")
+    return line
+
+
+def _listed(values, shown: int = 10) -> str:
+    text = ", ".join(map(str, values[:shown]))
+    return text + (f" and {len(values) - shown} more" if len(values) > shown else "")
 
 
 def fit_noting_warnings(model, Y, fit_kwargs) -> list[str]:

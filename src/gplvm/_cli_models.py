@@ -8,6 +8,7 @@ that parameter (``get_params``), so a new estimator joins the command line by on
 
 from __future__ import annotations
 
+import argparse
 import inspect
 
 import numpy as np
@@ -54,21 +55,26 @@ def _kernel_parameter(params: dict) -> str | None:
 
 
 def build(name: str, args) -> object:
-    """An unfitted estimator ``name`` with the flags of ``args`` that were given.
+    """An unfitted estimator ``name`` with the flags of ``args`` that were given; without
+    ``--components``, ``n_components='auto'`` for the models that take it (:func:`components`).
 
     Raises:
-        ValueError: a flag was given that the model has no parameter for.
+        ValueError: a flag was given that the model has no parameter for, or a value it
+            cannot take from the command line.
     """
     cls = estimator_class(name)
     params = cls().get_params(deep=False)
     settings = {}
+    Q = components(name, cls, getattr(args, "components", None))
+    if Q is not None:
+        settings["n_components"] = Q
     for flag, parameter in FLAGS.items():
         value = getattr(args, flag, None)
-        if value is None:
+        if value is None or flag == "components":
             continue
         if flag == "kernel":
             parameter = _kernel_parameter(params)
-            value = _kernel(value, args.components or params.get("n_components", 2))
+            value = _kernel(value, params.get("n_components", 2) if Q is None else Q, name)
         if parameter not in params:
             option = "--" + flag.replace("_", "-")
             raise ValueError(f"{option} is not a setting of {name} ({cls.__name__}); its "
@@ -81,6 +87,44 @@ def build(name: str, args) -> object:
     return cls(**settings)
 
 
+def components_value(text: str):
+    """``--components``: ``auto`` or a positive integer (argparse ``type``)."""
+    if text == "auto":
+        return text
+    try:
+        Q = int(text)
+    except ValueError:
+        Q = 0
+    if Q < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither 'auto' nor a positive integer")
+    return Q
+
+
+def takes_auto(cls) -> bool:
+    """Whether the estimator ``cls`` takes ``n_components='auto'`` (its parameter rule,
+    :mod:`gplvm._params`): the GPLVM family, where ARD switches off the unused dimensions."""
+    from gplvm._params import RULES
+
+    rule = RULES.get(cls.__name__, {}).get("n_components")
+    return rule is not None and rule.problem("auto", None) is None
+
+
+def components(name: str, cls, given):
+    """``n_components`` of model ``name`` from ``--components`` (``given``; None when absent):
+    the value given, else ``'auto'`` where the model takes it (Q = min(10, columns, rows − 1)
+    and ARD keeps the dimensions the data use), else None (the model's default)."""
+    auto = takes_auto(cls)
+    if given is None:
+        return "auto" if auto else None
+    if given == "auto" and not auto:
+        default = cls().get_params(deep=False).get("n_components")
+        raise ValueError(f"--components auto applies to the GPLVM family (bgplvm, dpgplvm, "
+                         f"structured), whose ARD kernel switches off unused dimensions; "
+                         f"{name} needs an integer: give --components Q (its default is "
+                         f"{default})")
+    return given
+
+
 def _options(params: dict) -> list[str]:
     names = {v: k for k, v in FLAGS.items()}
     found = ["--" + names[p].replace("_", "-") for p in params if p in names]
@@ -89,11 +133,19 @@ def _options(params: dict) -> list[str]:
     return found
 
 
-def _kernel(name: str, n_components: int):
+def _kernel(name: str, n_components, model: str):
+    """The ARD kernel ``--kernel name`` with one length-scale per latent dimension, which
+    needs Q before the fit: with ``--components auto`` (Q known only once the data's columns
+    are) it is refused rather than guessed."""
     import gplvm.kernels as kernels
 
     if name not in KERNELS:
         raise ValueError(f"--kernel {name!r} is unknown; choose one of {', '.join(KERNELS)}")
+    if n_components == "auto":
+        raise ValueError(f"--kernel {name} has one length-scale per latent dimension, so it "
+                         f"needs an integer Q: give --components Q with it, or leave --kernel "
+                         f"out for --components auto ({model}'s default), which uses the "
+                         f"model's own ARD RBF kernel")
     return getattr(kernels, KERNELS[name])(lengthscale=np.ones(int(n_components)))
 
 

@@ -171,7 +171,10 @@ def model_summary(model) -> dict:
            "params": {k: json_value(v) for k, v in model.get_params(deep=False).items()},
            "n_features_in": int(model.n_features_in_)}
     if getattr(model, "n_components", None) is not None:      # latent-variable models
-        out["n_components"] = int(model.n_components)
+        out.update(latent_dimensions(model))
+    dropped = getattr(model, "dropped_columns_", None)
+    if dropped is not None:
+        out["dropped_columns"] = column_names(model, dropped)
     if getattr(model, "elbo_", None) is not None:
         out["bound"] = float(model.elbo_)
     kept = kept_trace(model)
@@ -192,6 +195,24 @@ def model_summary(model) -> dict:
     if getattr(model, "relevance_", None) is not None:
         out["relevance"] = np.asarray(model.relevance_, dtype=float).tolist()
     return out
+
+
+def latent_dimensions(model) -> dict:
+    """``n_components``, the Q of the fit (``n_components_``: ``'auto'`` resolved), and
+    ``active_components``, the dimensions ARD keeps by decreasing relevance, where the model
+    says (``active_components_``)."""
+    out = {"n_components": int(getattr(model, "n_components_", None) or model.n_components)}
+    active = getattr(model, "active_components_", None)
+    if active is not None:
+        out["active_components"] = [int(q) for q in active]
+    return out
+
+
+def column_names(model, indices) -> list:
+    """The names of the data columns ``indices`` (``feature_names_in_``, which ``gplvm fit``
+    stores in the model file), or the indices themselves for a model without names."""
+    names = getattr(model, "feature_names_in_", None)
+    return [str(names[j]) if names is not None else int(j) for j in np.asarray(indices)]
 
 
 def versions() -> dict:

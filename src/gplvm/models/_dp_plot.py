@@ -8,7 +8,7 @@ import numpy as np
 
 def column_relevance(model) -> np.ndarray:
     """(D, Q) each column's ARD weights Σ_t φ_dt γ_t, scaled so that each row's largest is 1."""
-    weights = np.array([1.0 / np.asarray(k.lengthscale) ** 2 * np.ones(model.n_components)
+    weights = np.array([1.0 / np.asarray(k.lengthscale) ** 2 * np.ones(model.n_components_)
                         for k in model.kernels_])                      # (T, Q)
     per_column = model.assignments_ @ weights
     return per_column / per_column.max(axis=1, keepdims=True)
