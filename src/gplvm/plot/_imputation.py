@@ -131,5 +131,19 @@ def _strips(ax, z, missing, cols, z_sd, names, what):
     ax.set_yticks(range(0, D, step), names[::step], fontsize=7)
     ax.set_ylim(D - 0.4, -0.6)
     ax.axvline(0.0, color="0.85", lw=0.8, zorder=0)
-    ax.set_xlabel("z-score of the column (observed mean 0, sd 1)")
+    beyond = _clip_range(ax, z[np.isfinite(z)])
+    ax.set_xlabel("z-score of the column (observed mean 0, sd 1)"
+                  + (f"\n{beyond} of {z.size} values beyond the axis; bars cut at its ends"
+                     if beyond else ""))
     legend_outside(ax)
+
+
+def _clip_range(ax, values, tail: float = 0.0025, least: float = 3.0) -> int:
+    """Fit the x-axis to the values but their 0.25% tails on each side (never narrower than
+    ±``least``): a near-constant column (an image's edge pixel) has z-scores in the tens and
+    bars a hundred sd wide, which would squeeze every other column to a line.  Returns how
+    many values lie beyond the axis."""
+    low = min(-least, np.quantile(values, tail) - 0.5)
+    high = max(least, np.quantile(values, 1.0 - tail) + 0.5)
+    ax.set_xlim(low, high)
+    return int(np.sum((values < low) | (values > high)))
