@@ -13,7 +13,10 @@ critical value) on ``sampler='nuts'`` with one bug monkeypatched into
 * ``beta_prior_scale``: the whitened weights scaled by 1.2 (a wrong prior variance of β);
 * ``tempered``: the log-density multiplied by 0.8 (a target that is not the posterior);
 * ``scale_no_jacobian``: the joint scale move (:mod:`gplvm.models._rflvm.scale`) without
-  the Jacobian c^{NQ − (M/2)Q} in its acceptance ratio.
+  the Jacobian c^{NQ − (M/2)Q} in its acceptance ratio;
+* ``gauge_no_jacobian``: (X, W) modulo rotations (:mod:`gplvm.models._rflvm.gauge`) without
+  the Jacobian ∏ l_ii^{Q−i+1} in the block's density;
+* ``gauge_no_rotation``: the canonical point kept, no Haar rotation after the transition.
 
 A wrong gradient is not in the list on purpose: the leapfrog map of any potential is
 volume-preserving and reversible and the acceptance step uses the true log-density, so a
@@ -35,10 +38,11 @@ import test_rflvm_geweke as G  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
+import gplvm.models._rflvm.gauge as U  # noqa: E402
 import gplvm.models._rflvm.joint as J  # noqa: E402
 import gplvm.models._rflvm.sweep as S  # noqa: E402
 
-ORIGINAL = (J.log_density, J.from_position, S.scale_moves)
+ORIGINAL = (J.log_density, J.from_position, S.scale_moves, U.log_jacobian, U.rotate)
 
 
 def _scale_moves_without_jacobian(key, X, W, log_prior_W):
@@ -59,8 +63,8 @@ def _scale_moves_without_jacobian(key, X, W, log_prior_W):
 
 
 def inject(bug: str) -> None:
-    J.log_density, J.from_position, S.scale_moves = ORIGINAL
-    log_density, from_position, _ = ORIGINAL
+    J.log_density, J.from_position, S.scale_moves, U.log_jacobian, U.rotate = ORIGINAL
+    log_density, from_position = ORIGINAL[:2]
     if bug == "no_x_prior":
         def patched(spec, data, W, noise_var, rate, Y=None, log_prior_W=None, centre=None):
             f = log_density(spec, data, W, noise_var, rate, Y, log_prior_W, centre)
@@ -84,6 +88,10 @@ def inject(bug: str) -> None:
         J.log_density = patched
     elif bug == "scale_no_jacobian":
         S.scale_moves = _scale_moves_without_jacobian
+    elif bug == "gauge_no_jacobian":
+        U.log_jacobian = lambda W: jnp.zeros((), W.dtype)
+    elif bug == "gauge_no_rotation":
+        U.rotate = lambda key, X, W: (X, W)
     elif bug != "none":
         raise SystemExit(f"unknown bug {bug!r}")
 
@@ -91,7 +99,8 @@ def inject(bug: str) -> None:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bugs",
-                        default="none,no_x_prior,no_w_prior,beta_prior_scale,tempered,scale_no_jacobian")
+                        default="none,no_x_prior,no_w_prior,beta_prior_scale,tempered,"
+                                "scale_no_jacobian,gauge_no_jacobian,gauge_no_rotation")
     parser.add_argument("--kind", default="poisson", choices=("poisson", "gaussian"))
     parser.add_argument("--seed", type=int, default=14)
     args = parser.parse_args(argv)

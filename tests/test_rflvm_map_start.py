@@ -35,7 +35,8 @@ def test_curvature_diagonal_is_the_exact_diagonal_of_the_hessian(kind):
     point whose m it uses, that density equals the block's."""
     spec, data, state, fn, log_prior_W = _problem(kind)
     start = to_position(spec, data, state)
-    assert start.shape[0] == 7 * 2 + 3 * 2 + 7 * 4 + (4 if kind == "negative_binomial" else 0)
+    # W modulo rotations: (M/2)Q − Q(Q − 1)/2 coordinates (:mod:`gplvm.models._rflvm.gauge`)
+    assert start.shape[0] == 7 * 2 + 3 * 2 - 1 + 7 * 4 + (4 if kind == "negative_binomial" else 0)
     for position in (start, find_mode(fn, start).position):
         X, W, _, _ = from_position(spec, data, position)
         fixed = log_density(spec, data, state.W, state.noise_var, state.dispersion_rate,
@@ -51,8 +52,11 @@ def test_curvature_diagonal_is_the_exact_diagonal_of_the_hessian(kind):
 def test_block_density_is_the_posterior_written_from_scipy(kind):
     """The block's log-density, in its whitened and centred coordinates, differs from
     log p(Y | X, W, β, r) + log p(X) + log p(W) + log p(β | r) + log p(log r) written with
-    scipy.stats by one constant (the coordinates are an affine map and a shear of unit
-    Jacobian): checked at three states; and from_position inverts to_position."""
+    scipy.stats, plus the rotation quotient's log-Jacobian Σ_i (Q − i + 1) log |r_ii| of
+    numpy's QR of W₁:Qᵀ (Muirhead 1982, Thm 2.1.13, and log l_ii), by one constant (the
+    other coordinates are an affine map and a shear of unit Jacobian): checked at three
+    states; and from_position inverts to_position up to the rotation, which it removes
+    (W₁:Q lower-triangular, positive diagonal, XWᵀ unchanged)."""
     from scipy import stats
 
     spec, data, state, fn, _ = _problem(kind)
@@ -67,10 +71,12 @@ def test_block_density_is_the_posterior_written_from_scipy(kind):
                             dispersion=jnp.asarray(rng.uniform(0.5, 5.0, 4)))
         position = to_position(spec, data, st)
         X, W, beta, log_r = from_position(spec, data, position)
-        np.testing.assert_allclose(X, st.X, rtol=1e-12)
-        np.testing.assert_allclose(W, st.W, rtol=1e-12)
+        np.testing.assert_allclose(X @ W.T, st.X @ st.W.T, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(X @ X.T, st.X @ st.X.T, rtol=1e-12, atol=1e-12)   # X O
+        assert W[0, 1] == 0 and W[0, 0] > 0 and W[1, 1] > 0
         np.testing.assert_allclose(beta, st.beta, rtol=1e-10, atol=1e-12)
         X, W, beta = (np.asarray(a) for a in (st.X, st.W, st.beta))
+        r_diag = np.abs(np.diag(np.linalg.qr(W[:2].T)[1]))
         XW = X @ W.T
         Phi = np.hstack([np.sin(XW), np.cos(XW), np.ones((7, 1))]) / np.r_[
             np.full(6, np.sqrt(3.0)), 1.0]
@@ -85,7 +91,8 @@ def test_block_density_is_the_posterior_written_from_scipy(kind):
             mean[-1] -= np.log(r)
         a0 = spec.dispersion_prior[0]
         value = (np.sum(lik[obs]) + np.sum(stats.norm.logpdf(X)) + np.sum(stats.norm.logpdf(W))
-                 + np.sum(stats.norm.logpdf(beta, mean, prec[:, None] ** -0.5)))
+                 + np.sum(stats.norm.logpdf(beta, mean, prec[:, None] ** -0.5))
+                 + 2 * np.log(r_diag[0]) + np.log(r_diag[1]))
         if kind == "negative_binomial":      # Ga(a0, rate h) on r, with the Jacobian of log r
             h = float(state.dispersion_rate)
             value += np.sum(stats.gamma.logpdf(r, a0, scale=1.0 / h) + np.log(r))

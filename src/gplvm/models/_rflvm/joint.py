@@ -41,7 +41,10 @@ left the log-likelihood with an integrated autocorrelation time of hundreds of s
 with this block mixing well given W (issue 30's note).  The position is then (X, W, z, log r)
 and the log-density gains Σ_m log p(w_m) (:class:`.frequencies.FrequencyPrior`); the DP
 mixture over W keeps its own step, and W's Metropolis step stays in the sweep as well (its
-independence proposals from the prior are cheap and can jump where gradients cannot).
+independence proposals from the prior are cheap and can jump where gradients cannot).  Under
+a fixed kernel with one length-scale the posterior does not change along (XO, WO), O
+orthogonal, and the position holds the orbit's canonical point instead, followed by a Haar
+rotation (:mod:`.gauge`).
 
 **Gaussian** — β is integrated out (seed 000, App. A: y_j | X, W, σ_j² ~ N(0, σ_j²(I + s0ΦΦᵀ)),
 :mod:`.weights`), so the position is X alone and its log-density the collapsed marginal
@@ -58,6 +61,7 @@ import jax.numpy as jnp
 from jax.scipy.special import gammaln
 
 from gplvm.inference.mcmc.nuts import NUTSTuning, adapt, nuts_transition, tuning_init
+from gplvm.models._rflvm import gauge
 from gplvm.models._rflvm.features import design
 from gplvm.models._rflvm.loglik import total_log_lik
 from gplvm.models._rflvm.spec import RFLVMData, RFLVMSpec, RFLVMState
@@ -82,11 +86,19 @@ def has_frequencies(spec: RFLVMSpec, data: RFLVMData) -> bool:
     return True
 
 
+def n_frequency_coords(spec: RFLVMSpec, data: RFLVMData) -> int:
+    """W's coordinates in the position: (M/2)Q, less Q(Q − 1)/2 when the block moves (X, W)
+    modulo rotations (:mod:`.gauge`); 0 when W is not in it."""
+    if not has_frequencies(spec, data):
+        return 0
+    if gauge.applies(spec, data):
+        return gauge.n_coords(spec.n_freq, spec.n_components)
+    return spec.n_freq * spec.n_components
+
+
 def n_position(spec: RFLVMSpec, data: RFLVMData) -> int:
-    """Length of the flat position: NQ (+ (M/2)Q for W, + PD for β, + D for log r)."""
-    n = data.Y.shape[0] * spec.n_components
-    if has_frequencies(spec, data):
-        n += spec.n_freq * spec.n_components
+    """Length of the flat position: NQ (+ W's coordinates, + PD for β, + D for log r)."""
+    n = data.Y.shape[0] * spec.n_components + n_frequency_coords(spec, data)
     if spec.likelihood == "gaussian":
         return n
     n += spec.n_weights * spec.n_outputs
@@ -114,14 +126,17 @@ def to_position(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState) -> Array:
     """The chain's (X, W, z, log r) as one flat vector (W only if :func:`has_frequencies`);
     the intercept row of z is that of the centred intercept c = β_0 + m(X)ᵀβ_rest (module
     docstring)."""
-    parts = [state.X.ravel()]
+    X, W = state.X, state.W
+    if gauge.applies(spec, data):        # the orbit's canonical point (:mod:`.gauge`)
+        X, W = gauge.canonical(X, W)
+    parts = [X.ravel()]
     if has_frequencies(spec, data):
-        parts.append(state.W.ravel())
+        parts.append(gauge.pack(W) if gauge.applies(spec, data) else W.ravel())
     if spec.likelihood != "gaussian":
         log_r = jnp.log(state.dispersion) if spec.likelihood == "negative_binomial" else None
         beta = state.beta
         if spec.intercept:
-            centred = beta[-1] + _feature_means(spec, state.X, state.W) @ beta[:-1]
+            centred = beta[-1] + _feature_means(spec, X, W) @ beta[:-1]
             beta = beta.at[-1].set(centred)
         z = (beta - _beta_mean(spec, data, log_r)) * jnp.sqrt(data.beta_prior_prec)[:, None]
         parts.append(z.ravel())
@@ -139,9 +154,12 @@ def from_position(spec: RFLVMSpec, data: RFLVMData, position: Array, W_given=Non
     X = position[:N * Q].reshape(N, Q)
     start = N * Q
     W = None
-    if has_frequencies(spec, data):
-        W = position[start:start + spec.n_freq * Q].reshape(spec.n_freq, Q)
-        start += spec.n_freq * Q
+    n_w = n_frequency_coords(spec, data)
+    if gauge.applies(spec, data):
+        W = gauge.unpack(position[start:start + n_w], spec.n_freq, Q)
+    elif n_w:
+        W = position[start:start + n_w].reshape(spec.n_freq, Q)
+    start += n_w
     if spec.likelihood == "gaussian":
         return X, W, None, None
     P, D = spec.n_weights, spec.n_outputs
@@ -191,7 +209,10 @@ def log_density(spec: RFLVMSpec, data: RFLVMData, W: Array, noise_var: Array,
     def frequencies(W_pos):
         if W_pos is None:
             return fixed_W, 0.0
-        return W_pos, frequency_log_prior(log_prior_W, W_pos)
+        log_prior = frequency_log_prior(log_prior_W, W_pos)
+        if gauge.applies(spec, data):      # the canonical point's density (:mod:`.gauge`)
+            log_prior = log_prior + gauge.log_jacobian(W_pos)
+        return W_pos, log_prior
 
     if kind == "gaussian":
         yy = jnp.sum(Y**2, axis=0)
@@ -242,8 +263,15 @@ def update_joint(key: Array, spec: RFLVMSpec, data: RFLVMData, state: RFLVMState
     fn = log_density(spec, data, state.W, state.noise_var, state.dispersion_rate, Y,
                      log_prior_W)
     position = to_position(spec, data, state)
+    turned = gauge.applies(spec, data)
+    if turned:
+        key, key_rotation = jax.random.split(key)
     new, _, accept, n_steps, _ = nuts_transition(key, position, fn, state.tuning,
                                                  spec.max_doublings)
     tuning = adapt(state.tuning, new, accept, state.n_sweeps)
     tuning = tuning._replace(accept=accept, n_steps=n_steps)
-    return state_at(spec, data, state, new)._replace(tuning=tuning)
+    state = state_at(spec, data, state, new)._replace(tuning=tuning)
+    if turned:      # a uniform point of the orbit: the Gibbs step along it (:mod:`.gauge`)
+        X, W = gauge.rotate(key_rotation, state.X, state.W)
+        state = state._replace(X=X, W=W)
+    return state

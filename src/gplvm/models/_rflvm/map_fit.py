@@ -22,6 +22,7 @@ joint density of (X, W, β, σ², missing Y) — until a round changes no σ_j²
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -90,6 +91,9 @@ def mode_state(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState):
         coordinates — how far, in Laplace standard deviations, a Newton step along each
         coordinate would still move: :data:`SCALED_TOLERANCE` decides ``converged_``).
     """
+    # the posterior's own mode, not that of the NUTS block's density modulo rotations, which
+    # carries the rotation's Jacobian (:mod:`.gauge`)
+    spec = dataclasses.replace(spec, sampler="gibbs")
     # the frequencies' prior is a density given the DP state (the key draws nothing it uses)
     log_prior_W = prior_W(jax.random.PRNGKey(0), spec, data, state).log_density
 

@@ -53,8 +53,8 @@ from gplvm._pytree import to_device
 from gplvm.inference.mcmc._block import Block
 from gplvm.models._rflvm.features import design
 from gplvm.models._rflvm.joint import (_feature_means, frequency_log_prior, from_position,
-                                       has_frequencies, log_density, n_position, state_at,
-                                       to_position)
+                                       has_frequencies, log_density, n_frequency_coords,
+                                       n_position, state_at, to_position)
 from gplvm.models._rflvm.loglik import total_log_lik
 from gplvm.models._rflvm.spec import RFLVMData, RFLVMSpec, RFLVMState
 from gplvm.models._rflvm.sweep import prior_W
@@ -135,7 +135,7 @@ def _tangents(spec: RFLVMSpec, data: RFLVMData, dtype) -> Array:
     rows = [jnp.zeros((Q, n), dtype).at[:, :N * Q].set(x_part.reshape(Q, N * Q))]
     start = N * Q
     if has_frequencies(spec, data):
-        n_w = spec.n_freq * Q
+        n_w = n_frequency_coords(spec, data)
         rows.append(jnp.zeros((n_w, n), dtype).at[:, start:start + n_w].set(
             jnp.eye(n_w, dtype=dtype)))
         start += n_w
@@ -170,7 +170,7 @@ def _floors(spec: RFLVMSpec, data: RFLVMData, dtype) -> Array:
     N, Q = data.Y.shape[0], spec.n_components
     parts = [jnp.ones(N * Q, dtype)]
     if has_frequencies(spec, data):
-        parts.append(jnp.full(spec.n_freq * Q, SMALL_FLOOR, dtype))
+        parts.append(jnp.full(n_frequency_coords(spec, data), SMALL_FLOOR, dtype))
     if spec.likelihood != "gaussian":
         parts.append(jnp.ones(spec.n_weights * spec.n_outputs, dtype))
         if spec.likelihood == "negative_binomial":
