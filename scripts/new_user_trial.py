@@ -1,4 +1,5 @@
-"""The data and the checks of ``scripts/new_user_trial.sh`` (issue 15, acceptance 1).
+"""The data and the checks of ``scripts/new_user_trial.sh`` (issue 15, acceptance 1;
+issue 32, acceptance 1 and 3).
 
 ``python scripts/new_user_trial.py make-data DIR`` writes, from the real datasets read by
 :mod:`gplvm.data` (``$GPLVM_DATA_DIR``):
@@ -21,6 +22,15 @@ had missing entries), ``embedding.csv`` and ``imputed.csv`` are the saved model'
 on the new rows equal ``model.transform(Y, return_var=True)`` / ``model.impute(Y)`` (with
 library-size offsets ``log(s_n / s̄)``, s̄ the mean row total of the fit's rows, for the count
 model).  It prints the largest absolute difference of each and exits 1 unless all are 0.
+
+``make-issue32-data DIR`` and ``check-issue32 WORK`` replay issue 32's steps as a new user met
+them (digits and wine from scikit-learn): (1) ``gplvm fit digits.csv`` with the default model
+succeeds and names the constant pixel columns it keeps out; (2) ``gplvm fit wine.csv
+--components 20`` on 13 columns fails at once, exit 2, naming both numbers; (3) ``--labels
+Cultivar`` for a column ``cultivar`` lists the columns and suggests ``cultivar``; (4) the
+digits through ``BayesianGPLVM`` in Python with no columns dropped by hand; (5) ``gplvm
+--version`` under 1 s wall (median of 5 fresh processes, printed); (6) ``embedding.csv`` read
+with ``float()`` is ``X_mean_``/``X_var_`` bit for bit.  Exit status 1 unless all hold.
 """
 
 from __future__ import annotations
@@ -187,10 +197,196 @@ def check(work: Path) -> int:
     return 1 if checks.failed else 0
 
 
+# ------------------------------------------------------------------ issue 32, as a new user met it
+
+#: digits rows fitted (their constant pixel columns are kept out of the fit), and iterations
+DIGITS_ROWS, FIT_FLAGS = 200, ("--inducing", "15", "--iterations", "30")
+
+
+def make_issue32_data(folder: Path) -> None:
+    """``digits.csv`` (the first 200 of scikit-learn's 8 x 8 digits as 64 pixel columns
+    ``px0`` ... ``px63``, several of them constant), ``wine.csv`` (scikit-learn's wine, 13
+    columns, 5% empty cells) and ``wine_cultivar.csv`` (the same with a ``cultivar`` column)."""
+    from sklearn.datasets import load_digits, load_wine
+
+    folder.mkdir(parents=True, exist_ok=True)
+    digits = load_digits().data[:DIGITS_ROWS]
+    _write_plain(folder / "digits.csv", [f"px{j}" for j in range(digits.shape[1])], digits)
+    wine = load_wine()
+    Y = _holes(wine.data, 0.05, 8)
+    names = list(wine.feature_names)
+    _write_plain(folder / "wine.csv", names, Y)
+    _write_plain(folder / "wine_cultivar.csv", [*names, "cultivar"], Y,
+                 np.asarray(wine.target_names)[wine.target])
+    np.savez(folder / "issue32.npz", digits=digits, wine=Y)
+    print(f"  digits: {digits.shape[0]} x {digits.shape[1]}, constant columns "
+          f"{np.flatnonzero(np.ptp(digits, axis=0) == 0).tolist()}; wine: {Y.shape[0]} x "
+          f"{Y.shape[1]}, {np.isnan(Y).mean():.1%} missing")
+
+
+def _write_plain(path, columns, Y, labels=None):
+    """A CSV with a header and no index column; empty cells for NaN; ``labels`` as a last
+    column."""
+    with open(path, "w", newline="") as stream:
+        writer = csv.writer(stream, lineterminator="\n")
+        writer.writerow(columns)
+        for i, row in enumerate(Y):
+            writer.writerow([*("" if np.isnan(v) else repr(float(v)) for v in row),
+                             *(() if labels is None else (labels[i],))])
+
+
+def _gplvm(*arguments, cwd):
+    """``gplvm ARGUMENTS`` in a fresh process, as typed: (exit status, stderr, wall seconds)."""
+    import shutil
+    import subprocess
+    import time
+
+    print(f"  $ gplvm {' '.join(arguments)}")
+    start = time.perf_counter()
+    done = subprocess.run([shutil.which("gplvm") or "gplvm", *arguments], cwd=cwd,
+                          capture_output=True, text=True)
+    return done.returncode, done.stderr, time.perf_counter() - start
+
+
+def _lines(text: str, *needles: str) -> str:
+    """The lines of ``text`` holding any of ``needles`` (a progress bar's carriage returns
+    split lines too), indented, for the log."""
+    lines = [line.strip() for line in text.replace("\r", "\n").splitlines()]
+    return "\n".join(f"      | {line}" for line in lines if any(n in line for n in needles))
+
+
+def check_issue32(work: Path) -> int:
+    """Replay issue 32's steps in ``work`` (data from ``make-issue32-data`` in work/data);
+    each prints its checks; the exit status is 0 only when every check holds."""
+    checks = Checks()
+    arrays = np.load(work / "data" / "issue32.npz")
+    steps = (_constant_columns, _too_many_components, _labels_typo, _digits_in_python,
+             _version_time, _csv_round_trip)
+    for number, step in enumerate(steps, 1):
+        print(f"({number}) {step.__doc__.splitlines()[0]}")
+        step(work, arrays, checks)
+    print("\nall issue 32 checks passed" if not checks.failed else
+          f"\nFAILED: {'; '.join(checks.failed)}")
+    return 1 if checks.failed else 0
+
+
+def _constant_columns(work, arrays, checks):
+    """Constant columns: digits as a CSV through gplvm fit with the default model."""
+    digits = arrays["digits"]
+    constant = [f"px{j}" for j in np.flatnonzero(np.ptp(digits, axis=0) == 0)]
+    status, err, seconds = _gplvm("fit", "data/digits.csv", *FIT_FLAGS, "--out",
+                                  "digits-bgplvm", cwd=work)
+    print(_lines(err, "DroppedColumnsWarning", "kept out", "error"))
+    checks.true("gplvm fit digits.csv succeeds", status == 0, f"exit {status}, {seconds:.0f} s")
+    if status != 0:
+        return
+    summary = json.loads((work / "digits-bgplvm" / "summary.json").read_text())
+    checks.true("the warning line names the constant columns' indices",
+                "DroppedColumnsWarning" in err and
+                f"{len(constant)} constant (columns " in err)
+    checks.true("the fit says which columns were kept out, by name",
+                f"kept out of the fit: {len(constant)} constant or empty column(s) "
+                f"({', '.join(constant[:10])}" in err)
+    checks.true("summary.json lists them", summary.get("dropped_columns") == constant,
+                ", ".join(map(str, summary.get("dropped_columns", []))))
+    checks.true("Q is 'auto': min(10, columns fitted, rows - 1), the dimensions kept listed",
+                summary["params"]["n_components"] == "auto" and summary["n_components"] == 10
+                and 0 < len(summary.get("active_components", [])) <= 10,
+                f"Q = {summary['n_components']}, kept {summary.get('active_components')}")
+    embedding = _read_csv(work / "digits-bgplvm" / "embedding.csv")[2]
+    checks.true("embedding.csv has a row per image", len(embedding) == len(digits))
+
+
+def _too_many_components(work, arrays, checks):
+    """Too many components: gplvm fit wine.csv --components 20 on 13 columns."""
+    status, err, seconds = _gplvm("fit", "data/wine.csv", "--components", "20", "--quiet",
+                                  cwd=work)
+    print(_lines(err, "error"))
+    checks.true("exit status 2", status == 2, f"exit {status}")
+    checks.true("the message names 13 and 20", "n_components=20" in err and "13 column" in err)
+    checks.true("it fails fast (before any fit)", seconds < 30.0, f"{seconds:.1f} s wall")
+    checks.true("no output folder", not (work / "wine-bgplvm").exists())
+
+
+def _labels_typo(work, arrays, checks):
+    """A labels typo: --labels Cultivar on a file whose column is cultivar."""
+    status, err, _ = _gplvm("fit", "data/wine_cultivar.csv", "--labels", "Cultivar", "--quiet",
+                            cwd=work)
+    print(_lines(err, "error"))
+    checks.true("exit status 2, one line", status == 2 and len(err.splitlines()) == 1,
+                f"exit {status}")
+    checks.true("it says there is no column 'Cultivar'", "no column 'Cultivar'" in err)
+    checks.true("it suggests 'cultivar'", "did you mean 'cultivar'?" in err)
+    checks.true("it lists the columns", "its columns are: alcohol, malic_acid" in err)
+
+
+def _digits_in_python(work, arrays, checks):
+    """Digits through BayesianGPLVM in Python, no columns dropped by hand."""
+    import warnings
+
+    from gplvm import BayesianGPLVM
+
+    digits = arrays["digits"]
+    constant = np.flatnonzero(np.ptp(digits, axis=0) == 0)
+    print("  >>> BayesianGPLVM(n_components='auto', n_inducing=15, max_iter=30).fit(digits)")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            model = BayesianGPLVM(n_components="auto", n_inducing=15, max_iter=30,
+                                  progress=False).fit(digits)
+        except ValueError as err:
+            checks.true("BayesianGPLVM fits the digits as they are", False, str(err))
+            return
+    notices = [str(w.message) for w in caught
+               if w.category.__name__ == "DroppedColumnsWarning"]     # not public by name
+    for notice in notices:
+        print(f"      | {notice}")
+    checks.true("BayesianGPLVM fits the digits as they are", True)
+    checks.true("one DroppedColumnsWarning", len(notices) == 1)
+    checks.true("dropped_columns_ are the constant pixels",
+                model.dropped_columns_.tolist() == constant.tolist(),
+                str(model.dropped_columns_.tolist()))
+    holes = digits[:5].copy()
+    holes[:, constant] = np.nan
+    imputed = model.impute(holes)
+    checks.true("impute puts their constant back exactly",
+                np.array_equal(imputed[:, constant], digits[:5, constant]))
+    checks.true("finite latents and relevance", bool(np.isfinite(model.X_mean_).all()
+                                                     and np.isfinite(model.relevance_).all()),
+                f"Q = {model.n_components_}, ARD keeps {model.active_components_.tolist()}")
+
+
+def _version_time(work, arrays, checks):
+    """Start-up: gplvm --version under 1 s wall (median of 5 fresh processes)."""
+    times = []
+    for _ in range(5):
+        status, _, seconds = _gplvm("--version", cwd=work)
+        times.append(seconds)
+    median = float(np.median(times))
+    checks.true("gplvm --version < 1 s wall", status == 0 and median < 1.0,
+                f"median {median:.3f} s of {', '.join(f'{t:.3f}' for t in times)}")
+
+
+def _csv_round_trip(work, arrays, checks):
+    """The CSV round trip: embedding.csv through float() is X_mean_ bit for bit."""
+    import gplvm
+
+    folder = work / "digits-bgplvm"
+    if not (folder / "model.npz").exists():
+        checks.true("the digits fit of step 1 is there", False)
+        return
+    model = gplvm.load(folder / "model.npz")
+    header, _, values = _read_csv(folder / "embedding.csv")
+    Q = model.X_mean_.shape[1]
+    same = values.shape == (len(model.X_mean_), 2 * Q) and np.array_equal(
+        values.view(np.int64), np.column_stack([model.X_mean_, model.X_var_]).view(np.int64))
+    checks.true("x and var columns read with float() equal X_mean_, X_var_ bit for bit", same,
+                f"{values.size} numbers")
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("make-data", "check"):
-        sys.exit("usage: python scripts/new_user_trial.py make-data DIR | check WORK")
-    if sys.argv[1] == "make-data":
-        make_data(Path(sys.argv[2]))
-    else:
-        sys.exit(check(Path(sys.argv[2])))
+    COMMANDS = {"make-data": make_data, "check": check, "make-issue32-data": make_issue32_data,
+                "check-issue32": check_issue32}
+    if len(sys.argv) != 3 or sys.argv[1] not in COMMANDS:
+        sys.exit(f"usage: python scripts/new_user_trial.py {' | '.join(COMMANDS)} DIR")
+    sys.exit(COMMANDS[sys.argv[1]](Path(sys.argv[2])))
