@@ -16,7 +16,7 @@
 # check-issue32): digits with constant pixel columns through `gplvm fit` and BayesianGPLVM,
 # `--components 20` on 13 columns, a `--labels Cultivar` typo, `gplvm --version` under 1 s
 # wall, embedding.csv read back bit for bit.  --issue32 runs only the clone, the setup and
-# these steps (about 4 minutes; the whole trial about 10 on 2 busy cores).  The exit status is
+# these steps (2.5 minutes; the whole trial 6, on 2 busy cores).  The exit status is
 # 0 only when every check holds.  Iteration counts are small (flags) to keep it to minutes.
 #
 # Needs git, python3 >= 3.11, pip with an index (or a cache) for the dependencies, and the
