@@ -613,3 +613,28 @@ def test_components_values_the_cli_refuses(tmp_path, capsys):
         line = _one_error_line(capsys, "fit")
         assert all(needle in line for needle in needles), line
     assert os.listdir(tmp_path) == ["four.csv"]
+
+
+def test_plots_of_a_fit_name_the_label_column_and_impute_once(fitted, tmp_path, monkeypatch):
+    """``gplvm fit --labels stage`` titles the latent plot with 'stage' (issue 32, item 4)
+    and draws the imputation plot from the imputation written to imputed.csv, not a second
+    ``model.impute``; a labels file is named by its stem."""
+    from gplvm import _cli_fit
+
+    seen = {}
+    real_latent = plot.latent
+
+    def latent(*args, **kwargs):
+        seen.update(kwargs)
+        return real_latent(*args, **kwargs)
+
+    model, Y = fitted["model"], fitted["Y"]
+    filled = model.impute(Y)
+    monkeypatch.setattr(plot, "latent", latent)
+    monkeypatch.setattr(model, "impute", lambda *a, **k: pytest.fail("imputed a second time"))
+    written = _cli_fit.write_plots(tmp_path, model, Y, fitted["stage"], "stage", filled)
+    assert {"latent.png", "imputation.png"} <= set(written)
+    assert seen["label_name"] == "stage"
+    (tmp_path / "groups.txt").write_text("a\n")
+    assert _cli_fit.label_name(str(tmp_path / "groups.txt")) == "groups"
+    assert _cli_fit.label_name("stage") == "stage" and _cli_fit.label_name(None) is None

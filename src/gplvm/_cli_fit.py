@@ -112,7 +112,8 @@ def run(args, argv) -> int:
         start = time.perf_counter()
         notes = fit_noting_warnings(model, Y, fit_kwargs)
         seconds = time.perf_counter() - start
-        written = write_results(folder, model, table, Y, labels, fit_kwargs.get("offset"))
+        written = write_results(folder, model, table, Y, labels, fit_kwargs.get("offset"),
+                                label_name(args.labels))
         summary = {"command": output.command_line(argv), "model": args.model,
                    **output.model_summary(model), "warnings": notes,
                    "data": {"path": str(args.data), "n_rows": int(table.Y.shape[0]),
@@ -215,9 +216,18 @@ def _model_input(args, Y):
     return Y
 
 
-def write_results(folder: Path, model, table, Y, labels, offset=None) -> list[str]:
+def label_name(labels: str | None) -> str | None:
+    """What ``--labels`` names, for the plots: a file's stem, else the column's name."""
+    if labels is None:
+        return None
+    return Path(labels).stem if Path(labels).is_file() else labels
+
+
+def write_results(folder: Path, model, table, Y, labels, offset=None,
+                  labels_name=None) -> list[str]:
     """embedding.csv, model.npz, imputed.csv (missing entries; ``model.impute(Y, offset=)``
-    with the fit's offsets, if any) and the plots; their names."""
+    with the fit's offsets, if any) and the plots (the latent plot's colours named
+    ``labels_name``); their names."""
     header, values = output.latent_columns(model, model.X_mean_, model.X_var_)
     output.write_csv(folder / "embedding.csv", table.row_ids, header, values)
     # the model file carries the data's column names, so that the verbs can check (and
@@ -226,24 +236,27 @@ def write_results(folder: Path, model, table, Y, labels, offset=None) -> list[st
     model.save(folder / "model.npz")
     written = ["embedding.csv", "model.npz"]
     extras = {} if offset is None else {"offset": offset}
+    filled = None
     if np.isnan(Y).any():
+        filled = model.impute(Y, **extras)
         output.write_csv(folder / "imputed.csv", table.row_ids, table.columns,
-                         model.impute(Y, **extras).reshape(len(Y), -1))
+                         filled.reshape(len(Y), -1))
         written.append("imputed.csv")
-    return written + write_plots(folder, model, Y, labels, extras)
+    return written + write_plots(folder, model, Y, labels, labels_name, filled)
 
 
-def write_plots(folder: Path, model, Y, labels, impute_params=None) -> list[str]:
-    """The plots of :mod:`gplvm.plot` that apply to the model; a plot that fails is reported
-    on stderr and left out (the fit is not lost for it)."""
+def write_plots(folder: Path, model, Y, labels, labels_name=None, filled=None) -> list[str]:
+    """The plots of :mod:`gplvm.plot` that apply to the model (``filled``: ``model.impute(Y)``
+    already computed, for the imputation plot; ``labels_name``: what the labels are); a plot
+    that fails is reported on stderr and left out (the fit is not lost for it)."""
     from gplvm import plot
 
-    jobs = {"latent.png": lambda: plot.latent(model, labels=labels),
+    jobs = {"latent.png": lambda: plot.latent(model, labels=labels, label_name=labels_name),
             "relevance.png": lambda: plot.relevance(model),
             "trace.png": lambda: plot.trace(model)}
     if np.isnan(Y).any():
         jobs["imputation.png"] = lambda: plot.imputation(model, Y, X=model.X_mean_,
-                                                         **(impute_params or {}))
+                                                         filled=filled)
     if getattr(model, "assignments_", None) is not None:
         jobs["factors.png"] = lambda: plot.factors(model)
         jobs["assignments.png"] = lambda: plot.assignments(model)
