@@ -216,8 +216,11 @@ def geweke_functions(kind, theta: Theta, Y) -> dict:
         return a.reshape(len(a), -1).mean(1)
 
     psi = _linear_predictor(theta)
+    # tanh W: odd, so a sampler that leaves (X, W)'s sign or rotation where its own
+    # parametrisation put it (:mod:`gplvm.models._rflvm.gauge`) is seen; the others are even
     g = {"mean X²": mean(X**2), "mean cos X": mean(np.cos(X)), "mean cos W": mean(np.cos(W)),
-         "mean W²/(1+W²)": mean(W**2 / (1 + W**2)), "mean β²": mean(beta[:, :M] ** 2)}
+         "mean W²/(1+W²)": mean(W**2 / (1 + W**2)), "mean tanh W": mean(np.tanh(W)),
+         "mean β²": mean(beta[:, :M] ** 2)}
     if theta.dp is not None:
         z, alpha = theta.dp[0], theta.dp[-1]
         g["DP α"] = alpha
