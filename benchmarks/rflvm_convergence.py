@@ -7,6 +7,8 @@ settings with the table):
         [--samplers gibbs,nuts,map,numpyro] [--sweeps gibbs=2000,nuts=400,numpyro=1000]
         [--chains 4] [--seed 0] [--learn-kernel] [--features 100]
 
+``--samplers nuts-no-gauge`` is ``sampler='nuts'`` with (X, W) *not* taken modulo rotations
+(``gplvm.models._rflvm.gauge.applies`` patched off for that fit): the ablation of the gauge.
 ``--samplers map`` fits ``RFLVM(inference='map')`` (each chain's mode, no sweeps: no R-hat or
 ESS).  The last column is the affine R² of the mean latents to the planted ones (S-curve only,
 :func:`gplvm.metrics.affine_r2`).
@@ -109,6 +111,20 @@ def fit(Y, sampler: str, n_iter: int, args) -> tuple:
     return model, cpu, wall, compile_cpu
 
 
+def fit_ablated(Y, sampler: str, n_iter: int, args) -> tuple:
+    """:func:`fit`, with ``nuts-no-gauge`` run as ``nuts`` with the gauge off."""
+    if sampler != "nuts-no-gauge":
+        return fit(Y, sampler, n_iter, args)
+    from gplvm.models._rflvm import gauge
+
+    applies = gauge.applies
+    gauge.applies = lambda spec, data: False
+    try:
+        return fit(Y, "nuts", n_iter, args)
+    finally:
+        gauge.applies = applies
+
+
 def _ess_rhat(ll: np.ndarray, dist: np.ndarray) -> dict:
     """Split R-hat and bulk ESS (ArviZ, rank-normalised) of a (C, S) log-likelihood trace and
     (C, S, P) distances, as :func:`diagnostics` reports them."""
@@ -204,7 +220,7 @@ def main(argv=None):
             continue
         Y, description, truth = loaded
         for sampler in args.samplers.split(","):
-            n_iter = sweeps.get(sampler, 0)
+            n_iter = sweeps.get(sampler, sweeps.get(sampler.split("-")[0], 0))
             if sampler.startswith("numpyro"):
                 if name != "scurve":
                     print(f"[skip] {sampler} on {name}: the peer model is the Poisson one "
@@ -216,12 +232,12 @@ def main(argv=None):
                 d, cpu, wall, compile_cpu = got
                 r2 = float("nan")        # the peer's draws stay in its own process
             else:
-                model, cpu, wall, compile_cpu = fit(Y, sampler, n_iter, args)
+                model, cpu, wall, compile_cpu = fit_ablated(Y, sampler, n_iter, args)
                 d = (diagnostics(model) if sampler != "map" else
                      dict.fromkeys(("rhat_ll", "rhat_dist", "ess_ll", "ess_dist"), float("nan")))
                 r2 = (float("nan") if truth is None
                       else affine_r2(model.X_mean_, truth))
-                if sampler == "nuts":
+                if sampler.startswith("nuts"):
                     d["leapfrog"] = float(np.mean(
                         model.sampler_info_["n_leapfrog"][:, model.burn_in:]))
             print(f"| {description} | {sampler} | {n_iter} × {args.chains} | {cpu:.1f} "

@@ -1,0 +1,122 @@
+"""Why the RFLVM's NUTS trees reach their depth limit: the curvature of the block at its mode (issue 30).
+
+Run (single-threaded XLA and OpenBLAS, set when unset and printed):
+
+    .venv/bin/python benchmarks/rflvm_curvature.py [--datasets scurve,bridges]
+        [--iterations 5000] [--features 100] [--seed 0]
+
+For each data set, one chain's NUTS block (:mod:`gplvm.models._rflvm.joint`: X, W modulo
+rotations, whitened β) as ``RFLVM(likelihood='poisson', sampler='nuts', learn_kernel=False)``
+builds it, its mode searched by L-BFGS from the PCA start (``--iterations``), and the dense
+Hessian H of the negative log-density there (``jax.hessian``).  NUTS with a diagonal mass
+matrix sees H scaled by its diagonal, D^(-1/2) H D^(-1/2); its step size is bounded by the
+largest eigenvalue and a trajectory must cross the widest direction, 1/√(smallest), so
+√(λ_max/λ_min+) is the order of the leapfrog steps a U-turn needs.  The table gives the
+spectrum with three preconditioners — the diagonal; plus one dense frame for every column of
+the weights (the mean over columns of their Laplace blocks, Cholesky-whitened); plus each
+column's own block — and, for the directions of the eight smallest positive eigenvalues,
+how much of each lies on X, on W and on the weights z.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+import gplvm  # noqa: E402
+from gplvm._random import as_key  # noqa: E402
+from gplvm.kernels import RBF  # noqa: E402
+from gplvm.models._rflvm import joint, map_start  # noqa: E402
+from gplvm.models._rflvm.checks import check_fit_inputs  # noqa: E402
+from gplvm.models._rflvm.init import initial_states, prepare_data  # noqa: E402
+from gplvm.models._rflvm.sweep import prior_W  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rflvm_convergence import load  # noqa: E402
+
+
+def block_at_mode(Y, args):
+    """(spec, data, mode search, log-density) of chain 0 as ``RFLVM.fit`` starts it."""
+    model = gplvm.RFLVM(likelihood="poisson", sampler="nuts", n_chains=1, learn_kernel=False,
+                        n_features=args.features, random_state=args.seed)
+    lik, Y, _, offset, _ = check_fit_inputs(model, Y, None, None, None)
+    model.n_features_in_, model.n_outputs_ = Y.shape[1], lik.latent_dim(Y.shape[1])
+    Ys = model._standardise_fit(Y, "poisson")
+    spec = model._spec("poisson", model.n_outputs_, False)
+    data = prepare_data(spec, Ys, offset, None, RBF(lengthscale=1.0), None)
+    key_init, _ = jax.random.split(as_key(args.seed))
+    X0 = model._initial_latents(Ys, "poisson", key_init, offset)
+    states = initial_states(jax.random.split(key_init, 1), spec, data, X0, 0.1, 5)
+    state = jax.tree_util.tree_map(lambda a: a[0], states)
+    log_prior_W = prior_W(jax.random.PRNGKey(1), spec, data, state).log_density
+    fn = joint.log_density(spec, data, state.W, state.noise_var, state.dispersion_rate, None,
+                           log_prior_W)
+    search = jax.jit(lambda p: map_start.find_mode(fn, p, args.iterations))(
+        joint.to_position(spec, data, state))
+    return spec, data, search, fn
+
+
+def spectrum(A) -> str:
+    e = np.linalg.eigvalsh(A)
+    positive = e[e > 1e-6]
+    return (f"{e.min():.3g} | {positive.min():.3g} | {e.max():.3g} | "
+            f"{np.sqrt(e.max() / positive.min()):.0f} | {np.sum(e <= 1e-6)}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--datasets", default="scurve")
+    parser.add_argument("--iterations", type=int, default=5000)
+    parser.add_argument("--features", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    print(f"# OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']} "
+          f"XLA_FLAGS={os.environ['XLA_FLAGS']}; gplvm {gplvm.__version__}; M = "
+          f"{args.features}, fixed RBF, seed {args.seed}")
+    for name in args.datasets.split(","):
+        loaded = load(name)
+        if loaded is None:
+            continue
+        Y, description, _ = loaded
+        spec, data, search, fn = block_at_mode(Y, args)
+        H = np.asarray(-jax.hessian(fn)(search.position))
+        N, Q = data.Y.shape[0], spec.n_components
+        P, D = spec.n_weights, spec.n_outputs
+        n_x, n_w = N * Q, joint.n_frequency_coords(spec, data)
+        print(f"\n## {description}: mode after {int(search.n_iterations)} L-BFGS iterations, "
+              f"log-density {float(search.log_density):.1f}, largest |gradient| "
+              f"{float(search.max_gradient):.2g}; {H.shape[0]} coordinates")
+        print("| preconditioner | λ min | λ min > 0 | λ max | √(λ max / λ min>0) | λ ≤ 1e-6 |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        scale = 1.0 / np.sqrt(np.maximum(np.diag(H), 1e-8))
+        diagonal = H * np.outer(scale, scale)
+        print(f"| diagonal | {spectrum(diagonal)} |")
+        columns = [n_x + n_w + np.arange(P) * D + j for j in range(D)]
+        mean_block = sum(H[np.ix_(c, c)] for c in columns) / D
+        for label, frame in (("one frame for every column of z", lambda c: mean_block),
+                             ("each column's own frame", lambda c: H[np.ix_(c, c)])):
+            T = np.diag(scale)
+            for c in columns:
+                T[np.ix_(c, c)] = np.linalg.inv(np.linalg.cholesky(frame(c))).T
+            S = T.T @ H @ T
+            d = np.sqrt(np.diag(S))
+            print(f"| diagonal + {label} | {spectrum(S / np.outer(d, d))} |")
+        e, V = np.linalg.eigh(diagonal)
+        print("\n| eigenvalue (diagonal) | share on X | share on W | share on z |")
+        print("| --- | --- | --- | --- |")
+        for k in np.flatnonzero(e > 1e-6)[:8]:
+            v = V[:, k] ** 2
+            print(f"| {e[k]:.3g} | {v[:n_x].sum():.2f} | {v[n_x:n_x + n_w].sum():.2f} | "
+                  f"{v[n_x + n_w:].sum():.2f} |")
+
+
+if __name__ == "__main__":
+    main()
