@@ -190,13 +190,22 @@ def _pivot(keys, by_row, by_cells, column: str) -> list[str]:
     return lines
 
 
+#: the line after which RESULTS.md holds sections written by hand (from benchmark scripts
+#: that store no cells, e.g. benchmarks/imputation.py): kept as they are when the page is rebuilt
+HAND_WRITTEN = "<!-- sections below are written by hand; results_page.py keeps them -->"
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--root", default=str(RESULTS))
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "RESULTS.md"))
     args = p.parse_args()
     text = build(Path(args.root))
-    Path(args.out).write_text(text)
+    out = Path(args.out)
+    old = out.read_text() if out.exists() else ""
+    if HAND_WRITTEN in old:          # sections written by hand from other scripts stay
+        text = text.rstrip("\n") + "\n\n" + old[old.index(HAND_WRITTEN):]
+    out.write_text(text)
     print(f"wrote {args.out} ({text.count(chr(10))} lines)")
 
 
