@@ -115,8 +115,8 @@ class StructuredGPLVM(ResumableMixin, AbstractGPLVM):
     variational Gaussian whose mean is fitted with the model and whose variance is optimal in
     closed form (:mod:`gplvm.objectives.kronecker_missing`), a lower bound on the evidence of the
     observed pixels.  Every training image needs at least one observed pixel, and the spatial
-    kernel a Gram matrix without repeated eigenvalues (not ``Coincidence``: for the Bayesian
-    GPLVM with missing entries use :class:`~gplvm.BayesianGPLVM`).  New images given to
+    kernel must not be ``Coincidence`` (that model is the Bayesian GPLVM, which handles missing
+    entries exactly: use :class:`~gplvm.BayesianGPLVM`).  New images given to
     ``transform``, ``score`` and ``impute`` may have any missing pixels (NaN).
 
     Attributes:
@@ -206,8 +206,9 @@ class StructuredGPLVM(ResumableMixin, AbstractGPLVM):
                                  "coordinates")
 
     def _check_missing(self, missing):
-        """Missing pixels: every image needs an observed one; the spatial kernel's Gram matrix
-        must not have repeated eigenvalues (the mean-field term differentiates its ``eigh``)."""
+        """Missing pixels: every image needs an observed one; the Coincidence spatial kernel is
+        sent to the Bayesian GPLVM, which treats missing entries exactly instead of by the
+        mean-field completion."""
         if not missing.any():
             return
         empty = np.flatnonzero(missing.all(axis=1))

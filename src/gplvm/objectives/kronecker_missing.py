@@ -27,14 +27,16 @@ the spatial eigenpairs (λ_b, q_b) of ⊗S_p, weights w_b = ⊗λ_p^{e_p}, r_b =
 
 p_i = L_ξ⁻¹ψ1_i the latent factor's projection of image i: one Cholesky of m_ξ × m_ξ per spatial
 eigenvalue, and one :func:`~gplvm.linalg.kron_apply` with the squared r's.  The spatial factors
-are eigendecomposed with ``jnp.linalg.eigh`` (differentiable away from repeated eigenvalues: a
-spatial kernel whose Gram matrix has repeated eigenvalues, such as
-:class:`~gplvm.kernels.Coincidence`, is refused by the estimator for incomplete training data).
+are eigendecomposed with ``jnp.linalg.eigh``; the gradient with respect to them is a custom VJP
+with the divided differences in closed form (resolvent identity), so it stays finite where
+spatial eigenvalues repeat — a factor σ²I, as when a length-scale falls far below the pixel
+spacing — as :func:`gplvm.linalg.kron_spectral_terms` does for the complete-data bound.
 """
 
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Sequence
 
 import jax
@@ -44,30 +46,133 @@ from gplvm.linalg import kron_apply
 from gplvm.objectives.kronecker import _kron_vec
 
 
-def quadratic_diagonal(factors: Sequence, noise_var):
-    """H_ij of the module docstring for every (image i, pixel j): (n_ξ, n_s).
+def _spatial_eigen(S_list):
+    """Eigenvalues (round-off negatives of the PSD factors set to 0) and eigenvectors."""
+    pairs = [jnp.linalg.eigh(S) for S in S_list]
+    return [jnp.maximum(w, 0.0) for w, _ in pairs], [V for _, V in pairs]
 
-    Args:
-        factors: the :class:`~gplvm.objectives.kronecker.KronFactor`\\ s, latent first.
-        noise_var: σ².
-    """
-    beta = 1.0 / noise_var
-    latent, spatial = factors[0], list(factors[1:])
-    pairs = [jnp.linalg.eigh(f.S) for f in spatial]
-    lam = [jnp.maximum(w, 0.0) for w, _ in pairs]        # PSD factors: round-off negatives → 0
-    weights = _kron_vec([w if f.P is None else jnp.ones_like(w) for f, w in zip(spatial, lam)])
-    r2 = [(V.T if f.P is None else V.T @ f.P) ** 2 for f, (_, V) in zip(spatial, pairs)]
-    C, P = latent.S, latent.P                            # C_ξ (m_ξ, m_ξ); L_ξ⁻¹Ψ1ᵀ (m_ξ, n_ξ)
+
+def _projections(Q, P_list):
+    """T_p = Q_pᵀP_p (Q_pᵀ at the pixels): the spatial eigenbasis against each pixel."""
+    return [V.T if P is None else V.T @ P for V, P in zip(Q, P_list)]
+
+
+def _diagonal_given_eigen(weighted, lam, Q, P_list, C, P_xi, beta):
+    """H (n_ξ, n_s) from the spatial eigenpairs (module docstring); differentiable in
+    everything but ``lam`` and ``Q``."""
+    weights = _kron_vec([w if e else jnp.ones_like(w) for w, e in zip(lam, weighted)])
+    r2 = [T**2 for T in _projections(Q, P_list)]
     eye = jnp.eye(C.shape[0], dtype=C.dtype)
 
     def per_eigenvalue(lam_b):                           # p_iᵀ(I + βλ_b C)⁻¹p_i for every i
         L = jnp.linalg.cholesky(eye + beta * lam_b * C)
-        A = jax.scipy.linalg.solve_triangular(L, P, lower=True)
+        A = jax.scipy.linalg.solve_triangular(L, P_xi, lower=True)
         return jnp.sum(A**2, axis=0)
 
     h = jax.lax.map(per_eigenvalue, _kron_vec(lam))      # (Π m_p, n_ξ)
     H = kron_apply([r.T for r in r2], [r.shape[0] for r in r2], weights[:, None] * h)
     return H.T
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def _diagonal(weighted, S_list, P_list, C, P_xi, beta):
+    lam, Q = _spatial_eigen(S_list)
+    return _diagonal_given_eigen(weighted, lam, Q, P_list, C, P_xi, beta)
+
+
+def _diagonal_fwd(weighted, S_list, P_list, C, P_xi, beta):
+    lam, Q = _spatial_eigen(S_list)
+    H = _diagonal_given_eigen(weighted, lam, Q, P_list, C, P_xi, beta)
+    return H, (lam, Q, P_list, C, P_xi, beta)
+
+
+def _others(vectors, p):
+    """Π_{q≠p} v_q over the joint index without factor p, flattened in Kronecker order."""
+    rest = [v for q, v in enumerate(vectors) if q != p]
+    return _kron_vec(rest) if rest else jnp.ones(1, dtype=vectors[0].dtype)
+
+
+def _spectral_cotangents(weighted, lam, Q, P_list, C, P_xi, beta, G):
+    r"""∂/∂S_p of Σ_ij G_ij H_ij by Daleckii–Krein, without dividing by eigenvalue gaps.
+
+    At fixed eigenpairs of the other factors (product α and weight ω_o of their eigenvalues),
+    H is a matrix function of S_p with scalar function φ_i(x) = x^{e_p} ω_o g_i(αx),
+    g_i(v) = p_iᵀR(v)p_i, R(v) = (I + βvC)⁻¹.  The resolvent identity gives its divided
+    differences in closed form, with y_a = R(αλ_a)p_i:
+
+    .. math:: \frac{φ_i(λ_a) - φ_i(λ_c)}{λ_a - λ_c} = ω_o\, y_a^\top y_c \;(e_p = 1),\qquad
+              -βαω_o\, y_a^\top C y_c \;(e_p = 0),
+
+    smooth through λ_a = λ_c (the derivative there).  The cotangent is Q_p(Σ F ∘ M)Q_pᵀ with
+    M_ac = Σ_j G_ij T_p[a, j_p] T_p[c, j_p] Π_{q≠p} T_q[b_q, j_q]² (T_p = Q_pᵀP_p).
+    """
+    eye = jnp.eye(C.shape[0], dtype=C.dtype)
+
+    def resolvent(v_b):                                  # R(v_b) P_ξ, (m_ξ, n_ξ)
+        L = jnp.linalg.cholesky(eye + beta * v_b * C)
+        return jax.scipy.linalg.cho_solve((L, True), P_xi)
+
+    sizes = [w.shape[0] for w in lam]
+    Y = jax.lax.map(resolvent, _kron_vec(lam)).reshape(*sizes, *P_xi.shape)
+    CY = jnp.einsum("kl,...ln->...kn", C, Y)
+    T = _projections(Q, P_list)
+    n_xi = G.shape[0]
+    Gt = G.reshape(n_xi, *[t.shape[1] for t in T])
+    ones = [jnp.ones_like(w) for w in lam]
+    grads = []
+    for p in range(len(lam)):
+        Gp = Gt                                          # other pixel axes → their eigenbasis
+        for q in range(len(lam)):
+            if q != p:
+                Gp = jnp.moveaxis(jnp.tensordot(T[q]**2, Gp, axes=([1], [q + 1])), 0, q + 1)
+        Gp = jnp.moveaxis(Gp, p + 1, -1).reshape(n_xi, -1, T[p].shape[1])   # (n_ξ, rest, j_p)
+        omega_o = _others([w if e else o for w, o, e in zip(lam, ones, weighted)], p)
+        coeff = omega_o if weighted[p] else -beta * _others(lam, p) * omega_o
+        K_Y = Y if weighted[p] else CY
+        Yp = jnp.moveaxis(Y, p, 0).reshape(sizes[p], -1, *P_xi.shape)        # (n_p, rest, m, n)
+        KYp = jnp.moveaxis(K_Y, p, 0).reshape(sizes[p], -1, *P_xi.shape)
+
+        def row(args, Gp=Gp, KYp=KYp, Tp=T[p], coeff=coeff):   # row a of Σ F ∘ M
+            Y_a, T_a = args
+            F = jnp.einsum("rmi,crmi->cri", Y_a, KYp)
+            M = jnp.einsum("irj,j,cj->cri", Gp, T_a, Tp)
+            return jnp.einsum("cri,r->c", F * M, coeff)
+
+        X = jax.lax.map(row, (Yp, T[p]))
+        grads.append(Q[p] @ (0.5 * (X + X.T)) @ Q[p].T)
+    return grads
+
+
+def _diagonal_bwd(weighted, res, G):
+    """The spatial factors by :func:`_spectral_cotangents`; everything else by autodiff at
+    fixed spatial eigenpairs (they do not depend on it)."""
+    lam, Q, P_list, C, P_xi, beta = res
+    _, vjp = jax.vjp(partial(_diagonal_given_eigen, weighted, lam, Q), P_list, C, P_xi, beta)
+    g_P, g_C, g_P_xi, g_beta = vjp(G)
+    g_S = _spectral_cotangents(weighted, lam, Q, P_list, C, P_xi, beta, G)
+    return g_S, g_P, g_C, g_P_xi, g_beta
+
+
+_diagonal.defvjp(_diagonal_fwd, _diagonal_bwd)
+
+
+def quadratic_diagonal(factors: Sequence, noise_var):
+    """H_ij of the module docstring for every (image i, pixel j): (n_ξ, n_s).
+
+    The gradient is a custom VJP (:func:`_spectral_cotangents`): autodiff through the spatial
+    ``eigh`` divides by eigenvalue gaps and is NaN when two coincide, as they do when a
+    spatial length-scale falls far below the pixel spacing (the factor becomes σ²I; issue 32,
+    digits with missing pixels), although H is a smooth function of the spatial factors there.
+    Reverse mode only.
+
+    Args:
+        factors: the :class:`~gplvm.objectives.kronecker.KronFactor`\\ s, latent first.
+        noise_var: σ².
+    """
+    latent, spatial = factors[0], list(factors[1:])
+    weighted = tuple(f.P is None for f in spatial)
+    return _diagonal(weighted, [f.S for f in spatial], [f.P for f in spatial], latent.S,
+                     latent.P, 1.0 / noise_var)
 
 
 def missing_term(factors: Sequence, counts, noise_var):
