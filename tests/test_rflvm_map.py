@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -20,8 +22,11 @@ from gplvm.models._rflvm.sweep import prior_W
 
 
 def _problem(kind: str, seed: int = 0):
-    """A tiny RFLVM (N = 9, Q = 2, 3 frequencies, J = 4, one entry missing), one chain."""
-    return tiny_rflvm(kind, seed, n_rows=9)
+    """A tiny RFLVM (N = 9, Q = 2, 3 frequencies, J = 4, one entry missing), one chain; its
+    spec the Gibbs sweep's, whose block density is the posterior's own in plain coordinates
+    (the MAP fit's: :func:`mode_state` takes W modulo rotations for NUTS only)."""
+    spec, data, state, Y = tiny_rflvm(kind, seed, n_rows=9)
+    return dataclasses.replace(spec, sampler="gibbs"), data, state, Y
 
 
 def _density(spec, data, state):
