@@ -246,3 +246,21 @@ def test_factors_and_assignments_images():
     ax = plot.latent(model, dims=(1, 0))
     assert ax.get_xlabel().endswith("\n2nd most relevant, 1/ℓ² (mean over columns) = 1.4")
     assert ax.get_ylabel().endswith("\nmost relevant, 1/ℓ² (mean over columns) = 2.6")
+
+
+def test_imputed_images_show_the_rows_with_most_missing_pixels_observed_and_imputed():
+    """Images are drawn as pictures (issue 32, item 4): the rows with the most missing pixels,
+    observed above with exactly the NaN pixels masked, the given imputation below."""
+    rng = np.random.default_rng(0)
+    Y = rng.uniform(size=(5, 4, 3))
+    Y[3, :2, :] = np.nan                 # 6 missing: the most
+    Y[1, 0, 0] = np.nan                  # 1 missing
+    filled = np.where(np.isnan(Y), -1.0, Y)
+    axes = plot.imputed_images(Y, filled, n_images=4)
+    assert axes.shape == (2, 2)          # only two rows have a missing pixel
+    top, bottom = axes[0, 0].images[0].get_array(), axes[1, 0].images[0].get_array()
+    np.testing.assert_array_equal(np.ma.getmaskarray(top), np.isnan(Y[3]))
+    np.testing.assert_array_equal(np.asarray(bottom), filled[3])
+    assert "row 3" in axes[0, 0].get_title() and "row 1" in axes[0, 1].get_title()
+    with pytest.raises(ValueError, match="no missing"):
+        plot.imputed_images(np.ones((2, 3, 3)), np.ones((2, 3, 3)))

@@ -255,8 +255,12 @@ def write_plots(folder: Path, model, Y, labels, labels_name=None, filled=None) -
             "relevance.png": lambda: plot.relevance(model),
             "trace.png": lambda: plot.trace(model)}
     if np.isnan(Y).any():
-        jobs["imputation.png"] = lambda: plot.imputation(model, Y, X=model.X_mean_,
-                                                         filled=filled)
+        if np.ndim(Y) == 3:     # grey images: pictures, not a strip per pixel
+            jobs["imputation.png"] = lambda: plot.imputed_images(
+                Y, filled, title=f"{type(model).__name__}: imputed images")[0, 0]
+        else:
+            jobs["imputation.png"] = lambda: plot.imputation(model, Y, X=model.X_mean_,
+                                                             filled=filled)
     if getattr(model, "assignments_", None) is not None:
         jobs["factors.png"] = lambda: plot.factors(model)
         jobs["assignments.png"] = lambda: plot.assignments(model)

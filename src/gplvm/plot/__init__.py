@@ -11,14 +11,15 @@ Every model plugs in by its common attributes (``../shared/API.md``): ``X_mean_`
 * :func:`relevance` — the relevance of each latent dimension.
 * :func:`trace` — the bound per iteration, or the log-likelihood per sweep and chain.
 * :func:`imputation` — imputed entries with predictive intervals, as z-scores of their
-  named columns.
+  named columns; :func:`imputed_images` — for images, observed and imputed pictures.
 * :func:`factors`, :func:`assignments` — column × latent-dimension weights, column → group.
 """
 
 from gplvm.plot._columns import assignments, factors
 from gplvm.plot._diagnostics import relevance, trace
+from gplvm.plot._images import imputed_images
 from gplvm.plot._imputation import imputation
 from gplvm.plot._latent import latent, most_relevant
 
-__all__ = ["assignments", "factors", "imputation", "latent", "most_relevant", "relevance",
-           "trace"]
+__all__ = ["assignments", "factors", "imputation", "imputed_images", "latent", "most_relevant",
+           "relevance", "trace"]
