@@ -12,6 +12,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import arviz  # noqa: E402
@@ -264,3 +265,19 @@ def test_imputed_images_show_the_rows_with_most_missing_pixels_observed_and_impu
     assert "row 3" in axes[0, 0].get_title() and "row 1" in axes[0, 1].get_title()
     with pytest.raises(ValueError, match="no missing"):
         plot.imputed_images(np.ones((2, 3, 3)), np.ones((2, 3, 3)))
+
+
+def test_column_relevance_of_a_column_in_no_group_is_zero_without_a_warning():
+    """A DP-GP-LVM column kept out of the fit (issue 32) follows no group (its assignment row
+    is 0): its relevance row is 0, not 0/0."""
+    from types import SimpleNamespace
+
+    from gplvm.plot._columns import column_relevance
+
+    model = SimpleNamespace(assignments_=np.array([[1.0, 0.0], [0.0, 0.0], [0.25, 0.75]]),
+                            relevance_=np.array([[2.0, 1.0], [1.0, 4.0]]),
+                            atoms_=np.array([0, 1]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = column_relevance(model)
+    np.testing.assert_allclose(got, [[1.0, 0.5], [0.0, 0.0], [1.25 / 3.25, 1.0]])

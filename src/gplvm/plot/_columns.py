@@ -45,12 +45,14 @@ def _name_rows(ax, model, D: int) -> None:
 
 def column_relevance(model) -> np.ndarray:
     """(D, Q) each column's relevance of each latent dimension, Σ_g P(column in g) × the
-    group's ``relevance_`` row over the used groups, scaled so each row's largest is 1."""
+    group's ``relevance_`` row over the used groups, scaled so each row's largest is 1; 0
+    for a column kept out of the fit (``dropped_columns_``: it follows no group)."""
     phi = np.asarray(require(model, "assignments_", "factors"), dtype=float)
     rel = np.atleast_2d(np.asarray(model.relevance_, dtype=float))
     used = np.asarray(getattr(model, "atoms_", np.arange(rel.shape[0])))
     weights = phi[:, used] @ rel
-    return weights / np.max(weights, axis=1, keepdims=True)
+    largest = np.max(weights, axis=1, keepdims=True)
+    return np.where(largest > 0, weights / np.where(largest > 0, largest, 1.0), 0.0)
 
 
 def factors(model, ax=None):
