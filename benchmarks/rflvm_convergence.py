@@ -27,7 +27,7 @@ the same shapes and sampler with a few sweeps compiles the programs, and the tim
 them (the compile seconds are printed beside).  ESS per CPU-second divides the bulk ESS by
 those seconds.  ``scurve``: the Poisson S-curve of seed 000 §4 (N = 300, J = 50);
 ``bridges``: the Poisson bridges counts from ``../shared/data`` (skipped with a message when
-absent).  The frequencies' prior is the fixed RBF's (``learn_kernel=False``) unless
+absent); ``bridges-nb``: the same counts under the negative binomial.  The frequencies' prior is the fixed RBF's (``learn_kernel=False``) unless
 ``--learn-kernel`` (the DP mixture): the issue's comparison holds W's prior fixed so that the
 blocks that differ are the ones compared.
 
@@ -70,16 +70,21 @@ def load(name: str):
         from gplvm.data import make_s_curve
         data = make_s_curve("poisson", n_samples=300, n_outputs=50, random_state=0)
         return data.Y, "Poisson S-curve, N = 300, J = 50", data.X
-    if name == "bridges":
+    if name in ("bridges", "bridges-nb"):
         from gplvm.data import load_bridges
         try:
             data = load_bridges()
         except (FileNotFoundError, OSError) as err:
-            print(f"[skip] bridges: {err}")
+            print(f"[skip] {name}: {err}")
             return None
-        return (data.Y, f"bridges, Poisson, N = {data.Y.shape[0]}, J = {data.Y.shape[1]}",
+        kind = "NB" if name == "bridges-nb" else "Poisson"
+        return (data.Y, f"bridges, {kind}, N = {data.Y.shape[0]}, J = {data.Y.shape[1]}",
                 None)
-    raise SystemExit(f"unknown data set {name!r} (scurve, bridges)")
+    raise SystemExit(f"unknown data set {name!r} (scurve, bridges, bridges-nb)")
+
+
+#: the likelihood of each data set (``bridges-nb``: the bridges counts, negative binomial)
+LIKELIHOODS = {"bridges-nb": "negative_binomial"}
 
 
 def diagnostics(model) -> dict:
@@ -91,7 +96,7 @@ def diagnostics(model) -> dict:
 
 def fit(Y, sampler: str, n_iter: int, args) -> tuple:
     """``sampler`` 'gibbs', 'nuts' or 'map' (``RFLVM(inference='map')``: no sweeps)."""
-    kwargs = dict(likelihood="poisson", n_features=args.features, n_chains=args.chains,
+    kwargs = dict(likelihood=getattr(args, "likelihood", "poisson"), n_features=args.features, n_chains=args.chains,
                   learn_kernel=args.learn_kernel, progress=False, random_state=args.seed,
                   block_size=min(50, n_iter // 2))
     if sampler == "map":
@@ -219,6 +224,7 @@ def main(argv=None):
         if loaded is None:
             continue
         Y, description, truth = loaded
+        args.likelihood = LIKELIHOODS.get(name, "poisson")
         for sampler in args.samplers.split(","):
             n_iter = sweeps.get(sampler, sweeps.get(sampler.split("-")[0], 0))
             if sampler.startswith("numpyro"):
