@@ -143,24 +143,31 @@ def _ess_rhat(ll: np.ndarray, dist: np.ndarray) -> dict:
             "rhat_dist": float(np.max(rhat_d)), "ess_dist": float(np.median(ess_d))}
 
 
-def numpyro_inputs(Y, args) -> dict:
-    """The Poisson model's prior and each chain's start exactly as ``RFLVM(sampler='nuts')``
-    builds them before its mode search (same seed, PCA start, jitter, W draws, β at its prior
-    mean), for ``_numpyro_rflvm.py``."""
+def chain_starts(Y, args, n_chains: int):
+    """(spec, data, states): the Poisson block and each chain's start exactly as
+    ``RFLVM(sampler='nuts', learn_kernel=False)`` builds them before its mode search (same
+    seed, PCA start, jitter, W draws, β at its prior mean; a leading chain axis on states)."""
     import jax
 
     from gplvm._random import as_key
     from gplvm.kernels import RBF
     from gplvm.models._rflvm.init import initial_states, prepare_data
 
-    model = gplvm.RFLVM(likelihood="poisson", n_features=args.features, n_chains=args.chains,
+    model = gplvm.RFLVM(likelihood="poisson", n_features=args.features, n_chains=n_chains,
                         learn_kernel=False, sampler="nuts", random_state=args.seed)
     spec = model._spec("poisson", Y.shape[1], False)
     data = prepare_data(spec, Y, None, None, RBF(lengthscale=1.0), None)
     key_init, _ = jax.random.split(as_key(args.seed))
     X0 = model._initial_latents(Y, "poisson", key_init, None)
-    states = initial_states(jax.random.split(key_init, args.chains), spec, data, X0, 0.1,
+    states = initial_states(jax.random.split(key_init, n_chains), spec, data, X0, 0.1,
                             model.n_clusters)
+    return spec, data, states
+
+
+def numpyro_inputs(Y, args) -> dict:
+    """The Poisson model's prior and each chain's start (:func:`chain_starts`), for
+    ``_numpyro_rflvm.py``."""
+    _, data, states = chain_starts(Y, args, args.chains)
     return {"Y": Y, "offset": np.asarray(data.offset), "W0": np.asarray(states.W),
             "beta_mean": np.asarray(data.beta_prior_mean),
             "beta_prec": np.asarray(data.beta_prior_prec), "X0": np.asarray(states.X),

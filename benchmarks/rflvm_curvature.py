@@ -5,9 +5,9 @@ Run (single-threaded XLA and OpenBLAS, set when unset and printed):
     .venv/bin/python benchmarks/rflvm_curvature.py [--datasets scurve,bridges]
         [--iterations 5000] [--features 100] [--seed 0]
 
-For each data set, one chain's NUTS block (:mod:`gplvm.models._rflvm.joint`: X, W modulo
-rotations, whitened β) as ``RFLVM(likelihood='poisson', sampler='nuts', learn_kernel=False)``
-builds it, its mode searched by L-BFGS from the PCA start (``--iterations``), and the dense
+For each data set, chain 0's NUTS block (:mod:`gplvm.models._rflvm.joint`: X, W modulo
+rotations, whitened β) as a 4-chain ``RFLVM(likelihood='poisson', sampler='nuts',
+learn_kernel=False)`` builds it, its mode searched by L-BFGS from the PCA start (``--iterations``), and the dense
 Hessian H of the negative log-density there (``jax.hessian``).  NUTS with a diagonal mass
 matrix sees H scaled by its diagonal, D^(-1/2) H D^(-1/2); its step size is bounded by the
 largest eigenvalue and a trajectory must cross the widest direction, 1/√(smallest), so
@@ -32,29 +32,17 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 import gplvm  # noqa: E402
-from gplvm._random import as_key  # noqa: E402
-from gplvm.kernels import RBF  # noqa: E402
 from gplvm.models._rflvm import joint, map_start  # noqa: E402
-from gplvm.models._rflvm.checks import check_fit_inputs  # noqa: E402
-from gplvm.models._rflvm.init import initial_states, prepare_data  # noqa: E402
 from gplvm.models._rflvm.sweep import prior_W  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rflvm_convergence import load  # noqa: E402
+from rflvm_convergence import chain_starts, load  # noqa: E402
 
 
 def block_at_mode(Y, args):
-    """(spec, data, mode search, log-density) of chain 0 as ``RFLVM.fit`` starts it."""
-    model = gplvm.RFLVM(likelihood="poisson", sampler="nuts", n_chains=1, learn_kernel=False,
-                        n_features=args.features, random_state=args.seed)
-    lik, Y, _, offset, _ = check_fit_inputs(model, Y, None, None, None)
-    model.n_features_in_, model.n_outputs_ = Y.shape[1], lik.latent_dim(Y.shape[1])
-    Ys = model._standardise_fit(Y, "poisson")
-    spec = model._spec("poisson", model.n_outputs_, False)
-    data = prepare_data(spec, Ys, offset, None, RBF(lengthscale=1.0), None)
-    key_init, _ = jax.random.split(as_key(args.seed))
-    X0 = model._initial_latents(Ys, "poisson", key_init, offset)
-    states = initial_states(jax.random.split(key_init, 1), spec, data, X0, 0.1, 5)
+    """(spec, data, mode search, log-density) of chain 0 of a 4-chain
+    ``RFLVM(sampler='nuts')`` fit (:func:`rflvm_convergence.chain_starts`)."""
+    spec, data, states = chain_starts(np.asarray(Y, dtype=float), args, 4)
     state = jax.tree_util.tree_map(lambda a: a[0], states)
     log_prior_W = prior_W(jax.random.PRNGKey(1), spec, data, state).log_density
     fn = joint.log_density(spec, data, state.W, state.noise_var, state.dispersion_rate, None,

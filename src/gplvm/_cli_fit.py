@@ -254,7 +254,7 @@ def write_plots(folder: Path, model, Y, labels, labels_name=None, filled=None) -
     jobs = {"latent.png": lambda: plot.latent(model, labels=labels, label_name=labels_name),
             "relevance.png": lambda: plot.relevance(model),
             "trace.png": lambda: plot.trace(model)}
-    if np.isnan(Y).any():
+    if filled is not None:      # the data had missing entries (write_results)
         if np.ndim(Y) == 3:     # grey images: pictures, not a strip per pixel
             jobs["imputation.png"] = lambda: plot.imputed_images(
                 Y, filled, title=f"{type(model).__name__}: imputed images")[0, 0]

@@ -269,7 +269,7 @@ DEVICES = Rule("None, a device count from 1 to len(jax.devices()), a non-empty l
                "jax.Device or a jax.sharding.Mesh", _devices_problem, "2")
 
 N_COMPONENTS_AUTO = Rule("'auto' or a positive integer", lambda value, est: None
-                         if value == "auto" and isinstance(value, str)
+                         if isinstance(value, str) and value == "auto"
                          else POSITIVE_INT.problem(value, est))
 
 _GPLVM_FAMILY = {

@@ -160,16 +160,6 @@ def column_std(Y: np.ndarray, axis=0) -> np.ndarray:
         return np.squeeze(np.nanstd(Y / scale, axis=axis, keepdims=True) * scale, axis=axis)
 
 
-def check_no_constant_columns(Y: np.ndarray, name: str = "Y") -> None:
-    """Reject columns with zero variance over their observed entries (standardising divides by it)."""
-    sd = column_std(Y)
-    const = ~(sd > 0)
-    if const.any():
-        raise ValueError(f"{name} has {int(const.sum())} constant columns (columns "
-                         f"{_where(const)}); drop them, they carry no information and cannot be "
-                         f"standardised")
-
-
 class DroppedColumnsWarning(UserWarning):
     """A fit kept some columns of Y out (constant, or with no observed entry) and puts them
     back on output (:func:`uninformative_columns`)."""
@@ -200,6 +190,47 @@ def column_constants(Y: np.ndarray, dropped: np.ndarray) -> np.ndarray:
         if len(seen):
             values[d] = seen[0]
     return values
+
+
+def kept_columns(scale) -> np.ndarray:
+    """(D,) True for the columns that entered a fit: ``scale > 0`` in the standardisation of
+    :func:`column_standardisation` (0 or NaN: kept out; every column of a model fitted or
+    saved before issue 32)."""
+    return np.asarray(scale) > 0
+
+
+def column_standardisation(Y: np.ndarray, dropped: np.ndarray, standardize: bool):
+    """``(mean, scale)`` of all D columns in the model's precision, the columns kept out of
+    the fit coded in them (issue 32; docs/contract.md): the kept columns' means and standard
+    deviations (:func:`column_std`; zeros and ones when not ``standardize``), a dropped
+    constant column c as (c, 0), a dropped column without an observed entry as (NaN, NaN).
+    The kept columns' figures are those of ``Y[:, kept]`` given alone, in C order (NumPy's
+    reductions round differently on the Fortran-ordered copy that advanced indexing makes)."""
+    from gplvm._config import float_dtype
+
+    dtype = float_dtype()
+    if not dropped.any():
+        if standardize:
+            return np.nanmean(Y, axis=0).astype(dtype), column_std(Y).astype(dtype)
+        return np.zeros(Y.shape[1], dtype), np.ones(Y.shape[1], dtype)
+    kept = ~dropped
+    mean, scale = np.zeros(Y.shape[1], dtype), np.ones(Y.shape[1], dtype)
+    if standardize:
+        Y_kept = np.ascontiguousarray(Y[:, kept])
+        mean[kept], scale[kept] = np.nanmean(Y_kept, axis=0), column_std(Y_kept)
+    constants = column_constants(Y, dropped)
+    mean[dropped] = constants[dropped]
+    scale[dropped] = np.where(np.isnan(constants[dropped]), np.nan, 0.0)
+    return mean, scale
+
+
+def standardise_kept(Y: np.ndarray, mean, scale) -> np.ndarray:
+    """The kept columns of Y standardised, (N, D_kept): what a fit reads (values of new rows
+    in the dropped columns are ignored)."""
+    kept = kept_columns(scale)
+    if kept.all():
+        return (Y - mean) / scale
+    return (np.ascontiguousarray(Y[:, kept]) - mean[kept]) / scale[kept]
 
 
 def dropped_columns_notice(owner: str, Y: np.ndarray, dropped: np.ndarray) -> None:

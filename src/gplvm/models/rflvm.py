@@ -41,8 +41,8 @@ from gplvm.models._common import check_is_fitted, in_model_precision
 from gplvm.models._rows import map_rows
 from gplvm.models._rflvm import predict as pred
 from gplvm.models._rflvm.checks import check_fit_inputs, check_latent_points
-from gplvm.models._rflvm.columns import (kept_columns, narrow, standardisation,
-                                         standardise_kept, widen)
+from gplvm._validation import column_standardisation, kept_columns, standardise_kept
+from gplvm.models._rflvm.columns import narrow, widen
 from gplvm.models._rflvm.convergence import (RHAT_TARGET, convergence_figures, describe,
                                              has_converged)
 from gplvm.models._rflvm.fitted import (aligned_draws, record_heavy,
@@ -435,7 +435,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         dropped = np.zeros(Y.shape[1], bool) if dropped is None else dropped
         if dropped.any():
             dropped_columns_notice("RFLVM", Y, dropped)
-        self.mean_, self.scale_ = standardisation(Y, dropped,
+        self.mean_, self.scale_ = column_standardisation(Y, dropped,
                                                   kind == "gaussian" and self.standardize)
         return standardise_kept(Y, self.mean_, self.scale_)
 

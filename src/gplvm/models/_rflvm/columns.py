@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gplvm._config import float_dtype
-from gplvm._validation import column_constants, uninformative_columns
+from gplvm._validation import uninformative_columns
 
 
 def dropped_columns(kind: str, Y: np.ndarray) -> np.ndarray:
@@ -34,42 +33,6 @@ def dropped_columns(kind: str, Y: np.ndarray) -> np.ndarray:
     if kind == "gaussian":
         return uninformative_columns(Y)
     return np.isnan(Y).all(axis=0)
-
-
-def kept_columns(scale) -> np.ndarray:
-    """(D,) True for the columns that entered the fit (``scale_ > 0``; 0 or NaN: dropped)."""
-    return np.asarray(scale) > 0
-
-
-def standardisation(Y: np.ndarray, dropped: np.ndarray, standardize: bool):
-    """``(mean_, scale_)`` of all D columns in the model's precision: the kept columns' means
-    and standard deviations (zeros and ones when not ``standardize``), the dropped ones coded
-    as in the module docstring.  The kept columns' figures are those of ``Y[:, kept]`` given
-    alone, in C order (NumPy's reductions round differently on the Fortran-ordered copy that
-    advanced indexing makes)."""
-    dtype = float_dtype()
-    if not dropped.any():
-        if standardize:
-            return (np.nanmean(Y, axis=0).astype(dtype), np.nanstd(Y, axis=0).astype(dtype))
-        return np.zeros(Y.shape[1], dtype), np.ones(Y.shape[1], dtype)
-    kept = ~dropped
-    mean, scale = np.zeros(Y.shape[1], dtype), np.ones(Y.shape[1], dtype)
-    if standardize:
-        Y_kept = np.ascontiguousarray(Y[:, kept])
-        mean[kept], scale[kept] = np.nanmean(Y_kept, axis=0), np.nanstd(Y_kept, axis=0)
-    constants = column_constants(Y, dropped)
-    mean[dropped] = constants[dropped]
-    scale[dropped] = np.where(np.isnan(constants[dropped]), np.nan, 0.0)
-    return mean, scale
-
-
-def standardise_kept(Y: np.ndarray, mean, scale) -> np.ndarray:
-    """The kept columns of ``Y`` standardised, (N, D_kept): what the sampler reads.  Values of
-    new rows in the dropped columns are ignored."""
-    kept = kept_columns(scale)
-    if kept.all():
-        return (Y - mean) / scale
-    return (np.ascontiguousarray(Y[:, kept]) - mean[kept]) / scale[kept]
 
 
 def narrow(a, n_columns: int, kept: np.ndarray):

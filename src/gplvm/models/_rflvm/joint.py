@@ -127,11 +127,12 @@ def to_position(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState) -> Array:
     the intercept row of z is that of the centred intercept c = β_0 + m(X)ᵀβ_rest (module
     docstring)."""
     X, W = state.X, state.W
-    if gauge.applies(spec, data):        # the orbit's canonical point (:mod:`.gauge`)
+    turned = gauge.applies(spec, data)
+    if turned:                           # the orbit's canonical point (:mod:`.gauge`)
         X, W = gauge.canonical(X, W)
     parts = [X.ravel()]
     if has_frequencies(spec, data):
-        parts.append(gauge.pack(W) if gauge.applies(spec, data) else W.ravel())
+        parts.append(gauge.pack(W) if turned else W.ravel())
     if spec.likelihood != "gaussian":
         log_r = jnp.log(state.dispersion) if spec.likelihood == "negative_binomial" else None
         beta = state.beta

@@ -21,24 +21,10 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from gplvm._validation import kept_columns, standardise_kept  # noqa: F401 (re-exported)
 from gplvm.models.gplvm_family.dp_fitted import FittedDPGPLVM
 from gplvm.models.gplvm_family.fitted import FittedGPLVM
 from gplvm.objectives.new_rows import FittedMap
-
-
-def kept_columns(Y_std) -> np.ndarray:
-    """(D,) True for the columns that entered the fit (``Y_std > 0``; 0 or NaN: dropped)."""
-    return np.asarray(Y_std) > 0
-
-
-def standardise_kept(Y, Y_mean, Y_std) -> np.ndarray:
-    """The fitted columns of Y standardised, (N, D_kept): what the fit itself reads."""
-    kept = kept_columns(Y_std)
-    if kept.all():
-        return (Y - Y_mean) / Y_std
-    # C order, as the same columns given alone (advanced indexing returns Fortran order, and
-    # NumPy's reductions and LAPACK round differently on it)
-    return (np.ascontiguousarray(Y[:, kept]) - Y_mean[kept]) / Y_std[kept]
 
 
 def standardise_all(Y, Y_mean, Y_std) -> np.ndarray:

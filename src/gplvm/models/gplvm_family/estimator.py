@@ -15,12 +15,11 @@ import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from gplvm._config import float_dtype
 from gplvm._params import POSITIVE_INT, RANDOM_STATE, check_argument, check_params
 from gplvm._random import as_key
 from gplvm._validation import (
     as_2d_float, as_float_array, check_magnitude, check_n_components, check_new_values,
-    column_constants, column_std, dropped_columns_notice, uninformative_columns, _where,
+    column_standardisation, dropped_columns_notice, uninformative_columns, _where,
 )
 from gplvm.inference import sharding
 from gplvm.io import SaveMixin
@@ -160,22 +159,10 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         """Column means and standard deviations (zeros and ones with ``standardize=False``),
         the columns kept out of the fit coded in them (:mod:`.columns`: their constant and 0,
         or NaN and NaN without an observed entry), with the one-line notice naming them."""
-        dtype = float_dtype()  # float32 in gplvm.config's float32 mode
         dropped = uninformative_columns(Y)
-        if not dropped.any():
-            if self.standardize:
-                return np.nanmean(Y, axis=0).astype(dtype), column_std(Y).astype(dtype)
-            return np.zeros(Y.shape[1], dtype), np.ones(Y.shape[1], dtype)
-        dropped_columns_notice(type(self).__name__, Y, dropped)
-        kept = ~dropped
-        mean, std = np.zeros(Y.shape[1], dtype), np.ones(Y.shape[1], dtype)
-        if self.standardize:    # in C order, as the fitted columns given alone (columns.py)
-            Y_kept = np.ascontiguousarray(Y[:, kept])
-            mean[kept], std[kept] = np.nanmean(Y_kept, axis=0), column_std(Y_kept)
-        constants = column_constants(Y, dropped)
-        mean[dropped] = constants[dropped]
-        std[dropped] = np.where(np.isnan(constants[dropped]), np.nan, 0.0)
-        return mean, std
+        if dropped.any():
+            dropped_columns_notice(type(self).__name__, Y, dropped)
+        return column_standardisation(Y, dropped, self.standardize)
 
     def _initial(self, Ys, times, groups, key):
         """The initial unconstrained parameters and the :class:`Problem` of one kernel.
