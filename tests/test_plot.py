@@ -281,3 +281,20 @@ def test_column_relevance_of_a_column_in_no_group_is_zero_without_a_warning():
         warnings.simplefilter("error")
         got = column_relevance(model)
     np.testing.assert_allclose(got, [[1.0, 0.5], [0.0, 0.0], [1.25 / 3.25, 1.0]])
+
+
+def test_dp_factorisation_plot_shades_a_column_in_no_group_zero():
+    """``DPGPLVM.plot_factorisation`` shades by the same relevance as ``plot.factors``: a
+    column kept out of the fit is a row of zeros, not NaN (its own copy divided 0/0)."""
+    from types import SimpleNamespace
+
+    from gplvm.models._dp_plot import plot_factorisation
+
+    model = SimpleNamespace(assignments_=np.array([[1.0, 0.0], [0.0, 0.0]]),
+                            relevance_=np.array([[2.0, 1.0], [1.0, 4.0]]),
+                            atoms_=np.array([0, 1]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ax = plot_factorisation(model)
+    np.testing.assert_allclose(ax.get_images()[0].get_array(), [[1.0, 0.5], [0.0, 0.0]])
+    plt.close("all")

@@ -1,17 +1,12 @@
 """The factorisation plot of the DP-GP-LVM (seed 001, Figure 6): one row per output column,
-one column per latent dimension, shaded by the column's ARD weights."""
+one column per latent dimension, shaded by the column's ARD weights (the shading of
+:func:`gplvm.plot.factors`, :func:`gplvm.plot._columns.column_relevance`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-
-def column_relevance(model) -> np.ndarray:
-    """(D, Q) each column's ARD weights Σ_t φ_dt γ_t, scaled so that each row's largest is 1."""
-    weights = np.array([1.0 / np.asarray(k.lengthscale) ** 2 * np.ones(model.n_components_)
-                        for k in model.kernels_])                      # (T, Q)
-    per_column = model.assignments_ @ weights
-    return per_column / per_column.max(axis=1, keepdims=True)
+from gplvm.plot._columns import column_relevance
 
 
 def plot_factorisation(model, ax=None, truth=None, order=None, title="DP-GP-LVM"):
