@@ -160,9 +160,12 @@ def test_sample_returns_data_and_latents_in_original_units(fitted):
 
 
 def test_predict_checks_latent_columns_and_matches_inverse_transform(fitted):
+    """``return_var`` is predict's second argument in every estimator (issue 33: the
+    structured model's ``predict(X, True)`` used to mean ``grid=True``)."""
     _, model, _ = fitted
     X = model.X_mean_[:4]
-    mean, var = model.predict(X, return_var=True)
+    mean, var = model.predict(X, True)
+    np.testing.assert_array_equal(model.predict(X, return_var=True)[1], var)
     assert mean.shape == var.shape == (4, model.n_features_in_) and np.all(var > 0)
     np.testing.assert_array_equal(model.inverse_transform(X), mean)
     with pytest.raises(ValueError, match="columns"):

@@ -399,11 +399,13 @@ class StructuredGPLVM(ResumableMixin, AbstractGPLVM):
         return (filled.reshape(shape), var.reshape(shape)) if return_var else filled.reshape(shape)
 
     @in_model_precision
-    def predict(self, X, grid=None, return_var: bool = False, given=None):
+    def predict(self, X, return_var: bool = False, *, grid=None, given=None):
         """Predictive mean (and variance, noise included) of the images at latent points X
         (N*, Q) and at the pixel coordinates ``grid`` (default: the training pixels; a tuple
         of axes on images, an (n*_s, d_s) array otherwise) — any resolution (eqs. 29–33).
-        Returns images in the layout of the training data.
+        Returns images in the layout of the training data.  ``return_var`` is second, as in
+        every estimator (``predict(X, True)`` returns the mean and the variance); ``grid``
+        and ``given`` are keyword-only.
 
         Args:
             given: optional images (N*, ...) at the training pixels, NaN where unobserved:
