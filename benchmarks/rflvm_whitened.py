@@ -1,0 +1,176 @@
+"""Does whitening the weights by their conditional curvature shorten the RFLVM's NUTS trees? (issue 30)
+
+Run (single-threaded XLA and OpenBLAS, set when unset and printed):
+
+    .venv/bin/python benchmarks/rflvm_whitened.py [--datasets bridges] [--draws 300]
+        [--iterations 1000] [--features 100] [--seed 0]
+
+The NUTS block of :mod:`gplvm.models._rflvm.joint` whitens the weights by their *prior*
+(z = √λ (β − μ), intercept centred).  `rflvm_curvature.py` found its flattest directions to be
+trade-offs between the frequencies, the latents and the weights.  This script tries the
+parametrisation a generic PPL cannot write, one that follows the weights' conditional
+posterior as (X, W) move: per output column j,
+
+    β_j = β̂_j(X, W) + L_j(X, W)⁻ᵀ z_j,   L_j L_jᵀ = Φᵀ diag(Λ_j) Φ + diag(λ),
+    β̂_j = (L_j L_jᵀ)⁻¹ (Φᵀ diag(Λ_j) ỹ_j + diag(λ) μ_j),
+
+the Gaussian (IRLS) approximation of the Poisson log-likelihood at the saturated fit,
+ỹ_nj = log(y_nj + ½) − offset_n with weights Λ_nj = y_nj + ½ (0 where missing).  The map
+(X, W, z) ↦ (X, W, β) is block-triangular, so its log-Jacobian is −Σ_j log det L_j and the
+density of (X, W, z) is the block's (in β) plus that term: the same posterior.
+
+For each data set: chain 0's block of a 4-chain ``RFLVM(likelihood='poisson',
+sampler='nuts', learn_kernel=False)`` (its mode searched by L-BFGS, ``--iterations``), then
+one blackjax NUTS chain (window adaptation over ``--draws`` steps, then ``--draws`` draws, at
+most 255 leapfrog steps) on each of the two densities from the same point.  The table gives
+the adapted step size, leapfrog steps per draw, CPU seconds (adaptation and compilation
+included) and the bulk ESS of the log-likelihood.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import gplvm  # noqa: E402
+from gplvm.models._rflvm import gauge, joint  # noqa: E402
+from gplvm.models._rflvm.features import design  # noqa: E402
+from gplvm.models._rflvm.loglik import total_log_lik  # noqa: E402
+from gplvm.models._rflvm.sweep import prior_W  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rflvm_convergence import chain_starts, load  # noqa: E402
+from rflvm_curvature import block_at_mode  # noqa: E402
+
+
+def whitened(spec, data, log_prior_W):
+    """(log-density of (X, W, z), map (X, W, β) ↦ (X, W, z), map (X, W, z) ↦ (X, W, β)),
+    positions flat as in :func:`joint.to_position` (W's canonical coordinates)."""
+    N, Q = data.Y.shape[0], spec.n_components
+    P, D = spec.n_weights, spec.n_outputs
+    n_w = joint.n_frequency_coords(spec, data)
+    weight = data.observed * (data.Y + 0.5)                              # Λ (N, D)
+    target = (jnp.log(data.Y + 0.5) - data.offset) * data.observed       # ỹ (N, D)
+    lam, mu = data.beta_prior_prec, data.beta_prior_mean
+
+    def frame(X, W):
+        """(L (D, P, P), β̂ (D, P)) of every column."""
+        Phi = design(X, W, spec.intercept)
+        A = jax.vmap(lambda w: (Phi * w[:, None]).T @ Phi)(weight.T) + jnp.diag(lam)
+        L = jnp.linalg.cholesky(A)
+        b = (Phi.T @ (weight * target)).T + (lam[:, None] * mu).T
+        return L, jax.vmap(lambda l, v: jax.scipy.linalg.cho_solve((l, True), v))(L, b)
+
+    def split(position):
+        X = position[:N * Q].reshape(N, Q)
+        return X, position[N * Q:N * Q + n_w], position[N * Q + n_w:].reshape(P, D)
+
+    def to_beta(position):
+        X, packed, z = split(position)
+        W = gauge.unpack(packed, spec.n_freq, Q)
+        L, centre = frame(X, W)
+        dev = jax.vmap(lambda l, v: jax.scipy.linalg.solve_triangular(l.T, v, lower=False))(
+            L, z.T)
+        log_det = jnp.sum(jnp.log(jnp.diagonal(L, axis1=-2, axis2=-1)))
+        return X, W, (centre + dev).T, log_det
+
+    def to_z(X, packed, beta):
+        L, centre = frame(X, gauge.unpack(packed, spec.n_freq, Q))
+        z = jnp.einsum("jpq,jp->jq", L, beta.T - centre)                 # Lᵀ(β − β̂)
+        return jnp.concatenate([X.ravel(), packed, z.T.ravel()])
+
+    def log_density(position):
+        X, W, beta, log_det = to_beta(position)
+        psi = design(X, W, spec.intercept) @ beta + data.offset
+        value = total_log_lik("poisson", data.Y, psi, data.observed, data.trials, None, None)
+        prior_w = (jnp.sum(jax.vmap(log_prior_W)(jnp.arange(W.shape[0]), W))
+                   + gauge.log_jacobian(W))
+        return (value - 0.5 * jnp.sum(X**2) - 0.5 * jnp.sum(lam[:, None] * (beta - mu)**2)
+                + prior_w - log_det)
+
+    return log_density, to_z, lambda position: to_beta(position)[:3]
+
+
+def run_nuts(fn, start, loglik, key, n: int):
+    """(step size, leapfrogs per draw, CPU s, ESS of the log-likelihood) of one chain."""
+    import arviz as az
+    import blackjax
+
+    t0 = time.process_time()
+    warm = blackjax.window_adaptation(blackjax.nuts, fn, max_num_doublings=8)
+    (state, params), _ = warm.run(key, start, num_steps=n)
+    params = {k: v for k, v in params.items() if k != "max_num_doublings"}
+    step = blackjax.nuts(fn, **params, max_num_doublings=8).step
+
+    def body(s, k):
+        s, info = step(k, s)
+        return s, (loglik(s.position), info.num_integration_steps)
+
+    _, (trace, steps) = jax.jit(lambda s, keys: jax.lax.scan(body, s, keys))(
+        state, jax.random.split(key, n))
+    cpu = time.process_time() - t0
+    return (float(params["step_size"]), float(np.mean(steps)), cpu,
+            float(az.ess(np.asarray(trace)[None], method="bulk")))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--datasets", default="bridges")
+    parser.add_argument("--draws", type=int, default=300)
+    parser.add_argument("--iterations", type=int, default=1000)
+    parser.add_argument("--features", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    print(f"# OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']} "
+          f"XLA_FLAGS={os.environ['XLA_FLAGS']}; gplvm {gplvm.__version__}; M = "
+          f"{args.features}, fixed RBF, seed {args.seed}, {args.draws} adaptation steps + "
+          f"{args.draws} draws, one chain")
+    print("| data | weights whitened by | step size | leapfrogs per draw | CPU s | "
+          "ESS log-lik | ESS/CPU-s |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for name in args.datasets.split(","):
+        loaded = load(name)
+        if loaded is None:
+            continue
+        Y, description, _ = loaded
+        spec, data, search, fn = block_at_mode(Y, args)
+        _, _, states = chain_starts(np.asarray(Y, dtype=float), args, 4)
+        state = jax.tree_util.tree_map(lambda a: a[0], states)
+        log_prior_W = prior_W(jax.random.PRNGKey(1), spec, data, state).log_density
+        N, Q = data.Y.shape[0], spec.n_components
+        n_w = joint.n_frequency_coords(spec, data)
+        X, _, beta, _ = joint.from_position(spec, data, search.position, state.W)
+        fn_white, to_z, white_beta = whitened(spec, data, log_prior_W)
+        start_white = to_z(X, search.position[N * Q:N * Q + n_w], beta)
+        prior_beta = lambda p: joint.from_position(spec, data, p, state.W)[:3]  # noqa: E731
+
+        def loglik_of(to_beta):
+            def loglik(position):
+                X, W, beta = to_beta(position)
+                psi = design(X, W, spec.intercept) @ beta + data.offset
+                return total_log_lik("poisson", data.Y, psi, data.observed, data.trials,
+                                     None, None)
+            return loglik
+
+        key = jax.random.PRNGKey(args.seed)
+        for label, density, start, to_beta in (
+                ("prior (the library's block)", fn, search.position, prior_beta),
+                ("conditional curvature", fn_white, start_white, white_beta)):
+            step, steps, cpu, ess = run_nuts(density, start, loglik_of(to_beta), key,
+                                             args.draws)
+            print(f"| {description} | {label} | {step:.4g} | {steps:.0f} | {cpu:.1f} | "
+                  f"{ess:.0f} | {ess / cpu:.2f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
