@@ -1,0 +1,157 @@
+"""Where the RFLVM's first fit spends its compile time (issue 30, item 4 "Compile once, small").
+
+One short fit (``n_iter=4, burn_in=2, block_size=2``) per sampler, single-threaded, with the
+persistent compilation cache off (so every program is compiled cold, and the exported-block
+files of :mod:`gplvm.inference.mcmc._exported`, which live in that cache's folder, are neither
+read nor written).  JAX's compile-phase timers (those behind ``jax_log_compiles``) give, per jitted function, the seconds
+spent tracing it, lowering it to StableHLO and compiling it with XLA, measured here in process
+CPU seconds (JAX's timer patched; XLA's own threads count too); the table sums them by function
+name.  The fit's total wall and process CPU
+seconds are printed below the table.
+
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/rflvm_compile.py
+    .venv/bin/python benchmarks/rflvm_compile.py --samplers nuts --likelihoods negative_binomial
+    .venv/bin/python benchmarks/rflvm_compile.py --n-samples 1000 --n-outputs 1000
+    .venv/bin/python benchmarks/rflvm_compile.py --learn-kernel   # the DP mixture on W
+
+Each (likelihood, sampler) runs in its own subprocess, so that nothing compiled for one is
+reused by the next.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
+os.environ["GPLVM_COMPILATION_CACHE"] = "0"     # cold compiles: no persistent cache
+os.environ.setdefault("GPLVM_CPU_DEVICES", "1")  # one device: one program per block
+
+import re          # noqa: E402
+import time        # noqa: E402
+import logging     # noqa: E402
+from collections import defaultdict  # noqa: E402
+
+PATTERNS = {
+    "trace": re.compile(r"Finished tracing (\S+) for jit in ([0-9.]+) sec"),
+    "lower": re.compile(r"Finished jaxpr to MLIR module conversion (\S+) in ([0-9.]+) sec"),
+    "compile": re.compile(r"Finished XLA compilation of (\S+) in ([0-9.]+) sec"),
+}
+
+
+class _Collect(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.rows = defaultdict(lambda: defaultdict(float))
+        self.counts = defaultdict(int)
+
+    def emit(self, record):
+        msg = record.getMessage()
+        for phase, pat in PATTERNS.items():
+            m = pat.search(msg)
+            if m:
+                name, secs = m.group(1), float(m.group(2))
+                self.rows[name][phase] += secs
+                if phase == "compile":
+                    self.counts[name] += 1
+
+
+def _cpu_timed_logs(collect) -> None:
+    """JAX's compile-phase timers, measuring process CPU seconds instead of wall seconds (the
+    machine may be shared; XLA's own threads count too), reported to ``collect``."""
+    from jax._src import dispatch
+
+    class CPUElapsed:
+        def __init__(self, fmt, fun_name, event=None):
+            self.fmt, self.fun_name = fmt, fun_name
+
+        def __enter__(self):
+            self.start = time.process_time()
+
+        def __exit__(self, *exc):
+            collect.emit(logging.makeLogRecord({"msg": self.fmt.format(
+                fun_name=self.fun_name, elapsed_time=time.process_time() - self.start)}))
+
+    dispatch.log_elapsed_time = CPUElapsed
+
+
+def one(likelihood: str, sampler: str, n_samples: int, n_outputs: int, n_iter: int,
+        top: int, learn_kernel: bool, chains: int) -> None:
+    import gplvm
+    from gplvm.config import disable_compilation_cache
+
+    disable_compilation_cache()
+    collect = _Collect()
+    _cpu_timed_logs(collect)
+
+    Y = gplvm.data.make_s_curve(likelihood, n_samples=n_samples, n_outputs=n_outputs,
+                                random_state=0).Y
+    model = gplvm.RFLVM(likelihood=likelihood, sampler=sampler, n_iter=n_iter,
+                        burn_in=n_iter // 2, block_size=2, progress=False, random_state=0,
+                        learn_kernel=learn_kernel, n_chains=chains)
+    wall, cpu = time.perf_counter(), time.process_time()
+    model.fit(Y)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+
+    rows = sorted(collect.rows.items(), key=lambda kv: -sum(kv[1].values()))
+    print(f"\n== RFLVM(likelihood={likelihood!r}, sampler={sampler!r}) on {n_samples} x "
+          f"{n_outputs}, n_iter={n_iter}, learn_kernel={learn_kernel}, n_chains={chains} ==")
+    print(f"{'function':<44} {'n':>3} {'trace':>8} {'lower':>8} {'XLA':>8} {'total':>8}  (CPU s)")
+    tot = defaultdict(float)
+    for name, r in rows[:top]:
+        print(f"{name[:44]:<44} {collect.counts[name]:>3} {r['trace']:>8.2f} {r['lower']:>8.2f}"
+              f" {r['compile']:>8.2f} {sum(r.values()):>8.2f}")
+    rest = rows[top:]
+    if rest:
+        rs = {p: sum(r[p] for _, r in rest) for p in PATTERNS}
+        n = sum(collect.counts[name] for name, _ in rest)
+        print(f"{f'({len(rest)} others)':<44} {n:>3} {rs['trace']:>8.2f} {rs['lower']:>8.2f} "
+              f"{rs['compile']:>8.2f} {sum(rs.values()):>8.2f}")
+    for _, r in rows:
+        for p in PATTERNS:
+            tot[p] += r[p]
+    n = sum(collect.counts.values())
+    print(f"{'TOTAL':<44} {n:>3} {tot['trace']:>8.2f} {tot['lower']:>8.2f} "
+          f"{tot['compile']:>8.2f} {sum(tot.values()):>8.2f}")
+    print(f"fit: {wall:.2f} s wall, {cpu:.2f} s CPU (process); block compile_s "
+          f"{getattr(model, 'timings_', {}).get('compile_s', float('nan')):.2f}")
+    print(f"log_lik trace sum (identity check): {float(abs(model._result_.trace['log_lik']).sum()):.17g}"
+          if isinstance(getattr(model._result_, 'trace', None), dict)
+          and 'log_lik' in model._result_.trace else "")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--likelihoods", nargs="+", default=["poisson"])
+    p.add_argument("--samplers", nargs="+", default=["nuts", "gibbs"])
+    p.add_argument("--n-samples", type=int, default=300)
+    p.add_argument("--n-outputs", type=int, default=50)
+    p.add_argument("--n-iter", type=int, default=4)
+    p.add_argument("--learn-kernel", action="store_true",
+                   help="the DP mixture on the frequencies (default: the fixed RBF's prior, "
+                        "as in rflvm_convergence.py)")
+    p.add_argument("--chains", type=int, default=4)
+    p.add_argument("--top", type=int, default=15, help="functions listed by name")
+    p.add_argument("--one", nargs=2, metavar=("LIKELIHOOD", "SAMPLER"), help=argparse.SUPPRESS)
+    a = p.parse_args()
+    if a.one:
+        one(a.one[0], a.one[1], a.n_samples, a.n_outputs, a.n_iter, a.top, a.learn_kernel,
+            a.chains)
+        return
+    print(f"OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']} "
+          f"XLA_FLAGS={os.environ['XLA_FLAGS']} GPLVM_COMPILATION_CACHE=0 "
+          f"GPLVM_CPU_DEVICES={os.environ['GPLVM_CPU_DEVICES']}", flush=True)
+    for lik in a.likelihoods:
+        for sampler in a.samplers:
+            cmd = [sys.executable, __file__, "--one", lik, sampler, "--n-samples",
+                   str(a.n_samples), "--n-outputs", str(a.n_outputs), "--n-iter",
+                   str(a.n_iter), "--top", str(a.top), "--chains", str(a.chains)]
+            cmd += ["--learn-kernel"] if a.learn_kernel else []
+            subprocess.run(cmd, check=True)
+
+
+if __name__ == "__main__":
+    main()
