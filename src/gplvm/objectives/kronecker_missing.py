@@ -57,19 +57,26 @@ def _projections(Q, P_list):
     return [V.T if P is None else V.T @ P for V, P in zip(Q, P_list)]
 
 
-def _diagonal_given_eigen(weighted, lam, Q, P_list, C, P_xi, beta):
-    """H (n_ξ, n_s) from the spatial eigenpairs (module docstring); differentiable in
-    everything but ``lam`` and ``Q``."""
-    weights = _kron_vec([w if e else jnp.ones_like(w) for w, e in zip(lam, weighted)])
-    r2 = [T**2 for T in _projections(Q, P_list)]
+def _resolvents(lam, C, P_xi, beta, keep: bool):
+    """h_bi = p_iᵀ(I + βλ_b C)⁻¹p_i for every spatial eigenvalue product λ_b, (Π m_p, n_ξ),
+    and with ``keep`` also Y_b = (I + βλ_b C)⁻¹P_ξ, (Π m_p, m_ξ, n_ξ): one Cholesky each."""
     eye = jnp.eye(C.shape[0], dtype=C.dtype)
 
-    def per_eigenvalue(lam_b):                           # p_iᵀ(I + βλ_b C)⁻¹p_i for every i
+    def per_eigenvalue(lam_b):
         L = jnp.linalg.cholesky(eye + beta * lam_b * C)
         A = jax.scipy.linalg.solve_triangular(L, P_xi, lower=True)
-        return jnp.sum(A**2, axis=0)
+        h = jnp.sum(A**2, axis=0)
+        if not keep:
+            return h
+        return h, jax.scipy.linalg.solve_triangular(L.T, A, lower=False)
 
-    h = jax.lax.map(per_eigenvalue, _kron_vec(lam))      # (Π m_p, n_ξ)
+    return jax.lax.map(per_eigenvalue, _kron_vec(lam))
+
+
+def _combine(weighted, lam, Q, P_list, h):
+    """H (n_ξ, n_s) = Σ_b w_b r_bj² h_bi (module docstring): linear in h."""
+    weights = _kron_vec([w if e else jnp.ones_like(w) for w, e in zip(lam, weighted)])
+    r2 = [T**2 for T in _projections(Q, P_list)]
     H = kron_apply([r.T for r in r2], [r.shape[0] for r in r2], weights[:, None] * h)
     return H.T
 
@@ -77,13 +84,13 @@ def _diagonal_given_eigen(weighted, lam, Q, P_list, C, P_xi, beta):
 @partial(jax.custom_vjp, nondiff_argnums=(0,))
 def _diagonal(weighted, S_list, P_list, C, P_xi, beta):
     lam, Q = _spatial_eigen(S_list)
-    return _diagonal_given_eigen(weighted, lam, Q, P_list, C, P_xi, beta)
+    return _combine(weighted, lam, Q, P_list, _resolvents(lam, C, P_xi, beta, keep=False))
 
 
 def _diagonal_fwd(weighted, S_list, P_list, C, P_xi, beta):
     lam, Q = _spatial_eigen(S_list)
-    H = _diagonal_given_eigen(weighted, lam, Q, P_list, C, P_xi, beta)
-    return H, (lam, Q, P_list, C, P_xi, beta)
+    h, Y = _resolvents(lam, C, P_xi, beta, keep=True)
+    return _combine(weighted, lam, Q, P_list, h), (lam, Q, P_list, C, P_xi, beta, h, Y)
 
 
 def _others(vectors, p):
@@ -92,7 +99,7 @@ def _others(vectors, p):
     return _kron_vec(rest) if rest else jnp.ones(1, dtype=vectors[0].dtype)
 
 
-def _spectral_cotangents(weighted, lam, Q, P_list, C, P_xi, beta, G):
+def _spectral_cotangents(weighted, lam, Q, P_list, C, P_xi, beta, G, Y):
     r"""∂/∂S_p of Σ_ij G_ij H_ij by Daleckii–Krein, without dividing by eigenvalue gaps.
 
     At fixed eigenpairs of the other factors (product α and weight ω_o of their eigenvalues),
@@ -104,16 +111,11 @@ def _spectral_cotangents(weighted, lam, Q, P_list, C, P_xi, beta, G):
               -βαω_o\, y_a^\top C y_c \;(e_p = 0),
 
     smooth through λ_a = λ_c (the derivative there).  The cotangent is Q_p(Σ F ∘ M)Q_pᵀ with
-    M_ac = Σ_j G_ij T_p[a, j_p] T_p[c, j_p] Π_{q≠p} T_q[b_q, j_q]² (T_p = Q_pᵀP_p).
+    M_ac = Σ_j G_ij T_p[a, j_p] T_p[c, j_p] Π_{q≠p} T_q[b_q, j_q]² (T_p = Q_pᵀP_p); ``Y`` the
+    forward pass's R(λ_b)P_ξ (:func:`_resolvents`).
     """
-    eye = jnp.eye(C.shape[0], dtype=C.dtype)
-
-    def resolvent(v_b):                                  # R(v_b) P_ξ, (m_ξ, n_ξ)
-        L = jnp.linalg.cholesky(eye + beta * v_b * C)
-        return jax.scipy.linalg.cho_solve((L, True), P_xi)
-
     sizes = [w.shape[0] for w in lam]
-    Y = jax.lax.map(resolvent, _kron_vec(lam)).reshape(*sizes, *P_xi.shape)
+    Y = Y.reshape(*sizes, *P_xi.shape)
     CY = jnp.einsum("kl,...ln->...kn", C, Y)
     T = _projections(Q, P_list)
     n_xi = G.shape[0]
@@ -144,12 +146,24 @@ def _spectral_cotangents(weighted, lam, Q, P_list, C, P_xi, beta, G):
 
 
 def _diagonal_bwd(weighted, res, G):
-    """The spatial factors by :func:`_spectral_cotangents`; everything else by autodiff at
-    fixed spatial eigenpairs (they do not depend on it)."""
-    lam, Q, P_list, C, P_xi, beta = res
-    _, vjp = jax.vjp(partial(_diagonal_given_eigen, weighted, lam, Q), P_list, C, P_xi, beta)
-    g_P, g_C, g_P_xi, g_beta = vjp(G)
-    g_S = _spectral_cotangents(weighted, lam, Q, P_list, C, P_xi, beta, G)
+    r"""Cotangents from the forward pass's resolvents, no Cholesky again: with
+    y_bi = R(λ_b)p_i and Ḡ_bi the cotangent of h_bi (:func:`_combine` is linear in h),
+
+    .. math:: \bar p_i = 2\sum_b Ḡ_{bi} y_{bi},\quad
+              \bar C = -β\sum_{bi} λ_b Ḡ_{bi}\, y_{bi} y_{bi}^\top,\quad
+              \bar β = -\sum_{bi} λ_b Ḡ_{bi}\, y_{bi}^\top C y_{bi},
+
+    from dR = −R dA R; the spatial factors by :func:`_spectral_cotangents`; the pixel
+    projections P_p by autodiff of :func:`_combine` at fixed h."""
+    lam, Q, P_list, C, P_xi, beta, h, Y = res
+    _, vjp = jax.vjp(partial(_combine, weighted, lam, Q), P_list, h)
+    g_P, G_h = vjp(G)
+    lam_b = _kron_vec(lam)
+    weighted_Y = Y * G_h[:, None, :]                                  # Ḡ_bi y_bi
+    g_P_xi = 2.0 * jnp.sum(weighted_Y, axis=0)
+    g_C = -beta * jnp.einsum("b,bki,bli->kl", lam_b, weighted_Y, Y)
+    g_beta = -jnp.einsum("b,bki,kl,bli->", lam_b, weighted_Y, C, Y)
+    g_S = _spectral_cotangents(weighted, lam, Q, P_list, C, P_xi, beta, G, Y)
     return g_S, g_P, g_C, g_P_xi, g_beta
 
 
