@@ -79,7 +79,7 @@ def _cpu_timed_logs(collect) -> None:
 
 
 def one(likelihood: str, sampler: str, n_samples: int, n_outputs: int, n_iter: int,
-        top: int, learn_kernel: bool, chains: int) -> None:
+        top: int, learn_kernel: bool, chains: int, block_size: int = 2) -> None:
     import gplvm
     from gplvm.config import disable_compilation_cache
 
@@ -90,7 +90,7 @@ def one(likelihood: str, sampler: str, n_samples: int, n_outputs: int, n_iter: i
     Y = gplvm.data.make_s_curve(likelihood, n_samples=n_samples, n_outputs=n_outputs,
                                 random_state=0).Y
     model = gplvm.RFLVM(likelihood=likelihood, sampler=sampler, n_iter=n_iter,
-                        burn_in=n_iter // 2, block_size=2, progress=False, random_state=0,
+                        burn_in=n_iter // 2, block_size=block_size, progress=False, random_state=0,
                         learn_kernel=learn_kernel, n_chains=chains)
     wall, cpu = time.perf_counter(), time.process_time()
     model.fit(Y)
@@ -134,12 +134,15 @@ def main() -> None:
                    help="the DP mixture on the frequencies (default: the fixed RBF's prior, "
                         "as in rflvm_convergence.py)")
     p.add_argument("--chains", type=int, default=4)
+    p.add_argument("--block-size", type=int, default=2,
+                   help="rflvm_convergence.py's first ('compile') fit is --n-iter 100 "
+                        "--block-size 50: 100 sweeps, not only compiling")
     p.add_argument("--top", type=int, default=15, help="functions listed by name")
     p.add_argument("--one", nargs=2, metavar=("LIKELIHOOD", "SAMPLER"), help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.one:
         one(a.one[0], a.one[1], a.n_samples, a.n_outputs, a.n_iter, a.top, a.learn_kernel,
-            a.chains)
+            a.chains, a.block_size)
         return
     print(f"OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']} "
           f"XLA_FLAGS={os.environ['XLA_FLAGS']} GPLVM_COMPILATION_CACHE=0 "
@@ -148,7 +151,8 @@ def main() -> None:
         for sampler in a.samplers:
             cmd = [sys.executable, __file__, "--one", lik, sampler, "--n-samples",
                    str(a.n_samples), "--n-outputs", str(a.n_outputs), "--n-iter",
-                   str(a.n_iter), "--top", str(a.top), "--chains", str(a.chains)]
+                   str(a.n_iter), "--top", str(a.top), "--chains", str(a.chains),
+                   "--block-size", str(a.block_size)]
             cmd += ["--learn-kernel"] if a.learn_kernel else []
             subprocess.run(cmd, check=True)
 
