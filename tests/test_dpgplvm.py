@@ -23,7 +23,6 @@ from sklearn.metrics import adjusted_rand_score
 from gplvm import BayesianGPLVM, DPGPLVM
 from gplvm.models import dpgplvm as dpgplvm_module
 from gplvm.models._dp_data import make_factorised
-from gplvm.models._dp_plot import column_relevance
 from gplvm.models.dpgplvm import missing_data_log_likelihood
 from gplvm.models.gplvm_family import dp_fitted, dp_rows
 from gplvm.models.gplvm_family import estimator as family_estimator
@@ -32,6 +31,7 @@ from gplvm.models.gplvm_family.dp_fitted import FittedDPGPLVM
 from gplvm.models.gplvm_family.missing_block import missing_block_split
 from gplvm.objectives import new_rows
 from gplvm.objectives.collapsed import kl_standard_normal
+from gplvm.plot._columns import column_relevance
 from gplvm.transforms import inverse_softplus
 
 #: three functions of a 3-D latent space, each pair sharing one dimension (each function

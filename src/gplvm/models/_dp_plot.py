@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from gplvm.plot._columns import column_relevance
-
 
 def plot_factorisation(model, ax=None, truth=None, order=None, title="DP-GP-LVM"):
     """Draw columns × latent dimensions shaded by each column's ARD weights.
@@ -23,6 +21,8 @@ def plot_factorisation(model, ax=None, truth=None, order=None, title="DP-GP-LVM"
         The axis (or the pair of axes).
     """
     import matplotlib.pyplot as plt
+
+    from gplvm.plot._columns import column_relevance
 
     shade = column_relevance(model)
     if order is not None:
