@@ -59,16 +59,28 @@ def spectrum(A) -> str:
             f"{np.sqrt(e.max() / positive.min()):.0f} | {np.sum(e <= 1e-6)}")
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--datasets", default="scurve")
-    parser.add_argument("--iterations", type=int, default=5000)
+def block_arguments(parser, datasets: str, iterations: int):
+    """The block's data sets, mode-search iterations, features and seed (shared with
+    ``rflvm_whitened.py``)."""
+    parser.add_argument("--datasets", default=datasets)
+    parser.add_argument("--iterations", type=int, default=iterations)
     parser.add_argument("--features", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
+    return parser
+
+
+def settings(args) -> str:
+    """The header line: thread settings, version, M, kernel, seed."""
+    return (f"# OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']} "
+            f"XLA_FLAGS={os.environ['XLA_FLAGS']}; gplvm {gplvm.__version__}; M = "
+            f"{args.features}, fixed RBF, seed {args.seed}")
+
+
+def main(argv=None):
+    parser = block_arguments(argparse.ArgumentParser(description=__doc__.split("\n")[0]),
+                             "scurve", 5000)
     args = parser.parse_args(argv)
-    print(f"# OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']} "
-          f"XLA_FLAGS={os.environ['XLA_FLAGS']}; gplvm {gplvm.__version__}; M = "
-          f"{args.features}, fixed RBF, seed {args.seed}")
+    print(settings(args))
     for name in args.datasets.split(","):
         loaded = load(name)
         if loaded is None:

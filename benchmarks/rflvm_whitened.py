@@ -42,7 +42,6 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-import gplvm  # noqa: E402
 from gplvm.models._rflvm import gauge, joint  # noqa: E402
 from gplvm.models._rflvm.features import design  # noqa: E402
 from gplvm.models._rflvm.loglik import total_log_lik  # noqa: E402
@@ -50,7 +49,7 @@ from gplvm.models._rflvm.sweep import prior_W  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rflvm_convergence import chain_starts, load  # noqa: E402
-from rflvm_curvature import block_at_mode  # noqa: E402
+from rflvm_curvature import block_arguments, block_at_mode, settings  # noqa: E402
 
 
 def whitened(spec, data, log_prior_W):
@@ -124,17 +123,11 @@ def run_nuts(fn, start, loglik, key, n: int):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--datasets", default="bridges")
+    parser = block_arguments(argparse.ArgumentParser(description=__doc__.split("\n")[0]),
+                             "bridges", 1000)
     parser.add_argument("--draws", type=int, default=300)
-    parser.add_argument("--iterations", type=int, default=1000)
-    parser.add_argument("--features", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    print(f"# OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']} "
-          f"XLA_FLAGS={os.environ['XLA_FLAGS']}; gplvm {gplvm.__version__}; M = "
-          f"{args.features}, fixed RBF, seed {args.seed}, {args.draws} adaptation steps + "
-          f"{args.draws} draws, one chain")
+    print(f"{settings(args)}, {args.draws} adaptation steps + {args.draws} draws, one chain")
     print("| data | weights whitened by | step size | leapfrogs per draw | CPU s | "
           "ESS log-lik | ESS/CPU-s |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
