@@ -40,8 +40,8 @@ from rflvm_convergence import chain_starts, load  # noqa: E402
 
 
 def block_at_mode(Y, args):
-    """(spec, data, mode search, log-density) of chain 0 of a 4-chain
-    ``RFLVM(sampler='nuts')`` fit (:func:`rflvm_convergence.chain_starts`)."""
+    """(spec, data, mode search, log-density, chain 0's start, W's log prior) of chain 0 of
+    a 4-chain ``RFLVM(sampler='nuts')`` fit (:func:`rflvm_convergence.chain_starts`)."""
     spec, data, states = chain_starts(np.asarray(Y, dtype=float), args, 4)
     state = jax.tree_util.tree_map(lambda a: a[0], states)
     log_prior_W = prior_W(jax.random.PRNGKey(1), spec, data, state).log_density
@@ -49,7 +49,16 @@ def block_at_mode(Y, args):
                            log_prior_W)
     search = jax.jit(lambda p: map_start.find_mode(fn, p, args.iterations))(
         joint.to_position(spec, data, state))
-    return spec, data, search, fn
+    return spec, data, search, fn, state, log_prior_W
+
+
+def blocks_at_mode(args):
+    """(description, :func:`block_at_mode`'s tuple) for each of ``args.datasets`` that is
+    available."""
+    for name in args.datasets.split(","):
+        loaded = load(name)
+        if loaded is not None:
+            yield loaded[1], block_at_mode(loaded[0], args)
 
 
 def spectrum(A) -> str:
@@ -81,12 +90,7 @@ def main(argv=None):
                              "scurve", 5000)
     args = parser.parse_args(argv)
     print(settings(args))
-    for name in args.datasets.split(","):
-        loaded = load(name)
-        if loaded is None:
-            continue
-        Y, description, _ = loaded
-        spec, data, search, fn = block_at_mode(Y, args)
+    for description, (spec, data, search, fn, _, _) in blocks_at_mode(args):
         H = np.asarray(-jax.hessian(fn)(search.position))
         N, Q = data.Y.shape[0], spec.n_components
         P, D = spec.n_weights, spec.n_outputs

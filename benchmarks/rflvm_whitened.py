@@ -45,11 +45,9 @@ import numpy as np  # noqa: E402
 from gplvm.models._rflvm import gauge, joint  # noqa: E402
 from gplvm.models._rflvm.features import design  # noqa: E402
 from gplvm.models._rflvm.loglik import total_log_lik  # noqa: E402
-from gplvm.models._rflvm.sweep import prior_W  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rflvm_convergence import chain_starts, load  # noqa: E402
-from rflvm_curvature import block_arguments, block_at_mode, settings  # noqa: E402
+from rflvm_curvature import block_arguments, blocks_at_mode, settings  # noqa: E402
 
 
 def whitened(spec, data, log_prior_W):
@@ -131,15 +129,7 @@ def main(argv=None):
     print("| data | weights whitened by | step size | leapfrogs per draw | CPU s | "
           "ESS log-lik | ESS/CPU-s |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
-    for name in args.datasets.split(","):
-        loaded = load(name)
-        if loaded is None:
-            continue
-        Y, description, _ = loaded
-        spec, data, search, fn = block_at_mode(Y, args)
-        _, _, states = chain_starts(np.asarray(Y, dtype=float), args, 4)
-        state = jax.tree_util.tree_map(lambda a: a[0], states)
-        log_prior_W = prior_W(jax.random.PRNGKey(1), spec, data, state).log_density
+    for description, (spec, data, search, fn, state, log_prior_W) in blocks_at_mode(args):
         N, Q = data.Y.shape[0], spec.n_components
         n_w = joint.n_frequency_coords(spec, data)
         X, _, beta, _ = joint.from_position(spec, data, search.position, state.W)
