@@ -78,8 +78,13 @@ def _cpu_timed_logs(collect) -> None:
     dispatch.log_elapsed_time = CPUElapsed
 
 
-def one(likelihood: str, sampler: str, n_samples: int, n_outputs: int, n_iter: int,
-        top: int, learn_kernel: bool, chains: int, block_size: int = 2) -> None:
+def _row(label: str, n: int, r) -> str:
+    return (f"{label[:44]:<44} {n:>3} {r['trace']:>8.2f} {r['lower']:>8.2f} "
+            f"{r['compile']:>8.2f} {sum(r[p] for p in PATTERNS):>8.2f}")
+
+
+def one(args, likelihood: str, sampler: str) -> None:
+    """One fit of ``likelihood`` × ``sampler`` in this process, and its table."""
     import gplvm
     from gplvm.config import disable_compilation_cache
 
@@ -87,40 +92,30 @@ def one(likelihood: str, sampler: str, n_samples: int, n_outputs: int, n_iter: i
     collect = _Collect()
     _cpu_timed_logs(collect)
 
-    Y = gplvm.data.make_s_curve(likelihood, n_samples=n_samples, n_outputs=n_outputs,
-                                random_state=0).Y
-    model = gplvm.RFLVM(likelihood=likelihood, sampler=sampler, n_iter=n_iter,
-                        burn_in=n_iter // 2, block_size=block_size, progress=False, random_state=0,
-                        learn_kernel=learn_kernel, n_chains=chains)
+    n_trials = 10                      # make_s_curve's default for the binomial
+    Y = gplvm.data.make_s_curve(likelihood, n_samples=args.n_samples,
+                                n_outputs=args.n_outputs, random_state=0).Y
+    model = gplvm.RFLVM(likelihood=likelihood, sampler=sampler, n_iter=args.n_iter,
+                        burn_in=args.n_iter // 2, block_size=args.block_size, progress=False,
+                        random_state=0, learn_kernel=args.learn_kernel, n_chains=args.chains)
     wall, cpu = time.perf_counter(), time.process_time()
-    model.fit(Y)
+    model.fit(Y, n_trials=n_trials if likelihood == "binomial" else None)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
 
     rows = sorted(collect.rows.items(), key=lambda kv: -sum(kv[1].values()))
-    print(f"\n== RFLVM(likelihood={likelihood!r}, sampler={sampler!r}) on {n_samples} x "
-          f"{n_outputs}, n_iter={n_iter}, learn_kernel={learn_kernel}, n_chains={chains} ==")
+    print(f"\n== RFLVM(likelihood={likelihood!r}, sampler={sampler!r}) on {args.n_samples} x "
+          f"{args.n_outputs}, n_iter={args.n_iter}, learn_kernel={args.learn_kernel}, "
+          f"n_chains={args.chains} ==")
     print(f"{'function':<44} {'n':>3} {'trace':>8} {'lower':>8} {'XLA':>8} {'total':>8}  (CPU s)")
-    tot = defaultdict(float)
-    for name, r in rows[:top]:
-        print(f"{name[:44]:<44} {collect.counts[name]:>3} {r['trace']:>8.2f} {r['lower']:>8.2f}"
-              f" {r['compile']:>8.2f} {sum(r.values()):>8.2f}")
-    rest = rows[top:]
+    for name, r in rows[:args.top]:
+        print(_row(name, collect.counts[name], r))
+    rest = rows[args.top:]
     if rest:
-        rs = {p: sum(r[p] for _, r in rest) for p in PATTERNS}
-        n = sum(collect.counts[name] for name, _ in rest)
-        print(f"{f'({len(rest)} others)':<44} {n:>3} {rs['trace']:>8.2f} {rs['lower']:>8.2f} "
-              f"{rs['compile']:>8.2f} {sum(rs.values()):>8.2f}")
-    for _, r in rows:
-        for p in PATTERNS:
-            tot[p] += r[p]
-    n = sum(collect.counts.values())
-    print(f"{'TOTAL':<44} {n:>3} {tot['trace']:>8.2f} {tot['lower']:>8.2f} "
-          f"{tot['compile']:>8.2f} {sum(tot.values()):>8.2f}")
-    print(f"fit: {wall:.2f} s wall, {cpu:.2f} s CPU (process); block compile_s "
-          f"{getattr(model, 'timings_', {}).get('compile_s', float('nan')):.2f}")
-    print(f"log_lik trace sum (identity check): {float(abs(model._result_.trace['log_lik']).sum()):.17g}"
-          if isinstance(getattr(model._result_, 'trace', None), dict)
-          and 'log_lik' in model._result_.trace else "")
+        print(_row(f"({len(rest)} others)", sum(collect.counts[name] for name, _ in rest),
+                   {p: sum(r[p] for _, r in rest) for p in PATTERNS}))
+    print(_row("TOTAL", sum(collect.counts.values()),
+               {p: sum(r[p] for _, r in rows) for p in PATTERNS}))
+    print(f"fit: {wall:.2f} s wall, {cpu:.2f} s CPU (process)")
 
 
 def main() -> None:
@@ -141,8 +136,7 @@ def main() -> None:
     p.add_argument("--one", nargs=2, metavar=("LIKELIHOOD", "SAMPLER"), help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.one:
-        one(a.one[0], a.one[1], a.n_samples, a.n_outputs, a.n_iter, a.top, a.learn_kernel,
-            a.chains, a.block_size)
+        one(a, *a.one)
         return
     print(f"OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']} "
           f"XLA_FLAGS={os.environ['XLA_FLAGS']} GPLVM_COMPILATION_CACHE=0 "
@@ -154,7 +148,11 @@ def main() -> None:
                    str(a.n_iter), "--top", str(a.top), "--chains", str(a.chains),
                    "--block-size", str(a.block_size)]
             cmd += ["--learn-kernel"] if a.learn_kernel else []
-            subprocess.run(cmd, check=True)
+            done = subprocess.run(cmd)
+            if done.returncode:     # e.g. killed for memory: say so, go on with the next
+                print(f"\n== {lik} × {sampler}: the fit's process ended with status "
+                      f"{done.returncode} (a negative status is the signal that killed it) ==",
+                      flush=True)
 
 
 if __name__ == "__main__":

@@ -153,3 +153,12 @@ def test_estimator_reports_the_mode_start():
     assert info["n_iterations"].shape == (2,) and np.all(info["n_iterations"] >= 1)
     assert np.all(np.isfinite(info["log_density"]))
     assert np.all(np.isfinite(model.history_))
+
+
+def test_find_mode_refuses_zero_iterations():
+    """find_mode returns its last iteration's own value and gradient, so it needs one."""
+    with pytest.raises(ValueError, match="max_iterations >= 1"):
+        find_mode(lambda p: -jnp.sum(p**2), jnp.ones(2), 0)
+    search = find_mode(lambda p: -jnp.sum((p - 1.0)**2), jnp.zeros(2), 50)
+    np.testing.assert_allclose(search.position, 1.0, atol=1e-6)
+    np.testing.assert_allclose(search.log_density, -jnp.sum((search.position - 1.0)**2))

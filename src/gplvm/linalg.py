@@ -258,12 +258,16 @@ def _outer_except(vectors: Sequence[jnp.ndarray], p: int) -> jnp.ndarray:
     return out
 
 
-def _spectral_forward(weighted, S_list, R, beta):
+def psd_eigh(S_list):
+    """(eigenvalues, eigenvectors) of each PSD factor, the eigenvalues clipped at 0: round-off
+    can leave eigenvalues of order −eps·‖S‖, and a product of two such across factors times
+    β can push 1 + βv through zero."""
     pairs = [jnp.linalg.eigh(S) for S in S_list]
-    # the factors are PSD: round-off can leave eigenvalues of order -eps·‖S‖, and a product
-    # of two such across factors times β can push 1 + βv through zero
-    lam = [jnp.maximum(w, 0.0) for w, _ in pairs]
-    Q = [V for _, V in pairs]
+    return [jnp.maximum(w, 0.0) for w, _ in pairs], [V for _, V in pairs]
+
+
+def _spectral_forward(weighted, S_list, R, beta):
+    lam, Q = psd_eigh(S_list)
     sizes = [w.shape[0] for w in lam]
     v = _outer_except(lam, -1)                                      # ⊗λ_p, (n_1, ..., n_P)
     omega = _outer_except([w if e else jnp.ones_like(w) for w, e in zip(lam, weighted)], -1)

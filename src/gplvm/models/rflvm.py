@@ -27,8 +27,8 @@ from gplvm._pytree import to_device
 from gplvm._params import POSITIVE_INT, RANDOM_STATE, check_argument, check_params
 from gplvm._random import as_key
 from gplvm._validation import (
-    as_1d_float, as_2d_float, check_magnitude, check_new_values, dropped_columns_notice,
-    require_float64,
+    as_1d_float, as_2d_float, check_magnitude, check_new_values, column_standardisation,
+    dropped_columns_notice, kept_columns, require_float64, standardise_kept,
 )
 from gplvm.inference.mcmc import run_chains, split_rhat
 from gplvm.inference.sharding import checkpoint_devices_problem
@@ -41,7 +41,6 @@ from gplvm.models._common import check_is_fitted, in_model_precision
 from gplvm.models._rows import map_rows
 from gplvm.models._rflvm import predict as pred
 from gplvm.models._rflvm.checks import check_fit_inputs, check_latent_points
-from gplvm._validation import column_standardisation, kept_columns, standardise_kept
 from gplvm.models._rflvm.columns import narrow, widen
 from gplvm.models._rflvm.convergence import (RHAT_TARGET, convergence_figures, describe,
                                              has_converged)
@@ -436,7 +435,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         if dropped.any():
             dropped_columns_notice("RFLVM", Y, dropped)
         self.mean_, self.scale_ = column_standardisation(Y, dropped,
-                                                  kind == "gaussian" and self.standardize)
+                                                         kind == "gaussian" and self.standardize)
         return standardise_kept(Y, self.mean_, self.scale_)
 
     def _initial_latents(self, Ys, kind: str, key, offset=None):

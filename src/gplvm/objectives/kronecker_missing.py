@@ -42,14 +42,8 @@ from typing import Sequence
 import jax
 import jax.numpy as jnp
 
-from gplvm.linalg import kron_apply
+from gplvm.linalg import _outer_except, kron_apply, psd_eigh
 from gplvm.objectives.kronecker import _kron_vec
-
-
-def _spatial_eigen(S_list):
-    """Eigenvalues (round-off negatives of the PSD factors set to 0) and eigenvectors."""
-    pairs = [jnp.linalg.eigh(S) for S in S_list]
-    return [jnp.maximum(w, 0.0) for w, _ in pairs], [V for _, V in pairs]
 
 
 def _projections(Q, P_list):
@@ -83,20 +77,19 @@ def _combine(weighted, lam, Q, P_list, h):
 
 @partial(jax.custom_vjp, nondiff_argnums=(0,))
 def _diagonal(weighted, S_list, P_list, C, P_xi, beta):
-    lam, Q = _spatial_eigen(S_list)
+    lam, Q = psd_eigh(S_list)
     return _combine(weighted, lam, Q, P_list, _resolvents(lam, C, P_xi, beta, keep=False))
 
 
 def _diagonal_fwd(weighted, S_list, P_list, C, P_xi, beta):
-    lam, Q = _spatial_eigen(S_list)
+    lam, Q = psd_eigh(S_list)
     h, Y = _resolvents(lam, C, P_xi, beta, keep=True)
     return _combine(weighted, lam, Q, P_list, h), (lam, Q, P_list, C, P_xi, beta, h, Y)
 
 
 def _others(vectors, p):
     """Π_{q≠p} v_q over the joint index without factor p, flattened in Kronecker order."""
-    rest = [v for q, v in enumerate(vectors) if q != p]
-    return _kron_vec(rest) if rest else jnp.ones(1, dtype=vectors[0].dtype)
+    return _outer_except(vectors, p).reshape(-1)
 
 
 def _spectral_cotangents(weighted, lam, Q, P_list, C, P_xi, beta, G, Y):

@@ -14,7 +14,6 @@ ArviZ is an optional dependency (``pip install gplvm[mcmc]``); only ``az.from_di
 from __future__ import annotations
 
 import functools
-
 from typing import Mapping, Optional, Sequence
 
 import jax

@@ -92,7 +92,10 @@ def find_mode(fn: Callable[[Array], Array], position: Array,
               max_iterations: int = MAX_ITERATIONS) -> ModeSearch:
     """Maximise ``fn`` from ``position`` by L-BFGS until every |gradient| coordinate is at most
     :data:`GRADIENT_TOLERANCE` or ``max_iterations`` have run; a step to a non-finite point
-    ends the search at the last finite one."""
+    ends the search at the last finite one.  ``max_iterations`` ≥ 1: the value and gradient
+    returned are the last iteration's own."""
+    if max_iterations < 1:
+        raise ValueError(f"find_mode needs max_iterations >= 1; got {max_iterations}")
     optimizer = optax.lbfgs()
 
     def loss(p):
