@@ -529,7 +529,7 @@ def test_format2_file_without_checksum_still_loads(saved, blr):
 
 def test_every_format1_name_reads_as_a_registered_class():
     """Every class a format-1 file can name is read by a registered class (the two Bayesian
-    GPLVM types that no longer exist by the readers of gplvm._io_format1)."""
+    GPLVM types that no longer exist by the readers of gplvm.io.legacy)."""
     for old, new in registry.FORMAT1_NAMES.items():
         cls = registry.lookup(old, format_version=1)
         assert cls is registry.lookup(new) and registry.name_of(cls) == new

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import gplvm
-from gplvm import io as gio
+from gplvm.io import model_file as gio
 from test_io import blr  # noqa: F401  (the fixture)
 
 REPETITIONS = 20

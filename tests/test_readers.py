@@ -1,4 +1,4 @@
-"""Data files read by ``gplvm fit`` (gplvm._readers, issue 15 item 1): the numbers, row ids,
+"""Data files read by ``gplvm fit`` (gplvm.io.readers, issue 15 item 1): the numbers, row ids,
 column names and annotations read back are the ones written here; every malformed file gives a
 one-line DataFileError naming the file and the fix.  ``.h5ad`` files are written with h5py in
 AnnData's documented on-disk layout (encoding-type attributes, anndata >= 0.8)."""
@@ -9,7 +9,7 @@ import h5py
 import numpy as np
 import pytest
 
-from gplvm._readers import DataFileError, as_times, read_annotation, read_data
+from gplvm.io.readers import DataFileError, as_times, read_annotation, read_data
 
 Y = np.array([[1.5, -2.0, 3.25], [0.0, np.nan, 7.0], [np.nan, 4.5, -1e-3], [2.0, 1.0, 0.5]])
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from gplvm import _cli_models as models
 from gplvm import _cli_output as output
-from gplvm._readers import as_times, read_annotation, read_data
+from gplvm.io.readers import as_times, read_annotation, read_data
 from gplvm.anndata import library_size_offset, library_size_record
 
 PLOT_DPI = 110

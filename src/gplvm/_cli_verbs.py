@@ -21,7 +21,7 @@ import numpy as np
 from gplvm import _cli_output as output
 from gplvm._cli_fit import add_data_options, annotation_names, offsets, read_table
 from gplvm._cli_models import call_arguments
-from gplvm._readers import DataFileError
+from gplvm.io.readers import DataFileError
 
 
 def add_parsers(sub) -> None:

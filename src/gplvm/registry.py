@@ -93,7 +93,7 @@ def estimators() -> frozenset[type]:
 def _import_registered() -> None:
     """Import the modules whose imports register every class: ``import gplvm`` imports them on
     the first use of a public name only (issue 32), and a file may be read before that."""
-    import gplvm.io  # noqa: F401
+    import gplvm.io.legacy  # noqa: F401
     import gplvm.models  # noqa: F401
     import gplvm.models.structured  # noqa: F401
 

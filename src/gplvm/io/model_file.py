@@ -14,7 +14,7 @@ entry ``__gplvm__`` is a UTF-8 JSON document stored as a uint8 array; the other 
 
 ``fitted`` holds the public fitted attributes (trailing underscore) and the private state that
 ``transform``/``predict``/``score``/``impute``/``sample`` use, each encoded by
-:mod:`gplvm._io_codec`.  Every class in a file (the estimator at the top, kernels, feature maps,
+:mod:`gplvm.io.codec`.  Every class in a file (the estimator at the top, kernels, feature maps,
 likelihoods and fitted-state types inside) is named by the stable name it registered with
 :func:`gplvm.registry.register`, never by the module defining it, so moving code does not break
 saved files.  Classes are rebuilt only from that registry; nothing named in a file is imported
@@ -30,7 +30,7 @@ text file, a truncated or damaged archive, arrays whose checksum differs from th
 
 Versions.  Format 1 (gplvm before issue 11) named classes by ``module.QualName``; such names
 are translated through :data:`gplvm.registry.FORMAT1_NAMES`, and the two private Bayesian GPLVM
-types they held live on in :mod:`gplvm._io_format1`.  When a file's version is below
+types they held live on in :mod:`gplvm.io.legacy`.  When a file's version is below
 :data:`FORMAT_VERSION`, :func:`load` hands the decoded fitted attributes to the estimator's
 classmethod ``_upgrade_fitted(fitted, format_version)``, which returns today's attributes (the
 default, :meth:`SaveMixin._upgrade_fitted`, returns them unchanged); likewise its constructor
@@ -58,10 +58,10 @@ from typing import Any
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from gplvm import _io_format1  # noqa: F401  (registers the format-1 types old files hold)
 from gplvm._config import get_precision, precision
-from gplvm._io_codec import Decoder, Encoder
 from gplvm._version import __version__
+from gplvm.io import legacy  # noqa: F401  (registers the format-1 types old files hold)
+from gplvm.io.codec import Decoder, Encoder
 from gplvm.registry import estimators, lookup, name_of
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "UPGRADED_FROM", "SaveMixin", "document_sha256", "load",

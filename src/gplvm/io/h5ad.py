@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gplvm._readers import DataFileError, Table
+from gplvm.io.table import DataFileError, Table
 
 INSTALL = 'pip install "gplvm[anndata]"'
 

@@ -1,11 +1,12 @@
 """Data files in: the readers behind ``gplvm fit DATA`` (issue 15, item 1).
 
 :func:`read_data` turns a CSV/TSV/TXT table, a ``.npy`` array, one array of a ``.npz`` archive
-or an AnnData ``.h5ad`` file (:mod:`gplvm._readers_h5ad`) into a :class:`Table`: the data
+or an AnnData ``.h5ad`` file (:mod:`gplvm.io.h5ad`) into a :class:`Table`: the data
 matrix ``Y`` (NaN marks a missing entry), one id per row, one name per column, and per-row
 annotations (the ``obs`` columns of an ``.h5ad``, or table columns set aside as annotations)
 usable as labels or time stamps.  A file that cannot be read raises :class:`DataFileError`, a
-``ValueError`` whose message is one line naming the file, the problem and the fix.
+``ValueError`` whose message is one line naming the file, the problem and the fix (both
+defined in :mod:`gplvm.io.table`).
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ import os
 import re
 import zipfile
 import zlib
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from gplvm.io.h5ad import read_h5ad
+from gplvm.io.table import DataFileError, Table
 
 __all__ = ["DataFileError", "Table", "read_data", "read_annotation", "as_times", "MISSING_TOKENS",
            "TABLE_SUFFIXES", "SUFFIXES"]
@@ -28,33 +31,6 @@ __all__ = ["DataFileError", "Table", "read_data", "read_annotation", "as_times",
 MISSING_TOKENS = ("", "NA", "NaN", "nan", "N/A")
 TABLE_SUFFIXES = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".txt": None}
 SUFFIXES = (*TABLE_SUFFIXES, ".npy", ".npz", ".h5ad")
-
-
-class DataFileError(ValueError):
-    """A data file that cannot be read as a numeric table; the message is one line."""
-
-
-@dataclass(frozen=True)
-class Table:
-    """A data matrix read from a file.
-
-    Attributes:
-        Y: (N, D) float64, NaN marks a missing entry ((N, H, W) for an array of images).
-        row_ids: N strings (the index column, AnnData's ``obs_names``, or ``0 … N-1``).
-        columns: D strings (the header, AnnData's ``var_names``, or ``0 … D-1``).
-        obs: per-row annotations by name, each an (N,) array (strings or numbers).
-        path: the file read.
-    """
-
-    Y: np.ndarray
-    row_ids: list[str]
-    columns: list[str]
-    obs: dict[str, np.ndarray] = field(default_factory=dict)
-    path: str = ""
-
-    @property
-    def missing_fraction(self) -> float:
-        return float(np.mean(np.isnan(self.Y))) if self.Y.size else 0.0
 
 
 def read_data(path, *, key=None, layer=None, header=None, index_col=None, delimiter=None,
@@ -93,8 +69,6 @@ def read_data(path, *, key=None, layer=None, header=None, index_col=None, delimi
         raise DataFileError(f"{path}: no such file")
     delimiter = _checked_delimiter(delimiter)
     if suffix == ".h5ad":
-        from gplvm._readers_h5ad import read_h5ad
-
         return read_h5ad(path, layer=layer)
     if suffix in (".npy", ".npz"):
         return _read_array(path, key)

@@ -10,7 +10,8 @@ them into today's fitted state.  No current code writes them: they are read-only
 
 The field types are those the old code stored (JAX arrays; ``groups`` a
 ``gplvm.state.MissingGroups``, ``layout`` a ``gplvm.state.SequenceLayout`` or ``None``).
-This module imports nothing from gplvm but the registry, so :mod:`gplvm.io` may import it.
+This module imports nothing from gplvm but the registry, so :mod:`gplvm.io.model_file` may
+import it.
 """
 
 from __future__ import annotations
