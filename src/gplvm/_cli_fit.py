@@ -18,8 +18,9 @@ import numpy as np
 
 from gplvm import _cli_models as models
 from gplvm import _cli_output as output
-from gplvm.io.readers import as_times, read_annotation, read_data
 from gplvm.anndata import library_size_offset, library_size_record
+from gplvm.io.readers import as_times, read_annotation, read_data
+from gplvm.summary import latent_columns, model_summary
 
 PLOT_DPI = 110
 
@@ -115,7 +116,7 @@ def run(args, argv) -> int:
         written = write_results(folder, model, table, Y, labels, fit_kwargs.get("offset"),
                                 label_name(args.labels))
         summary = {"command": output.command_line(argv), "model": args.model,
-                   **output.model_summary(model), "warnings": notes,
+                   **model_summary(model), "warnings": notes,
                    "data": {"path": str(args.data), "n_rows": int(table.Y.shape[0]),
                             "n_columns": len(table.columns),
                             "missing_fraction": table.missing_fraction,
@@ -228,7 +229,7 @@ def write_results(folder: Path, model, table, Y, labels, offset=None,
     """embedding.csv, model.npz, imputed.csv (missing entries; ``model.impute(Y, offset=)``
     with the fit's offsets, if any) and the plots (the latent plot's colours named
     ``labels_name``); their names."""
-    header, values = output.latent_columns(model, model.X_mean_, model.X_var_)
+    header, values = latent_columns(model, model.X_mean_, model.X_var_)
     output.write_csv(folder / "embedding.csv", table.row_ids, header, values)
     # the model file carries the data's column names, so that the verbs can check (and
     # reorder) a data file's columns even when the model was moved away from summary.json

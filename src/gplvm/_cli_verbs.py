@@ -22,6 +22,7 @@ from gplvm import _cli_output as output
 from gplvm._cli_fit import add_data_options, annotation_names, offsets, read_table
 from gplvm._cli_models import call_arguments
 from gplvm.io.readers import DataFileError
+from gplvm.summary import latent_columns, model_summary
 
 
 def add_parsers(sub) -> None:
@@ -119,7 +120,7 @@ def run(args) -> int:
                             f"RFLVM, DPGPLVM, StructuredGPLVM; use the Python API for "
                             f"predict and score)")
     if args.command == "info":
-        print(output.dump_json(output.model_summary(model)), end="")
+        print(output.dump_json(model_summary(model)), end="")
         return 0
     if args.command == "sample":
         Y, X = model.sample(args.n_samples, random_state=args.seed)
@@ -136,7 +137,7 @@ def run(args) -> int:
     extras = call_arguments(model, args.command, offset=new_row_offsets(args, table, Y))
     if args.command == "transform":
         X_mean, X_var = model.transform(Y, return_var=True, **extras)
-        header, values = output.latent_columns(model, np.asarray(X_mean), np.asarray(X_var))
+        header, values = latent_columns(model, np.asarray(X_mean), np.asarray(X_var))
         output.write_csv(args.out, table.row_ids, header, values)
     else:
         names = saved_columns(args.model, model) or table.columns

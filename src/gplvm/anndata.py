@@ -9,7 +9,7 @@ annotations of ``adata.obs`` as time stamps where asked, and writes what scanpy 
   ``X_samples_``), as the command line's ``embedding.csv`` does;
 - ``adata.uns[key_added]``: ``{"settings": model.get_params() made JSON-safe, "summary": bound
   or log-likelihood, iterations, convergence, R-hat, relevance}`` (the command line's
-  ``summary.json`` fields, :func:`gplvm._cli_output.model_summary`), and with library-size
+  ``summary.json`` fields, :func:`gplvm.summary.model_summary`), and with library-size
   offsets ``"offset": {"kind": "libsize", "mean_library_size": s̄}``, the mean total that new
   cells' offsets are taken against (:func:`library_size_offset`);
 - ``adata.varm[key_added + "_assignments"]``: per-column results where a model has them (the
@@ -34,6 +34,8 @@ from __future__ import annotations
 import inspect
 
 import numpy as np
+
+from gplvm.summary import latent_columns, model_summary
 
 INSTALL = 'pip install "gplvm[anndata]"'
 
@@ -98,8 +100,6 @@ def fit(adata, model, layer=None, key_added: str = "X_gplvm", *, times=None, off
 def store(adata, model, key_added: str = "X_gplvm") -> None:
     """Write a fitted model's latents, settings, summary and per-column results into
     ``adata`` (see the module docstring), as :func:`fit` does."""
-    from gplvm._cli_output import latent_columns, model_summary
-
     X_mean = np.asarray(model.X_mean_)
     if X_mean.shape[0] != adata.n_obs:
         raise ValueError(f"the model has {X_mean.shape[0]} latent rows but adata has "
