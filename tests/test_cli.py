@@ -505,7 +505,7 @@ def test_csv_floats_read_back_bit_for_bit(tmp_path):
     digit written: within 1e-15 relative (repr's 0.000582… lost its last 3 digits there)."""
     import pandas as pd
 
-    from gplvm._cli_output import write_csv
+    from gplvm.cli.output import write_csv
 
     rng = np.random.default_rng(3)
     awkward = [1 / 3, 2 / 3, 0.1, 1e-300, -0.0, 0.0, 1e17 + 8, 5e-324, 2.2250738585072014e-308,
@@ -534,13 +534,13 @@ def test_warnings_of_a_command_are_one_line_without_source_paths(monkeypatch, ca
     once the command returns, so the Python API's warnings are untouched."""
     from sklearn.exceptions import ConvergenceWarning
 
-    from gplvm import _cli_verbs
+    from gplvm.cli import verbs
 
     def run(args):
         warnings.warn("the bound did not converge;\n raise max_iter", ConvergenceWarning)
         return 0
 
-    monkeypatch.setattr(_cli_verbs, "run", run)
+    monkeypatch.setattr(verbs, "run", run)
     with warnings.catch_warnings():
         warnings.simplefilter("always")
         before = warnings.showwarning
@@ -619,7 +619,7 @@ def test_plots_of_a_fit_name_the_label_column_and_impute_once(fitted, tmp_path, 
     """``gplvm fit --labels stage`` titles the latent plot with 'stage' (issue 32, item 4)
     and draws the imputation plot from the imputation written to imputed.csv, not a second
     ``model.impute``; a labels file is named by its stem."""
-    from gplvm import _cli_fit
+    from gplvm.cli import fit as cli_fit
 
     seen = {}
     real_latent = plot.latent
@@ -632,9 +632,9 @@ def test_plots_of_a_fit_name_the_label_column_and_impute_once(fitted, tmp_path, 
     filled = model.impute(Y)
     monkeypatch.setattr(plot, "latent", latent)
     monkeypatch.setattr(model, "impute", lambda *a, **k: pytest.fail("imputed a second time"))
-    written = _cli_fit.write_plots(tmp_path, model, Y, fitted["stage"], "stage", filled)
+    written = cli_fit.write_plots(tmp_path, model, Y, fitted["stage"], "stage", filled)
     assert {"latent.png", "imputation.png"} <= set(written)
     assert seen["label_name"] == "stage"
     (tmp_path / "groups.txt").write_text("a\n")
-    assert _cli_fit.label_name(str(tmp_path / "groups.txt")) == "groups"
-    assert _cli_fit.label_name("stage") == "stage" and _cli_fit.label_name(None) is None
+    assert cli_fit.label_name(str(tmp_path / "groups.txt")) == "groups"
+    assert cli_fit.label_name("stage") == "stage" and cli_fit.label_name(None) is None

@@ -16,9 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gplvm import _cli_models as models
-from gplvm import _cli_output as output
 from gplvm.anndata import library_size_offset, library_size_record
+from gplvm.cli import models, output
 from gplvm.io.readers import as_times, read_annotation, read_data
 from gplvm.summary import latent_columns, model_summary
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from gplvm import _cli_output as output
-from gplvm._cli_fit import add_data_options, annotation_names, offsets, read_table
-from gplvm._cli_models import call_arguments
+from gplvm.cli import output
+from gplvm.cli.fit import add_data_options, annotation_names, offsets, read_table
+from gplvm.cli.models import call_arguments
 from gplvm.io.readers import DataFileError
 from gplvm.summary import latent_columns, model_summary
 

@@ -15,16 +15,16 @@ import warnings
 
 
 def _parser() -> argparse.ArgumentParser:
-    from gplvm import _cli_demo, _cli_fit, _cli_verbs
+    from gplvm.cli import demo, fit, verbs
     from gplvm._version import __version__
 
     parser = argparse.ArgumentParser(prog="gplvm", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"gplvm {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    _cli_demo.add_parser(sub)
-    _cli_fit.add_parser(sub)
-    _cli_verbs.add_parsers(sub)
+    demo.add_parser(sub)
+    fit.add_parser(sub)
+    verbs.add_parsers(sub)
     return parser
 
 
@@ -54,16 +54,16 @@ def main(argv=None) -> int:
 def _run(args, argv) -> int:
     try:
         if args.command == "demo":
-            from gplvm import _cli_demo
+            from gplvm.cli import demo
 
-            return _cli_demo.run(args)
+            return demo.run(args)
         if args.command == "fit":
-            from gplvm import _cli_fit
+            from gplvm.cli import fit
 
-            return _cli_fit.run(args, argv)
-        from gplvm import _cli_verbs
+            return fit.run(args, argv)
+        from gplvm.cli import verbs
 
-        return _cli_verbs.run(args)
+        return verbs.run(args)
     except (ValueError, OSError) as err:
         print(f"gplvm {args.command}: error: {_one_line(err)}", file=sys.stderr)
         return 2
