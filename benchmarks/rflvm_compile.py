@@ -7,7 +7,7 @@ read nor written).  JAX's compile-phase timers (those behind ``jax_log_compiles`
 spent tracing it, lowering it to StableHLO and compiling it with XLA, measured here in process
 CPU seconds (JAX's timer patched; XLA's own threads count too); the table sums them by function
 name.  The fit's total wall and process CPU
-seconds are printed below the table.
+seconds and its peak resident memory are printed below the table.
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/rflvm_compile.py
     .venv/bin/python benchmarks/rflvm_compile.py --samplers nuts --likelihoods negative_binomial
@@ -31,6 +31,7 @@ os.environ["GPLVM_COMPILATION_CACHE"] = "0"     # cold compiles: no persistent c
 os.environ.setdefault("GPLVM_CPU_DEVICES", "1")  # one device: one program per block
 
 import re          # noqa: E402
+import resource    # noqa: E402
 import time        # noqa: E402
 import logging     # noqa: E402
 from collections import defaultdict  # noqa: E402
@@ -115,7 +116,8 @@ def one(args, likelihood: str, sampler: str) -> None:
                    {p: sum(r[p] for _, r in rest) for p in PATTERNS}))
     print(_row("TOTAL", sum(collect.counts.values()),
                {p: sum(r[p] for _, r in rows) for p in PATTERNS}))
-    print(f"fit: {wall:.2f} s wall, {cpu:.2f} s CPU (process)")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20     # KiB on Linux
+    print(f"fit: {wall:.2f} s wall, {cpu:.2f} s CPU (process), peak resident {peak:.2f} GiB")
 
 
 def main() -> None:

@@ -317,6 +317,18 @@ def test_count_likelihoods_run_and_keep_their_parameters():
                         **{**kw, "n_chains": 2}).fit(Y)
     assert np.all(np.isfinite(model.history_)) and np.all(np.isfinite(model.X_mean_))
     assert model.dispersion_.shape == (6,) and np.all(model.dispersion_ > 0)
+    # a fit saved before the CRT layout was by (column, rank) carries the earlier one (one
+    # entry per count and rank: four arrays); resume() lays it out again and goes on
+    y = Y[Y > 0]
+    old = (np.zeros(int(y.sum()), np.int32), np.ones(int(y.sum())), np.array([1024.0]),
+           np.zeros(1, np.int32))
+    chains = model._result_.state
+    model._data_ = model._data_._replace(customers=old)
+    model._result_ = model._result_._replace(state=(chains[0], chains[1]._replace(
+        customers=tuple(np.stack([a, a]) for a in old)), *chains[2:]))
+    model.set_params(n_iter=SMALL["n_iter"] + 4).resume()
+    assert model.n_iter_ == SMALL["n_iter"] + 4 and np.all(np.isfinite(model.history_))
+    assert len(model._data_.customers) == len(model._result_.state[1].customers) == 5
 
 
 def test_negative_binomial_dispersion_starts_large_and_is_held_during_the_x_warm_up():

@@ -145,14 +145,28 @@ def test_log_gamma_ratio_on_the_nonzero_counts_equals_the_dense_sum():
                                dense, rtol=1e-12)
 
 
-def test_crt_layout_lists_every_customer_with_its_column_and_rank():
-    col, rank, y_tail, col_tail = crt_layout(np.array([3.0, 1.0, 2.0, 5.0]),
-                                             np.array([0, 1, 0, 2]), exact_terms=4)
-    # each list ends with an entry that adds nothing (no array of the chain state may be empty)
-    np.testing.assert_array_equal(col, [0, 0, 0, 1, 0, 0, 2, 2, 2, 2, 0])
-    np.testing.assert_array_equal(rank, [1, 2, 3, 1, 1, 2, 1, 2, 3, 4, np.inf])
+def test_crt_layout_counts_the_entries_of_every_column_at_every_rank():
+    y = np.array([3.0, 1.0, 2.0, 5.0])
+    col, rank, count, y_tail, col_tail = crt_layout(y, np.array([0, 1, 0, 2]), exact_terms=4)
+    # c_jt = #{n : y_nj >= t} for t = 1..min(max_n y_nj, T0); each list ends with an entry
+    # that adds nothing (no array of the chain state may be empty)
+    np.testing.assert_array_equal(col, [0, 0, 0, 1, 2, 2, 2, 2, 0])
+    np.testing.assert_array_equal(rank, [1, 2, 3, 1, 1, 2, 3, 4, np.inf])
+    np.testing.assert_array_equal(count, [2, 2, 1, 1, 1, 1, 1, 1, 0])
     np.testing.assert_array_equal(y_tail, [5.0, 4.0])
     np.testing.assert_array_equal(col_tail, [2, 0])
+
+
+def test_crt_layout_agrees_with_counting_by_hand_on_random_counts():
+    rng = np.random.default_rng(3)
+    y = rng.negative_binomial(0.5, 0.01, size=400).astype(float) + 1.0   # 1 .. thousands
+    c = rng.integers(0, 7, size=400)
+    col, rank, count, _, _ = (np.asarray(a) for a in crt_layout(y, c, exact_terms=300))
+    got = {(int(j), int(t)): k for j, t, k in zip(col[:-1], rank[:-1], count[:-1])}
+    want = {(j, t): float(np.sum(y[c == j] >= t)) for j in range(7)
+            for t in range(1, int(min(y[c == j].max(), 300)) + 1)}
+    assert got == want
+    assert all(k > 0 for k in got.values())
 
 
 def test_column_tables_have_the_exact_crt_mean_and_variance():

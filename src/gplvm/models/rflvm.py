@@ -50,7 +50,7 @@ from gplvm.models._rflvm.inference_data import inference_data
 from gplvm.models._rflvm.init import initial_states, prepare_data
 from gplvm.models._rflvm.map_fit import SCALED_TOLERANCE, map_result
 from gplvm.models._rflvm.map_start import start_chains
-from gplvm.models._rflvm.legacy import upgrade_fitted
+from gplvm.models._rflvm.legacy import current_layouts, upgrade_fitted
 from gplvm.models._rflvm.loglik import likelihood_object
 from gplvm.models._rflvm.spec import POLYA_GAMMA, RFLVMSpec
 from gplvm.models._rflvm.sweep import sweep as rflvm_sweep
@@ -345,6 +345,10 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self, "_result_")
         if self.inference == "map":          # nothing to continue: the modes are the fit
             return self
+        # a file saved before the CRT layout changed carries the old one: lay it out again
+        for name, value in current_layouts(
+                {"_spec_": self._spec_, "_data_": self._data_, "_result_": self._result_}).items():
+            setattr(self, name, value)
         earlier = self._result_
         done = (earlier.n_done >= self.max_iter or (self.converged_ and not self.interrupted_)
                 if self._auto() else earlier.n_done >= self.n_iter)

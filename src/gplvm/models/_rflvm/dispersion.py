@@ -73,30 +73,43 @@ def crt_layout(y: np.ndarray, col: np.ndarray, exact_terms: int = EXACT_TERMS) -
     """The CRT draws of the dispersion step laid out once, from the counts (host NumPy).
 
     L_nj ~ CRT(y_nj, r_j) is a sum of Bernoulli(r_j/(r_j + t − 1)) over t = 1..y_nj
-    (:mod:`gplvm.samplers.crt`); the step needs only the column totals Σ_n L_nj.  The
-    "customers" t ≤ T0 of every positive count are listed once with their column and rank t;
-    each sweep then draws one uniform per customer and sums by column, O(Σ min(y, T0)) with no
-    search.  Counts above T0 keep the sampler's Poisson tail (exact mean).
+    (:mod:`gplvm.samplers.crt`); the step needs only the column totals Σ_n L_nj.  The terms
+    of rank t in column j all have the same probability, and the rows' terms are independent,
+    so their sum is Binomial(c_jt, r_j/(r_j + t − 1)) with c_jt = #{n : y_nj ≥ t} — the same
+    distribution of Σ_n L_nj as one Bernoulli per "customer" (entry and rank).  The layout
+    lists the (column, rank, c_jt) with c_jt > 0 and t ≤ T0: at most Σ_j min(max_n y_nj, T0)
+    entries, against Σ_nj min(y_nj, T0) customers (the customers' list was 5·10⁸ long for
+    a 1000 × 1000 negative-binomial S-curve, and its sweep needed 19.7 GB; 8.6·10⁵ for
+    bridges, here ≤ 4,096).  Counts above T0 keep the sampler's Poisson tail (exact mean).
 
     Args:
         y, col: the K positive observed counts and their columns.
         exact_terms: T0 of :func:`gplvm.samplers.crt.chinese_restaurant_table`.
 
     Returns:
-        (column (C,) int32, rank t (C,), tail counts (K',), tail columns (K',)) as device arrays.
-        Each list ends with one entry that adds nothing (a customer of rank ∞, which never
-        opens a table, and a tail count of T0, whose Poisson mean is 0), so that no array is
-        empty: the driver places every leaf of the state on its devices by chain, and JAX gives
-        a zero-size array another sharding than the compiled program expects (a negative-
-        binomial fit with 2 chains on 2 devices failed on data with no count above T0).
+        (column (P,) int32, rank t (P,), c_jt (P,), tail counts (K',), tail columns (K',)) as
+        device arrays.  Each list ends with one entry that adds nothing (rank ∞ with c = 0,
+        which never opens a table, and a tail count of T0, whose Poisson mean is 0), so that
+        no array is empty: the driver places every leaf of the state on its devices by chain,
+        and JAX gives a zero-size array another sharding than the compiled program expects (a
+        negative-binomial fit with 2 chains on 2 devices failed on data with no count above
+        T0).
     """
     y = np.asarray(y, float)
-    col = np.asarray(col, np.int32)
-    n = np.minimum(y, exact_terms).astype(np.int64)
-    first = np.repeat(np.cumsum(n) - n, n)
-    rank = (np.arange(int(n.sum())) - first + 1).astype(float)
+    col = np.asarray(col, np.int64)
+    head = np.minimum(y, exact_terms).astype(np.int64)
+    # c_jt = (entries of column j) − #{n : head_nj < t}, from the entries sorted by (j, head)
+    stride = exact_terms + 1
+    keys = np.sort(col * stride + head)
+    cols, first, n_entries = np.unique(keys // stride, return_index=True, return_counts=True)
+    longest = keys[first + n_entries - 1] % stride             # max_n min(y_nj, T0) per column
+    pair_col = np.repeat(cols, longest)
+    rank = np.arange(int(longest.sum())) - np.repeat(np.cumsum(longest) - longest, longest) + 1
+    below = np.searchsorted(keys, pair_col * stride + rank, side="left")
+    count = np.repeat(first + n_entries, longest) - below
     tail = y > exact_terms
-    return to_device((np.append(np.repeat(col, n), 0).astype(np.int32), np.append(rank, np.inf),
+    return to_device((np.append(pair_col, 0).astype(np.int32),
+                      np.append(rank.astype(float), np.inf), np.append(count.astype(float), 0.0),
                       np.append(y[tail], float(exact_terms)),
                       np.append(col[tail], 0).astype(np.int32)))
 
@@ -104,17 +117,17 @@ def crt_layout(y: np.ndarray, col: np.ndarray, exact_terms: int = EXACT_TERMS) -
 def column_tables(key: Array, customers: tuple, r: Array) -> Array:
     """Σ_n L_nj, L_nj ~ CRT(y_nj, r_j), for every column j, from :func:`crt_layout`'s layout.
 
-    Customer t of column j opens a table when u (r_j + t − 1) < r_j, u ~ U[0, 1) (the
-    Bernoulli of :func:`gplvm.samplers.crt.chinese_restaurant_table`); counts above T0 add
-    Poisson(r(ψ(r + y) − ψ(r + T0))), T0 being the one the layout was built with.
+    The c_jt terms of rank t in column j open Binomial(c_jt, r_j/(r_j + t − 1)) tables (the
+    Bernoulli of :func:`gplvm.samplers.crt.chinese_restaurant_table`, summed over rows);
+    counts above T0 add Poisson(r(ψ(r + y) − ψ(r + T0))), T0 being the one the layout was
+    built with.
     """
     k_head, k_tail = jax.random.split(key)
-    col, rank, y_tail, col_tail = customers
+    col, rank, count, y_tail, col_tail = customers
     D = r.shape[0]
     rr = r[col]
-    u = jax.random.uniform(k_head, rr.shape, r.dtype)
-    tables = jax.ops.segment_sum((u * (rr + rank - 1.0) < rr).astype(r.dtype), col,
-                                 num_segments=D)
+    opened = jax.random.binomial(k_head, count, rr / (rr + rank - 1.0), dtype=r.dtype)
+    tables = jax.ops.segment_sum(opened, col, num_segments=D)
     r_tail = r[col_tail]
     t0 = y_tail[-1]          # the layout's last tail entry is T0 itself (mean 0): its T0
     mu = r_tail * (digamma(r_tail + y_tail) - digamma(r_tail + t0))

@@ -17,7 +17,10 @@ lacked:
 Files of any format saved before a count layout of :class:`.spec.RFLVMData` existed
 (``nonzero``, ``customers``, ``log_factorial``: issue 14) get it laid out from the data they
 hold, in ``_data_`` and in the chains' carry, so that a loaded model and a fresh one run the
-same sweep (the sweep also runs without them, more slowly).  Files saved before issue 30 get
+same sweep (the sweep also runs without them, more slowly); a ``customers`` layout of the
+earlier kind (one entry per count and rank, four arrays, before the rank-by-column layout of
+:func:`.dispersion.crt_layout`) is laid out again, whatever the file's format, by
+:func:`current_layouts`, which :meth:`gplvm.RFLVM.resume` calls.  Files saved before issue 30 get
 ``convergence_`` (R-hat and bulk ESS of the log-likelihood and of latent distances) computed from
 the trace and latent draws they hold.
 """
@@ -54,7 +57,8 @@ def _complete_data(data, kind: str):
     copies carry a leading chain axis, and every chain holds the same data."""
     if not isinstance(data, RFLVMData):
         return data
-    layouts = [k for k in LAYOUT_FIELDS.get(kind, ()) if getattr(data, k) is None]
+    layouts = [k for k in LAYOUT_FIELDS.get(kind, ())
+               if getattr(data, k) is None or (k == "customers" and len(data.customers) == 4)]
     if not layouts:
         return data
     Y, observed = np.asarray(data.Y), np.asarray(data.observed) > 0
@@ -68,7 +72,9 @@ def _complete_data(data, kind: str):
         for k in layouts})
 
 
-def _complete_layouts(fitted: dict) -> dict:
+def current_layouts(fitted: dict) -> dict:
+    """``fitted``'s ``_data_`` and chain carry with every count layout present and of today's
+    kind (module docstring); unchanged when they are."""
     spec = fitted.get("_spec_")
     if spec is None:
         return fitted
@@ -95,7 +101,7 @@ def _complete_convergence(fitted: dict, burn_in: int) -> dict:
 def upgrade_fitted(fitted: dict, format_version: int, burn_in: int) -> dict:
     """Today's attributes from those of a file of ``format_version`` whose model was built
     with ``burn_in`` (module docstring)."""
-    fitted = _complete_convergence(_complete_layouts(dict(fitted)), burn_in)
+    fitted = _complete_convergence(current_layouts(dict(fitted)), burn_in)
     if format_version >= 2 or "_result_" not in fitted:
         return fitted
     result = fitted["_result_"]
