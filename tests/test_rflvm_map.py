@@ -13,7 +13,7 @@ from scipy import stats
 
 import gplvm
 from _rflvm_tiny import tiny_rflvm
-from gplvm._cli_output import model_summary
+from gplvm.summary import model_summary
 from gplvm.models._rflvm.features import design
 from gplvm.models._rflvm.joint import log_density, to_position
 from gplvm.models._rflvm.map_fit import SCALED_TOLERANCE, mode_state
