@@ -54,7 +54,16 @@ def test_ctrl_c_in_a_step_keeps_the_state_before_it():
         run(step, 0, 10, interrupt="ignore")
 
 
-def test_ctrl_c_during_a_commit_waits_until_it_is_whole():
+@pytest.fixture
+def python_sigint():
+    """Python's own SIGINT handler, as in an interactive session (a background job, like the
+    test runner's lanes, starts with SIGINT ignored)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_during_a_commit_waits_until_it_is_whole(python_sigint):
     # SIGINT delivered between the two writes of a commit: both are made, then the run stops
     box = {"a": 0, "b": 0}
 
@@ -68,6 +77,21 @@ def test_ctrl_c_during_a_commit_waits_until_it_is_whole():
     out = run(lambda key, s: (s + 1, None), 0, 10, commit=commit)
     assert out.interrupted and out.state == 2 == box["a"] == box["b"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler   # restored
+
+
+def test_atomic_raises_a_held_ctrl_c_at_its_end_and_leaves_an_ignored_one_ignored(
+        python_sigint):
+    written = []
+    with pytest.raises(KeyboardInterrupt):
+        with atomic():
+            os.kill(os.getpid(), signal.SIGINT)
+            written.append("after the signal")
+    assert written == ["after the signal"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with atomic():
+        os.kill(os.getpid(), signal.SIGINT)
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
 
 
 def test_atomic_leaves_a_users_handler_alone():

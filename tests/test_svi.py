@@ -364,28 +364,4 @@ def test_checkpoint_kill_or_ctrl_c_then_resume_equals_one_run(planted_fit, tmp_p
     assert resumed.elbo_ == disk_one.elbo_
 
 
-def test_ctrl_c_during_a_steps_commit_waits_for_its_end():
-    """Ctrl-C while a step's results are written lands after the write (all or nothing);
-    an ignored SIGINT stays ignored."""
-    import os
-    import signal
-
-    from gplvm.models.gplvm_family.svi_fit import _DeferInterrupt
-
-    # Python's own handler, as in an interactive session (a background job, like the test
-    # runner's lanes, starts with SIGINT ignored: that case is the second one)
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        written = []
-        with pytest.raises(KeyboardInterrupt):
-            with _DeferInterrupt():
-                os.kill(os.getpid(), signal.SIGINT)
-                written.append("after the signal")
-        assert written == ["after the signal"]
-        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        with _DeferInterrupt():
-            os.kill(os.getpid(), signal.SIGINT)
-        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-    finally:
-        signal.signal(signal.SIGINT, previous)
+# (Ctrl-C while a step's results are written: tests/test_run.py, atomic())

@@ -15,8 +15,6 @@ the same minibatches, the same steps, their sums over rows added in another orde
 
 from __future__ import annotations
 
-import signal
-import threading
 import warnings
 from functools import partial
 from typing import Callable, NamedTuple, Optional
@@ -25,13 +23,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from tqdm.auto import tqdm
 
 from gplvm._pytree import replace
 from gplvm.data.minibatch import epoch_batches
 from gplvm.expectations.rules import MonteCarlo
 from gplvm.inference import sharding
 from gplvm.inference.optimise import restored_opt_state
+from gplvm.inference.run import CheckpointTimer, Progress
+from gplvm.inference.run import run as loop
 from gplvm.models.gplvm_family.svi_bound import SviSetup, full_bound, minibatch_bound_and_sums
 from gplvm.models.gplvm_family.svi_init import Standardised, initial_state
 from gplvm.objectives import svi
@@ -175,30 +174,64 @@ def start_run(est, rows_of: Standardised, n_rows: int, batch_size: int, key) -> 
             "has_missing": bool(rows_of.has_missing)}
 
 
-class _DeferInterrupt:
-    """Ctrl-C held back until the block ends, so that a step's results are written to the
-    host arrays and the resume point all together or not at all (main thread only; elsewhere
-    Python delivers no SIGINT anyway)."""
+class _Minibatches:
+    """The step of :func:`run_svi`: one minibatch, ``step(key, run) -> (pending, info)``, and
+    its commit, which writes the step's results into the resume point ``run`` (its host arrays
+    in place) all together or not at all (:func:`gplvm.inference.run.atomic`)."""
 
-    def __enter__(self):
-        self.caught, self.previous = False, None
-        # only Python's own handler (the one raising KeyboardInterrupt) is held back; an
-        # ignored SIGINT, a handler of the user's or one set from C is left as it is
-        if (threading.current_thread() is threading.main_thread()
-                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
-            self.previous = signal.default_int_handler
-            signal.signal(signal.SIGINT, self._hold)
-        return self
+    def __init__(self, rows_of, n_rows, run, local, local_state, consts):
+        self.rows_of, self.n_rows, self.local, self.local_state = rows_of, n_rows, local, \
+            local_state
+        self.scale, self.learning_rate, self.natural, self.mesh = consts
+        self.g = jax.tree_util.tree_map(jnp.asarray, run["g"])
+        self.g_state = restored_opt_state(ADAM.init(self.g), run["g_state"])
+        if self.mesh is not None:  # replicated on the mesh from the start: one compilation
+            self.g, self.g_state = sharding.replicate((self.g, self.g_state), self.mesh)
+        self.epoch, self.batches = None, None
 
-    def _hold(self, signum, frame):
-        self.caught = True
+    def _batches(self, run):
+        """The current epoch's minibatches, drawn from the generator's state at its start."""
+        if self.epoch != len(run["history"]):
+            self.epoch = len(run["history"])
+            self.rng = _rng_from(run["rng"])
+            self.batches = epoch_batches(self.rng, self.n_rows, int(run["batch_size"]))
+        return self.batches
 
-    def __exit__(self, *exc):
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
-        if self.caught and exc[0] is None:
-            raise KeyboardInterrupt
-        return False
+    def step(self, key, run):
+        index = self._batches(run)[run["step_in_epoch"]]
+        Y0, observed = self.rows_of(index)
+        (g, g_state, xl, xl_state), value, ok = _step(
+            self.g, self.g_state, _gather(self.local, index), _gather(self.local_state, index),
+            Y0, observed, self.scale, _step_setup(run["setup"], run["n_step"]),
+            self.learning_rate, self.natural, self.mesh)
+        xl, xl_state = jax.device_get((xl, xl_state))
+        pending = (index, g, g_state, xl, xl_state, float(value), bool(ok))
+        epoch_ends = run["step_in_epoch"] + 1 == len(self.batches)
+        return pending, ({"bound": f"{_epoch_mean(run, value, ok):.4g}"} if epoch_ends else {})
+
+    def commit(self, run, pending):
+        index, g, g_state, xl, xl_state, value, ok = pending
+        self.g, self.g_state = g, g_state
+        _scatter(self.local, index, xl)
+        _scatter(self.local_state, index, xl_state)
+        run["epoch_values"].append(value)
+        run["epoch_ok"].append(ok)
+        run.update(g=g, g_state=jax.tree_util.tree_leaves(g_state),
+                   step_in_epoch=run["step_in_epoch"] + 1, n_step=run["n_step"] + 1)
+        if run["step_in_epoch"] == len(self.batches):       # the epoch is done
+            run["history"].append(_epoch_mean(run))
+            run.update(n_bad=run["n_bad"] + int(np.sum(~np.asarray(run["epoch_ok"]))),
+                       rng=_rng_state(self.rng), step_in_epoch=0, epoch_values=[],
+                       epoch_ok=[])
+        return run
+
+
+def _epoch_mean(run: dict, *last) -> float:
+    """The mean of the epoch's finite minibatch bounds (with ``last`` = (value, ok) of a step
+    not yet committed); NaN when none was finite."""
+    values = np.asarray([*run["epoch_values"], *last[:1]], dtype=float)
+    ok = np.asarray([*run["epoch_ok"], *(bool(x) for x in last[1:])], dtype=bool)
+    return float(np.mean(values[ok])) if ok.any() else np.nan
 
 
 def run_svi(est, rows_of: Standardised, n_rows: int, run: dict, n_epochs: int,
@@ -206,80 +239,47 @@ def run_svi(est, rows_of: Standardised, n_rows: int, run: dict, n_epochs: int,
     """Adam over minibatches from the resume point ``run`` (:func:`start_run`, or one a
     checkpoint saved) until ``n_epochs`` epochs are done.
 
-    ``run`` is brought up to date after every step (its host arrays in place), so after Ctrl-C
-    or at a checkpoint it is exactly where the next step starts: continuing from it replays
-    the steps of an uninterrupted run on the same numbers (the same minibatches, from the
-    generator's state at the epoch's start and the steps of that epoch already done), and
+    The minibatches are the steps of :func:`gplvm.inference.run.run`: ``run`` is brought up
+    to date after every step (its host arrays in place, Ctrl-C held back while it is), so after
+    Ctrl-C or at a checkpoint it is exactly where the next step starts: continuing from it
+    replays the steps of an uninterrupted run on the same numbers (the same minibatches, from
+    the generator's state at the epoch's start and the steps of that epoch already done), and
     gives its result bit for bit.  ``checkpoint(run)``, when given, is called after a step at
-    most every ``est.checkpoint_interval`` seconds (:class:`gplvm.models._checkpoint.Interval`).
+    most every ``est.checkpoint_interval`` seconds (:class:`gplvm.inference.run.CheckpointTimer`).
+    The progress bar counts minibatches and shows each epoch's mean bound.
 
     Args:
         est: the estimator (its constructor arguments: learning_rate, progress, devices:
             None, or the devices whose mesh splits each minibatch's rows).
         rows_of: standardised rows by index (:class:`Standardised`); n_rows: N.
     """
-    from gplvm.models._checkpoint import Interval
     devices = getattr(est, "devices", None)
     mesh = None if devices is None else sharding.make_mesh(devices)
     setup, batch_size = run["setup"], int(run["batch_size"])
-    g = jax.tree_util.tree_map(jnp.asarray, run["g"])
-    g_state = restored_opt_state(ADAM.init(g), run["g_state"])
-    learning_rate = jnp.asarray(float(est.learning_rate))
-    natural = jnp.asarray(float(NATURAL_STEP))
-    if mesh is not None:    # replicated on the mesh from the start: one compilation of _step
-        g, g_state = sharding.replicate((g, g_state), mesh)
     Q = run["X_mean"].shape[1]
     local = {"X_mean": run["X_mean"], "X_var": run["X_var_raw"]}
     # the rows' Adam states stay the host arrays of ``run`` (updated in place by each step)
     local_state = jax.tree_util.tree_structure(ADAM.init(
         {"X_mean": jnp.zeros(Q), "X_var": jnp.zeros(Q)})).unflatten(list(run["local_state"]))
-    scale = n_rows / batch_size
-    interrupted = False
-    interval = Interval(float(getattr(est, "checkpoint_interval", 0.0)))
-    bar = tqdm(total=n_epochs, initial=len(run["history"]), desc="BayesianGPLVM (svi)",
-               disable=not est.progress, leave=False)
+    steps = _Minibatches(rows_of, n_rows, run, local, local_state,
+                         (n_rows / batch_size, jnp.asarray(float(est.learning_rate)),
+                          jnp.asarray(float(NATURAL_STEP)), mesh))
+    per_epoch = n_rows // batch_size
+    total, done = n_epochs * per_epoch, len(run["history"]) * per_epoch + run["step_in_epoch"]
+    bar = Progress(total, "BayesianGPLVM (svi)", bool(est.progress), initial=done)
     try:
-        while len(run["history"]) < n_epochs:
-            rng = _rng_from(run["rng"])
-            batches = epoch_batches(rng, n_rows, batch_size)
-            for index in batches[run["step_in_epoch"]:]:
-                Y0, observed = rows_of(index)
-                (g_new, g_state_new, xl, xl_state), value, ok = _step(
-                    g, g_state, _gather(local, index), _gather(local_state, index), Y0,
-                    observed, scale, _step_setup(setup, run["n_step"]), learning_rate,
-                    natural, mesh)
-                xl, xl_state = jax.device_get((xl, xl_state))
-                value, ok = float(value), bool(ok)
-                with _DeferInterrupt():     # the step's results, all written or none
-                    g, g_state = g_new, g_state_new
-                    _scatter(local, index, xl)
-                    _scatter(local_state, index, xl_state)
-                    run["epoch_values"].append(value)
-                    run["epoch_ok"].append(ok)
-                    run.update(g=g, g_state=jax.tree_util.tree_leaves(g_state),
-                               step_in_epoch=run["step_in_epoch"] + 1,
-                               n_step=run["n_step"] + 1)
-                    if run["step_in_epoch"] == len(batches):       # the epoch is done
-                        value, ok = np.asarray(run["epoch_values"]), np.asarray(run["epoch_ok"])
-                        run["history"].append(float(np.mean(value[ok])) if ok.any()
-                                              else np.nan)
-                        run.update(n_bad=run["n_bad"] + int(np.sum(~ok)), rng=_rng_state(rng),
-                                   step_in_epoch=0, epoch_values=[], epoch_ok=[])
-                if checkpoint is not None and interval.due():
-                    checkpoint(run)
-            bar.update()
-            bar.set_postfix(bound=f"{run['history'][-1]:.4g}")
-    except KeyboardInterrupt:
-        interrupted = True
+        out = loop(steps.step, run, total, start=done, progress=bar, commit=steps.commit,
+                   checkpoint=CheckpointTimer(checkpoint,
+                                              float(getattr(est, "checkpoint_interval", 0.0))))
     finally:
         bar.close()
     if run["n_bad"]:
         warnings.warn(f"BayesianGPLVM (svi): {run['n_bad']} of {run['n_step']} minibatch steps "
                       f"had a non-finite bound or gradient and were skipped; lower "
                       f"learning_rate", RuntimeWarning, stacklevel=3)
-    bound = full_bound(g, local["X_mean"], local["X_var"], rows_of, n_rows, setup, batch_size,
-                       mesh)
-    return result_of(run, bound, interrupted, mesh is not None)
+    bound = full_bound(steps.g, local["X_mean"], local["X_var"], rows_of, n_rows, setup,
+                       batch_size, mesh)
+    return result_of(run, bound, out.interrupted, mesh is not None)
 
 
 def result_of(run: dict, bound: float, interrupted: bool, on_mesh: bool = False) -> SviResult:
