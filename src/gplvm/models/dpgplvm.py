@@ -26,8 +26,9 @@ from sklearn.exceptions import ConvergenceWarning
 
 from gplvm._random import as_key
 from gplvm._validation import as_2d_float
+from gplvm.inference.run import CheckpointTimer
 from gplvm.kernels import AbstractKernel
-from gplvm.models._checkpoint import Interval, ResumableMixin, holding_checkpoint
+from gplvm.models._checkpoint import ResumableMixin, holding_checkpoint
 from gplvm.models._common import check_is_fitted
 from gplvm.models.gplvm_family import columns, dp, dp_fit, dp_fitted, dp_init
 from gplvm.models.gplvm_family.atoms import AtomPrior, atom, stack_atoms
@@ -231,15 +232,18 @@ class DPGPLVM(ResumableMixin, AbstractGPLVM):
         """One start: initial values from ``key``, the column phase, then the sweeps; or the
         rest of the start from the :class:`~.dp_fit.Sweep` in ``_resume_``."""
         schedule = dp_fit.Schedule(**{k: getattr(self, k) for k in _SCHEDULE_ARGS})
-        interval = Interval(self.checkpoint_interval)
+        def write(at):
+            self._set_fitted(dp_fit.FitResult(at.u, at.state, at.problem, at.history,
+                                              at.n_iter, False, True, at.n_merges),
+                             priors, True)
+            self.save(self.checkpoint)
+
+        timer = CheckpointTimer(None if self.checkpoint is None else write,
+                                self.checkpoint_interval)
 
         def record(at):
             self._resume_ = {**self._resume_, "at": at}
-            if self.checkpoint is not None and interval.due():
-                self._set_fitted(dp_fit.FitResult(at.u, at.state, at.problem, at.history,
-                                                  at.n_iter, False, True, at.n_merges),
-                                 priors, True)
-                self.save(self.checkpoint)
+            timer.after_step(at)
 
         at = self._resume_["at"]
         if at is not None:

@@ -33,15 +33,17 @@ from one with exactly the iterates of the uninterrupted fit.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
-from tqdm.auto import tqdm
 
 from gplvm.inference import minimise
 from gplvm.inference.optimise import NonFiniteObjectiveError
+from gplvm.inference.run import Progress
+from gplvm.inference.run import run as loop
 from gplvm.linalg import CholeskyError, escalate_jitter
 from gplvm.models.gplvm_family import atoms, dp
 from gplvm.models.gplvm_family.bound import Problem
@@ -107,8 +109,7 @@ class _Run:
         self.n_iter, self.n_merges, self.n_steps = at.n_iter, at.n_merges, at.n_steps
         self.n_sweeps, self.last = at.n_sweeps, at.last
         self.interrupted = False
-        self.bar = tqdm(total=schedule.max_iter, initial=at.n_iter, desc="DPGPLVM",
-                        disable=not progress, leave=False, dynamic_ncols=True)
+        self.bar = Progress(schedule.max_iter, "DPGPLVM", bool(progress), initial=at.n_iter)
 
     def at(self) -> Sweep:
         history = np.concatenate(self.history) if self.history else np.zeros(0)
@@ -164,9 +165,7 @@ class _Run:
         self.history.append(values)
         self.n_iter += result.n_iter
         self.interrupted = result.interrupted
-        self.bar.update(result.n_iter)
-        if len(values):
-            self.bar.set_postfix(bound=f"{values[-1]:.6g}", refresh=False)
+        self.bar.advance(result.n_iter, {"bound": f"{values[-1]:.6g}"} if len(values) else None)
         return not self.interrupted
 
     def sweep(self):
@@ -195,7 +194,7 @@ class _Run:
                 self.u, self.state = u, state
                 self.history.append(values)
                 self.n_iter += result.n_iter
-                self.bar.update(result.n_iter)
+                self.bar.advance(result.n_iter)
                 self.n_merges += 1
                 return True
         return False
@@ -244,42 +243,80 @@ def resume(at: Sweep, priors: Priors, schedule: Schedule, progress: bool = False
     return _loop(_Run(at, priors, schedule, progress), checkpoint, warm_up=False)
 
 
-def _loop(run: _Run, checkpoint, warm_up: bool) -> FitResult:
+def _sweep_step(run: _Run):
+    """One sweep (and, when due, a merge round) as a step of :func:`gplvm.inference.run.run`:
+    ``step(key, at) -> ((at', info), info)`` with ``at`` the :class:`Sweep` before it
+    (mirrored by ``run``, which the step advances) and ``info["end"]`` None, or why the fit
+    ends:
+    ``'converged'``, ``'budget'`` or ``'interrupted'`` (Ctrl-C inside an L-BFGS run)."""
     schedule, priors = run.schedule, run.priors
-    converged = False
+
+    def step(key, at):
+        going = run.sweep()
+        run.n_sweeps += 1
+        now = bound(run.u, run.problem, run.state, priors)
+        quiet = abs(now - run.last) <= schedule.tol * max(1.0, abs(now))
+        run.last = now
+        if not going and run.interrupted:
+            return _ends(run, "interrupted")
+        if quiet or run.n_sweeps % schedule.merge_every == 0 or not going:
+            merged = run.merge_round()
+            if run.interrupted:
+                return _ends(run, "interrupted")
+            if quiet and not merged:
+                return _ends(run, "converged")
+            if merged:
+                run.n_steps = schedule.steps_per_update
+                going = run.n_iter < schedule.max_iter
+                run.last = bound(run.u, run.problem, run.state, priors)
+        return _ends(run, None if going else "budget")
+
+    return step
+
+
+def _ends(run: _Run, why):
+    info = {"end": why}
+    return (run.at(), info), info
+
+
+def _loop(run: _Run, checkpoint, warm_up: bool) -> FitResult:
+    """The warm-up, then :func:`_sweep_step` under :func:`gplvm.inference.run.run` until it
+    says the fit ends; ``checkpoint`` gets the :class:`Sweep` before every sweep (as the step
+    before it is committed).  Ctrl-C between L-BFGS runs keeps what was done, as inside one."""
+    out, caught = None, False
     try:
         going = True
         if warm_up:
-            going = run.advance(schedule.n_warmup)
-            run.last = bound(run.u, run.problem, run.state, priors)
-        while going:
+            going = run.advance(run.schedule.n_warmup)
+            run.last = bound(run.u, run.problem, run.state, run.priors)
+        if going:
+            at = run.at()
             if checkpoint is not None:
-                checkpoint(run.at())
-            going = run.sweep()
-            run.n_sweeps += 1
-            now = bound(run.u, run.problem, run.state, priors)
-            quiet = abs(now - run.last) <= schedule.tol * max(1.0, abs(now))
-            run.last = now
-            if not going and run.interrupted:
-                break
-            if quiet or run.n_sweeps % schedule.merge_every == 0 or not going:
-                merged = run.merge_round()
-                if run.interrupted:
-                    break
-                if quiet and not merged:
-                    converged = True
-                    break
-                if merged:
-                    run.n_steps = schedule.steps_per_update
-                    going = run.n_iter < schedule.max_iter
-                    run.last = bound(run.u, run.problem, run.state, priors)
-    except KeyboardInterrupt:
-        # between L-BFGS runs (minimise handles Ctrl-C within its own): keep what was done
+                checkpoint(at)
+            out = loop(_sweep_step(run), at, sys.maxsize, commit=_recording(checkpoint),
+                       stop=lambda at, info: bool(info["end"]))
+            caught = out.interrupted
+    except KeyboardInterrupt:       # in the warm-up or its checkpoint, between L-BFGS runs
+        caught = True
+    finally:
+        run.bar.close()
+    if caught:      # (an L-BFGS run interrupted inside has said so itself)
         run.interrupted = True
         warnings.warn(f"DPGPLVM: interrupted after {run.n_iter} iterations; keeping the "
                       f"parameters reached so far", RuntimeWarning, stacklevel=3)
-    finally:
-        run.bar.close()
+    converged = bool(out is not None and out.infos and out.infos[-1]["end"] == "converged")
     history = np.concatenate(run.history) if run.history else np.zeros(0)
     return FitResult(run.u, run.state, run.problem, history, run.n_iter, converged,
                      run.interrupted, run.n_merges)
+
+
+def _recording(checkpoint):
+    """The commit of a step, whose result is (the :class:`Sweep` after it, its info):
+    ``checkpoint`` gets the Sweep the next sweep starts from, unless the fit ends there."""
+    def commit(at, new):
+        after, info = new
+        if checkpoint is not None and not info["end"]:
+            checkpoint(after)
+        return after
+
+    return commit
