@@ -12,7 +12,6 @@ Lawrence (2013), maximised over minibatches of rows (:mod:`.gplvm_family.svi_fit
 from __future__ import annotations
 
 import warnings
-import weakref
 from typing import Optional
 
 import jax.numpy as jnp
@@ -20,21 +19,19 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from gplvm._random import as_key
-from gplvm.data.minibatch import RowSource, out_of_core
 from gplvm.inference import minimise, sharding
-from gplvm.inference.optimise import NonFiniteObjectiveError
 from gplvm.kernels import AbstractKernel
-from gplvm.linalg import CholeskyError, escalate_jitter
 from gplvm.models._checkpoint import ResumableMixin, holding_checkpoint
 from gplvm.models._common import check_is_fitted
 from gplvm.models.gplvm_family import fitted as fam
 from gplvm.models.gplvm_family.bound import negative_bound, negative_bound_keyed
 from gplvm.models.gplvm_family.estimator import AbstractGPLVM, in_model_precision
-from gplvm.models.gplvm_family import columns, svi_fit, svi_init
+from gplvm.models.gplvm_family import columns
 from gplvm.models.gplvm_family.format1 import upgrade_format1
+from gplvm.models.gplvm_family.jitter_ladder import climb
 from gplvm.models.gplvm_family.latent import DynamicalLatent
 from gplvm.models.gplvm_family.new_rows import infer_latents
-from gplvm.models.gplvm_family.svi_bound import fitted_from_svi
+from gplvm.models.gplvm_family.svi_estimator import SviMixin, forget_rows
 from gplvm.objectives import collapsed
 from gplvm.registry import register
 
@@ -47,13 +44,8 @@ def _portable(problem):
     return sharding.to_default_device(problem._replace(sharded=None))
 
 
-#: the rows each SVI fit of this process reads, so that ``resume()`` after Ctrl-C needs no data
-#: argument (a file cannot hold a memmap or a backed AnnData; the entry goes with the model)
-_SVI_ROWS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
 @register("gplvm.BayesianGPLVM", estimator=True)
-class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
+class BayesianGPLVM(SviMixin, ResumableMixin, AbstractGPLVM):
     """Bayesian Gaussian-process latent variable model with a collapsed variational bound.
 
     Args:
@@ -191,7 +183,7 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
         self._train_Y = Y
         for svi_start in ("_start_Y", "_start_index"):  # an earlier SVI fit's start rows
             vars(self).pop(svi_start, None)
-        _SVI_ROWS.pop(self, None)                         # and the rows it read
+        forget_rows(self)                                 # and the rows it read
         self.n_features_in_ = Y.shape[1]
         # what resume() needs to go on: the start, the histories of the runs before the last
         # jitter restart and, once stopped, the optimiser's state
@@ -215,64 +207,32 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
         self.n_iter_, self.converged_, self.interrupted_ = n_iter, converged, interrupted
 
     def _optimise(self, run):
-        """L-BFGS (or Adam) on the negative bound within ``max_iter`` iterations in all.
-
-        When the bound turns non-finite the run restarts from the last finite iterate with the
-        next jitter rung of :func:`gplvm.linalg.escalate_jitter` on Kuu (the library's one
-        jitter policy); the history and iteration count span every restart.  A bound that is
-        non-finite at the start itself (many inducing points in few latent dimensions make Kuu
-        singular to round-off, e.g. M = 100 in Q = 2) climbs the same ladder from the start;
-        only when the ladder ends without a finite bound is the start's error raised.  ``run`` is
+        """L-BFGS (or Adam) on the negative bound within ``max_iter`` iterations in all, on
+        the library's jitter ladder (:func:`.gplvm_family.jitter_ladder.climb`).  ``run`` is
         ``_resume_``: the start (``u``, ``problem``), the histories of earlier restarts and
         the optimiser state to continue from; on Ctrl-C it is updated for :meth:`resume`.
         """
         fun = negative_bound_keyed if self.optimizer == "adam" else negative_bound
-        u, problem, state = run["u"], self._with_rows(run), run["state"]
-        histories = list(run["earlier"])
-        n_done = sum(len(h) for h in histories)
-        start_error = None      # the bound is non-finite at the start, at every jitter so far
-        while True:
-            try:
-                result = minimise(fun, u, method=self.optimizer, n_iter=self.max_iter - n_done,
-                                  learning_rate=self.learning_rate, progress=self.progress,
-                                  desc="BayesianGPLVM", args=(problem,), start=state,
-                                  **self._checkpointing(self._recorder(problem, histories)))
-            except NonFiniteObjectiveError as err:
-                if n_done == 0:         # no finite point yet: the next rung, from the start
-                    start_error = err
-                result = err.result     # the next jitter rung from the last finite point
-            else:
-                start_error = None
-            u, state = result.params, None
-            if result.interrupted:      # Ctrl-C: keep where this run stands for resume()
-                self._resume_ = {**run, "u": u, "problem": _portable(problem),
-                                 "earlier": tuple(histories), "state": result.state}
-            histories.append(result.history)
-            n_done += result.n_iter
-            if n_done >= self.max_iter or result.converged or result.interrupted:
-                break
-            kernel = problem.kernel.from_unconstrained(u["kernel"])
-            scale = float(jnp.mean(kernel.diag(u["Z"])))
-            try:
-                if not np.isfinite(scale):      # no rung is finite: the ladder would not end
-                    raise CholeskyError(f"the kernel's variance at Z is {scale}")
-                jitter = escalate_jitter(problem.jitter, scale, name="Kuu")
-            except CholeskyError as err:
-                if start_error is not None:     # no rung gave a finite start
-                    raise start_error from err
-                warnings.warn(f"BayesianGPLVM: the bound stayed non-finite ({err}); keeping "
-                              f"the last finite parameters", RuntimeWarning, stacklevel=4)
-                break
-            problem = problem._replace(jitter=jitter)
-            warnings.warn(f"BayesianGPLVM: raising the Kuu jitter to {jitter:.1e} and "
-                          f"continuing", RuntimeWarning, stacklevel=4)
-        if (self.optimizer != "adam" and n_done >= self.max_iter and not result.converged
-                and not result.interrupted):
+
+        def rung(u, problem, state, n_iter, histories):
+            return minimise(fun, u, method=self.optimizer, n_iter=n_iter,
+                            learning_rate=self.learning_rate, progress=self.progress,
+                            desc="BayesianGPLVM", args=(problem,), start=state,
+                            **self._checkpointing(self._recorder(problem, histories)))
+
+        ladder = climb(rung, run["u"], self._with_rows(run), run["state"], run["earlier"],
+                       int(self.max_iter), "BayesianGPLVM")
+        result = ladder.result
+        if result.interrupted:      # Ctrl-C: keep where this run stands for resume()
+            self._resume_ = {**run, "u": ladder.u, "problem": _portable(ladder.problem),
+                             "earlier": tuple(ladder.histories[:-1]), "state": result.state}
+        if (self.optimizer != "adam" and ladder.n_done >= self.max_iter
+                and not result.converged and not result.interrupted):
             warnings.warn(f"BayesianGPLVM: L-BFGS stopped at max_iter={self.max_iter} before "
                           f"the bound converged; raise max_iter", ConvergenceWarning,
                           stacklevel=4)
-        return (u, np.concatenate(histories), n_done, bool(result.converged),
-                bool(result.interrupted), problem)
+        return (ladder.u, np.concatenate(ladder.histories), ladder.n_done,
+                bool(result.converged), bool(result.interrupted), ladder.problem)
 
     def _with_rows(self, run):
         """The resume point's problem with its rows: a fit on devices keeps its resume point
@@ -306,53 +266,6 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
 
         return record
 
-    def _fit_svi(self, Y, times, groups):
-        """``inference='svi'``: Adam over minibatches (:mod:`.gplvm_family.svi_fit`), from a
-        resume point kept in ``_resume_["svi"]`` while the run is unfinished."""
-        rows_of, train_Y, batch_size = svi_init.svi_data(self, Y, times, groups)
-        vars(self).pop("_resume_", None)        # an earlier run's resume point goes first
-        _SVI_ROWS.pop(self, None)
-        N, D = rows_of.source.shape
-        run = svi_fit.start_run(self, rows_of, N, batch_size, as_key(self.random_state))
-        self.times_ = self.groups_ = None
-        self._train_Y, self.n_features_in_ = train_Y, D
-        # a memmap is not kept: new rows start from the latents of a subsample of its rows
-        self._start_index = (None if train_Y is not None else
-                             np.linspace(0, N - 1, min(N, svi_init.INIT_ROWS)).astype(int))
-        self._start_Y = None if train_Y is not None else rows_of.source.rows(self._start_index)
-        self._resume_ = {"svi": run}
-        _SVI_ROWS[self] = rows_of
-        return self._run_svi(rows_of)
-
-    @holding_checkpoint
-    def _run_svi(self, rows_of):
-        """Run from ``_resume_["svi"]`` to ``max_iter`` epochs, checkpointing as it goes."""
-        run, N = self._resume_["svi"], rows_of.source.shape[0]
-
-        def write(run):         # a checkpoint: the model of this step, flagged interrupted
-            self._set_svi(svi_fit.result_of(run, np.nan, True, self.devices is not None),
-                          rows_of)
-            self.save(self.checkpoint)
-
-        result = svi_fit.run_svi(self, rows_of, N, run, int(self.max_iter),
-                                 checkpoint=None if self.checkpoint is None else write)
-        self._set_svi(result, rows_of)
-        if not result.interrupted:              # nothing left to resume: let the rows go
-            _SVI_ROWS.pop(self, None)
-        self._end_run(result.interrupted)
-        return self
-
-    def _set_svi(self, result, rows_of):
-        """The fitted attributes of an SVI result (:class:`svi_fit.SviResult`)."""
-        kept = columns.kept_columns(rows_of.Y_std)
-        fitted = fitted_from_svi(result.g, result.setup, int(kept.sum()),
-                                 rows_of.Y_mean[kept], rows_of.Y_std[kept])
-        self.fitted_ = columns.put_back(fitted, rows_of.Y_mean, rows_of.Y_std)
-        self.params_, self._problem, self.jitter_ = result.g, None, result.setup.jitter
-        self.X_mean_, self.X_var_ = np.array(result.X_mean), result.X_var
-        self.elbo_, self.history_, self.n_iter_ = result.bound, result.history, result.n_epochs
-        self.converged_, self.interrupted_ = False, result.interrupted
-
     def resume(self, Y=None):
         """Finish an interrupted (or checkpointed) fit from its stored state: the result equals
         an uninterrupted fit's bit for bit (``checkpoint`` says when it cannot).
@@ -375,50 +288,6 @@ class BayesianGPLVM(ResumableMixin, AbstractGPLVM):
                              + ("is finished" if run is None else "keeps its data") +
                              ": call resume() without arguments")
         return super().resume()
-
-    def _check_same_rows(self, source) -> None:
-        """``resume(Y)``: Y must be the data the fit read, not only of its shape -- the rows the
-        fit kept (a memmap's subsample ``_start_Y``, or the in-memory data) must come back bit
-        for bit, else the resumed run would continue on other data."""
-        index = getattr(self, "_start_index", None)
-        if index is not None and getattr(self, "_start_Y", None) is not None:
-            kept, given = self._start_Y, source.rows(index)
-            what = f"{len(index)} rows spread over the data"
-        elif self._train_Y is not None:
-            kept, given = self._train_Y, source.rows(np.arange(source.shape[0]))
-            what = "the data"
-        else:
-            return
-        if not np.array_equal(np.asarray(kept), np.asarray(given), equal_nan=True):
-            raise ValueError(f"resume(Y): Y is not the data this fit read ({what} differ from "
-                             f"the ones it kept); pass the same data, or fit afresh on new "
-                             f"data")
-
-    def _svi_rows(self, run: dict, Y):
-        """The standardised rows an unfinished SVI run reads: ``Y`` when given (checked against
-        the fit's shape), else the ones this process fitted, else the in-memory data kept."""
-        N, D = run["X_mean"].shape[0], int(self.n_features_in_)
-        if Y is None:
-            known = _SVI_ROWS.get(self)
-            if known is not None:
-                return known
-            if self._train_Y is None:
-                raise ValueError("this SVI fit read its rows from disk (a memmap, an h5py "
-                                 "dataset or a backed AnnData), which a checkpoint does not "
-                                 "hold: pass the same data again, resume(Y)")
-            source = RowSource(self._train_Y)
-        else:
-            source = out_of_core(Y)
-            if source is None:
-                source = RowSource(self._validate_common(Y, None, None)[0])
-            if source.shape != (N, D):
-                raise ValueError(f"resume(Y): the fit read data of shape {(N, D)}; got "
-                                 f"{source.shape}: pass the same data")
-            self._check_same_rows(source)
-        rows_of = svi_init.Standardised(source, run["Y_mean"], run["Y_std"],
-                                        bool(run["has_missing"]))
-        _SVI_ROWS[self] = rows_of
-        return rows_of
 
     def _set_fitted(self, u, problem, Y_mean, Y_std):
         kept = columns.kept_columns(Y_std)
