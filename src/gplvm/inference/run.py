@@ -57,7 +57,9 @@ class RunResult(NamedTuple):
 
 class Progress:
     """One tqdm bar on stderr: a "compiling" phase timed with its elapsed seconds, then the
-    steps (``initial`` of ``total`` already done), the latest summary as the postfix."""
+    steps (``initial`` of ``total`` already done), the latest summary as the postfix.  Once
+    compiling took 0.05 s or more, the postfix also shows ``compiled=<seconds>``, and the
+    bar's clock leaves the compiling out, so that its rate counts steps only."""
 
     def __init__(self, total: float, desc: str, enabled: bool = True, initial: float = 0,
                  **tqdm_kwargs):
@@ -83,6 +85,9 @@ class Progress:
                 ticker.join()
             self.compile_s += time.perf_counter() - start
             self.bar.set_description(self.desc)
+            self.bar.unpause()          # the step rate counts steps, not compiling
+            if self._compiled():
+                self.bar.set_postfix(self._compiled(), refresh=False)
 
     def _tick_while(self, done):
         while not done.wait(0.25):
@@ -91,8 +96,12 @@ class Progress:
     def advance(self, n: float = 1, postfix: Optional[dict] = None) -> None:
         """``n`` more steps done; ``postfix`` (name -> value) shown beside the bar."""
         if postfix:
-            self.bar.set_postfix(postfix, refresh=False)
+            self.bar.set_postfix({**postfix, **self._compiled()}, refresh=False)
         self.bar.update(n)
+
+    def _compiled(self) -> dict:
+        """``compiled=<seconds>`` for the postfix, once compiling took a noticeable time."""
+        return {"compiled": f"{self.compile_s:.1f}s"} if self.compile_s >= 0.05 else {}
 
     def close(self) -> None:
         self.bar.close()
