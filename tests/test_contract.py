@@ -123,7 +123,7 @@ def test_fit_returns_self_and_sets_the_shared_attributes(fitted):
     assert model.X_mean_.shape == model.X_var_.shape == (N, Q)
     assert np.all(model.X_var_ > 0)
     # one ARD profile per latent dimension; the DP-GP-LVM gives one per used atom (issue 12)
-    expected = (model.n_groups_, Q) if hasattr(model, "n_groups_") else (Q,)
+    expected = (model.n_column_groups_, Q) if hasattr(model, "n_column_groups_") else (Q,)
     assert model.relevance_.shape == expected
     assert isinstance(model.n_iter_, int) and isinstance(model.converged_, bool)
     assert np.all(np.isfinite(model.history_))

@@ -60,13 +60,13 @@ def planted():
 
 def test_recovers_the_planted_column_groups_and_their_latent_dimensions(planted):
     model, data, _ = planted
-    assert adjusted_rand_score(data.labels, model.groups_) >= 0.9
+    assert adjusted_rand_score(data.labels, model.column_groups_) >= 0.9
     # each recovered group's active dimensions (ARD weight > 5% of its largest) are its
     # function's, up to one permutation of the latent axes
-    assert model.n_groups_ == len(DIMENSIONS)
+    assert model.n_column_groups_ == len(DIMENSIONS)
     learned = model.relevance_ / model.relevance_.max(axis=1, keepdims=True) > 0.05
     truth = {tuple(row) for row in data.active}
-    found = [learned[model.groups_[data.labels == g][0]] for g in range(len(DIMENSIONS))]
+    found = [learned[model.column_groups_[data.labels == g][0]] for g in range(len(DIMENSIONS))]
     assert any({tuple(row[list(p)]) for row in found} == truth
                for p in itertools.permutations(range(3)))
 
@@ -76,10 +76,10 @@ def test_fitted_attributes_are_consistent(planted):
     D, T, Q = data.Y.shape[1], model.truncation, model.n_components
     phi = model.assignments_
     assert phi.shape == (D, T) and np.allclose(phi.sum(1), 1.0) and np.all(phi >= 0)
-    assert model.relevance_.shape == (model.n_groups_, Q)
-    assert set(np.unique(model.groups_)) == set(range(model.n_groups_))
+    assert model.relevance_.shape == (model.n_column_groups_, Q)
+    assert set(np.unique(model.column_groups_)) == set(range(model.n_column_groups_))
     assert model.noise_var_.shape == (D,) and np.all(model.noise_var_ > 0)
-    assert len(model.kernels_) == T and len(model.kernel_) == model.n_groups_
+    assert len(model.kernels_) == T and len(model.kernel_) == model.n_column_groups_
     shade = column_relevance(model)
     assert shade.shape == (D, Q) and np.allclose(shade.max(1), 1.0)
 
@@ -248,8 +248,45 @@ def test_times_select_the_dynamical_prior():
                         progress=False).fit(Y, times=t)
     assert type(model._problem.latent).__name__ == "DynamicalLatent"
     assert model.X_mean_.shape == (30, 2) and np.all(np.isfinite(model.history_))
+    # the time stamps and sequence labels are times_ and groups_, as in every estimator of
+    # the family (one name per meaning; the column groups are column_groups_)
+    np.testing.assert_array_equal(model.times_, t)
+    assert model.groups_ is None
+    assert model.column_groups_.shape == (4,)
     with pytest.raises(ValueError, match="times"):
         DPGPLVM(n_components=2).fit(Y, times=t[:5])
+
+
+def test_a_format_4_file_has_its_sequence_labels_read_as_groups_(tmp_path):
+    # format 4 and below kept them as sequence_groups_ (docs/contract.md, format 5)
+    import json
+
+    import gplvm
+    from gplvm import io as gio
+    rng = np.random.default_rng(0)
+    t = np.tile(np.linspace(0, 2, 10), 2)
+    labels = np.repeat([0, 1], 10)
+    Y = np.column_stack([np.sin(t), np.cos(t), t]) + 0.05 * rng.normal(size=(20, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = DPGPLVM(n_components=1, n_inducing=4, truncation=2, max_iter=6, n_warmup=3,
+                        steps_per_update=3, init="random", merge_steps=3,
+                        progress=False).fit(Y, times=t, groups=labels)
+    path = tmp_path / "dp.gplvm"
+    model.save(path)
+    with np.load(path, allow_pickle=False) as archive:
+        entries = {name: archive[name] for name in archive.files}
+    document = json.loads(entries["__gplvm__"].tobytes().decode("utf-8"))
+    document["format_version"] = 4
+    document["fitted"]["sequence_groups_"] = document["fitted"].pop("groups_")
+    document["document_sha256"] = gio.document_sha256(document)
+    entries["__gplvm__"] = np.frombuffer(json.dumps(document).encode(), dtype=np.uint8)
+    with open(path, "wb") as file:
+        np.savez(file, **entries)
+    loaded = gplvm.load(path)
+    np.testing.assert_array_equal(loaded.groups_, labels)
+    assert not hasattr(loaded, "sequence_groups_") and loaded._upgraded_from_format_ == 4
+    np.testing.assert_array_equal(loaded.transform(Y), model.transform(Y))
 
 
 def test_factorisation_plot_shades_each_column_by_its_ard_weights(planted):
@@ -300,8 +337,8 @@ def test_constant_and_empty_columns_are_kept_out_and_put_back():
     np.testing.assert_array_equal(model.X_mean_, alone.X_mean_)
     np.testing.assert_array_equal(model.assignments_[kept], alone.assignments_)
     np.testing.assert_array_equal(model.assignments_[[2, 5]], 0.0)
-    assert model.groups_[2] == model.groups_[5] == -1
-    np.testing.assert_array_equal(model.groups_[kept], alone.groups_)
+    assert model.column_groups_[2] == model.column_groups_[5] == -1
+    np.testing.assert_array_equal(model.column_groups_[kept], alone.column_groups_)
     mean, var = model.predict(model.X_mean_[:3], return_var=True)
     mean0, var0 = alone.predict(alone.X_mean_[:3], return_var=True)
     np.testing.assert_array_equal(mean[:, kept], mean0)

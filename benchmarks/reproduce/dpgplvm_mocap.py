@@ -78,9 +78,9 @@ def leg_dimension(model, legs):
     no upper-body group."""
     rel = model.relevance_ / model.relevance_.max(axis=1, keepdims=True)
     active = rel > 0.05
-    leg_groups = [g for g in range(model.n_groups_)
-                  if legs[model.groups_ == g].mean() > 0.5]
-    upper = [g for g in range(model.n_groups_) if g not in leg_groups]
+    leg_groups = [g for g in range(model.n_column_groups_)
+                  if legs[model.column_groups_ == g].mean() > 0.5]
+    upper = [g for g in range(model.n_column_groups_) if g not in leg_groups]
     used_by_legs = active[leg_groups].any(0) if leg_groups else np.zeros(rel.shape[1], bool)
     used_by_upper = active[upper].any(0) if upper else np.zeros(rel.shape[1], bool)
     return np.flatnonzero(used_by_legs & ~used_by_upper), leg_groups, upper
@@ -117,14 +117,14 @@ def factorisation_cell(cell: Cell):
     dims, leg_groups, upper = leg_dimension(model, amb.legs)
     rel = model.relevance_ / model.relevance_.max(axis=1, keepdims=True)
     cpu = time.process_time() - start
-    print(f"factorisation: {model.n_groups_} groups, leg groups {leg_groups}, cpu {cpu:.0f}s")
-    for g in range(model.n_groups_):
-        print(f"  group {g}: {np.sum(model.groups_ == g)} columns "
-              f"({amb.legs[model.groups_ == g].sum()} legs)  ARD/max "
+    print(f"factorisation: {model.n_column_groups_} groups, leg groups {leg_groups}, cpu {cpu:.0f}s")
+    for g in range(model.n_column_groups_):
+        print(f"  group {g}: {np.sum(model.column_groups_ == g)} columns "
+              f"({amb.legs[model.column_groups_ == g].sum()} legs)  ARD/max "
               f"{np.array2string(rel[g], precision=3, suppress_small=True)}")
     print(f"latent dimensions used by a leg group and by no upper-body group: "
           f"{dims.tolist()} -> {'yes' if len(dims) else 'no'}", flush=True)
-    return len(dims), {"cpu_s": cpu, "dims": dims.tolist(), "n_groups": int(model.n_groups_),
+    return len(dims), {"cpu_s": cpu, "dims": dims.tolist(), "n_groups": int(model.n_column_groups_),
                        "leg_groups": [int(g) for g in leg_groups]}
 
 

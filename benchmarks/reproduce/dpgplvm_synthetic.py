@@ -90,8 +90,8 @@ def run(seed, args):
                               merge_every=args.merge_every, n_init=args.n_init,
                               random_state=seed, progress=False).fit(data.Y)
     cpu = time.process_time() - start
-    ari = adjusted_rand_score(data.labels, model.groups_)
-    match, learned = active_sets_match(model.relevance_, model.groups_, data.labels,
+    ari = adjusted_rand_score(data.labels, model.column_groups_)
+    match, learned = active_sets_match(model.relevance_, model.column_groups_, data.labels,
                                        data.active)
     return model, data, ari, match, learned, cpu
 
@@ -103,10 +103,10 @@ def compute(cell: Cell, root: Path = RESULTS):
     model, data, ari, match, learned, cpu = run(cell.seed, args)
     _MODELS[cell.seed] = (model, data, ari)
     sets = [tuple(np.flatnonzero(row).tolist()) for row in learned]
-    print(f"seed {cell.seed}: ARI {ari:.3f}  groups {model.n_groups_}  active sets match "
+    print(f"seed {cell.seed}: ARI {ari:.3f}  groups {model.n_column_groups_}  active sets match "
           f"{match}  learned {sets}  merges {model.n_merges_}  iters {model.n_iter_}  "
           f"bound {model.elbo_:.1f}  cpu {cpu:.0f}s", flush=True)
-    details = {"cpu_s": cpu, "n_groups": int(model.n_groups_), "learned_sets": sets,
+    details = {"cpu_s": cpu, "n_groups": int(model.n_column_groups_), "learned_sets": sets,
                "match": bool(match), "n_iter": int(model.n_iter_), "bound": float(model.elbo_)}
     side = Cell(PAPER, TABLE, DATASET, MATCH, cell.seed, cell.config)
     atomic_write_json(side.path(root), _record(side, float(match),

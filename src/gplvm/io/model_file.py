@@ -3,9 +3,9 @@ versioned file that loading never executes (no pickle)".
 
 A file is one ``.npz`` archive (``numpy.savez``, read back with ``allow_pickle=False``).  Its
 entry ``__gplvm__`` is a UTF-8 JSON document stored as a uint8 array; the other entries
-``a0``, ``a1``, ... are the arrays the document refers to.  The document (format version 4)::
+``a0``, ``a1``, ... are the arrays the document refers to.  The document (format version 5)::
 
-    {"format": "gplvm-estimator", "format_version": 4, "gplvm_version": "0.1.0",
+    {"format": "gplvm-estimator", "format_version": 5, "gplvm_version": "0.1.0",
      "class": "gplvm.RFLVM",
      "payload_sha256": "9f2c...",   # SHA-256 of the arrays (their names, dtypes, shapes, bytes)
      "document_sha256": "41ab...",  # SHA-256 of the rest of this document, canonical JSON
@@ -40,7 +40,10 @@ fitted today lacks.  Format 3 (issue 16) adds ``payload_sha256`` and changes not
 of formats 1 and 2 carry no checksum and load unchecked.  Format 4 (issue 31) adds
 ``document_sha256``, so that an edited parameter, fitted value or setting is refused as well as
 an edited array; a file stating an older format than the checksums it carries is refused too
-(lowering ``format_version`` would otherwise turn the checks off).  A file of a version above
+(lowering ``format_version`` would otherwise turn the checks off).  Format 5 (issue 33)
+changes no structure: it marks the renaming of fitted attributes whose names meant two things
+(docs/contract.md, "One name per meaning"), which the estimators' ``_upgrade_fitted`` undo for
+files of format 4 and below.  A file of a version above
 :data:`FORMAT_VERSION` was written by a newer gplvm and is refused with a message saying so.
 """
 
@@ -68,8 +71,8 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "UPGRADED_FROM", "SaveMixin", "document_s
            "payload_sha256", "save", "write_atomic"]
 
 FORMAT = "gplvm-estimator"
-FORMAT_VERSION = 4
-_READABLE_VERSIONS = (1, 2, 3, 4)
+FORMAT_VERSION = 5
+_READABLE_VERSIONS = (1, 2, 3, 4, 5)
 _CHECKSUMMED_FROM = 3       # the first format version whose files carry ``payload_sha256``
 _SEALED_FROM = 4            # the first whose files carry ``document_sha256``
 #: the attribute :func:`load` gives a model read from an older format: that format's version

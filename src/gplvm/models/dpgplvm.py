@@ -97,17 +97,22 @@ class DPGPLVM(ResumableMixin, AbstractGPLVM):
 
     Attributes:
         assignments_: (D, T) φ, q(z_d) = Cat(φ_d).
-        groups_: (D,) each column's most probable atom, relabelled 0 … n_groups_ − 1 in the
-            order of ``atoms_``.
-        n_groups_: the number of used atoms (the most probable atom of at least one column).
+        column_groups_: (D,) each column's most probable atom, relabelled
+            0 … n_column_groups_ − 1 in the order of ``atoms_``.
+        n_column_groups_: the number of used atoms (the most probable atom of at least one
+            column).
+        times_, groups_: the time stamps and sequence labels the fit was given (None without
+            them), as in every estimator of the family (docs/contract.md, "One name per
+            meaning").
         atoms_: the indices (into the T atoms) of the used atoms, by decreasing mass Σ_d φ_dt.
-        relevance_: (n_groups_, Q) ARD weights (inverse squared length-scales) of the used
-            atoms.
+        relevance_: (n_column_groups_, Q) ARD weights (inverse squared length-scales) of the
+            used atoms.
         kernels_: the T atoms' kernels (a tuple); kernel_: those of the used atoms.
         noise_var_: (D,) each column's noise variance Σ_t φ_dt σ²_t, original units.
         dropped_columns_: the columns kept out of the fit (constant, or never observed: the
             class :class:`~gplvm.BayesianGPLVM`'s rule, docs/contract.md); their
-            ``assignments_`` row is 0, ``groups_`` −1, ``noise_var_`` 0 (constant) or NaN.
+            ``assignments_`` row is 0, ``column_groups_`` −1, ``noise_var_`` 0 (constant) or
+            NaN.
         n_components_: Q of the fit; active_components_: the latent dimensions some used
             atom keeps.
         X_mean_, X_var_ (N, Q); Z_ (M, Q); dp_state_ (:class:`~.dp.DPState`); elbo_ (the
@@ -176,7 +181,7 @@ class DPGPLVM(ResumableMixin, AbstractGPLVM):
                           f"length-scales such as RBF to group by them)", UserWarning,
                           stacklevel=2)
         Y_mean, Y_std = self._standardisation(Y)
-        self.times_, self.sequence_groups_ = times, groups
+        self.times_, self.groups_ = times, groups
         self._train_Y = Y
         self.n_features_in_ = Y.shape[1]
         # what resume() needs to go on: the data, the start in progress and where it stands
@@ -249,7 +254,7 @@ class DPGPLVM(ResumableMixin, AbstractGPLVM):
         if at is not None:
             return dp_fit.resume(at, priors, schedule, self.progress, record)
         Ys = self._resume_["Ys"]
-        u, problem = self._initial(Ys, self.times_, self.sequence_groups_, key)
+        u, problem = self._initial(Ys, self.times_, self.groups_, key)
         if self.init == "columns" and dp_init.has_ard(problem.kernel) and self.n_init_steps:
             seed = int(jax.random.randint(jax.random.fold_in(key, 3), (), 0, 2**31 - 1))
             u, phi0 = dp_init.initial_from_columns(u, problem, priors.atom,
@@ -289,6 +294,16 @@ class DPGPLVM(ResumableMixin, AbstractGPLVM):
         self.interrupted_, self.n_merges_ = bool(interrupted), int(result.n_merges)
         self.jitter_ = problem.jitter
 
+    @classmethod
+    def _upgrade_fitted(cls, fitted: dict, format_version: int, params: dict | None = None) -> dict:
+        """Format 4 and below kept the sequence labels as ``sequence_groups_`` (today
+        ``groups_``, as in every estimator of the family; the column groups are
+        ``column_groups_``)."""
+        fitted = dict(fitted)
+        if format_version < 5 and "sequence_groups_" in fitted:
+            fitted["groups_"] = fitted.pop("sequence_groups_")
+        return fitted
+
     # ------------------------------------------------------------------ fitted values
     @property
     def assignments_(self):
@@ -306,15 +321,15 @@ class DPGPLVM(ResumableMixin, AbstractGPLVM):
         return used[np.argsort(-phi.sum(0)[used], kind="stable")]
 
     @property
-    def n_groups_(self):
+    def n_column_groups_(self):
         return int(len(self.atoms_))
 
     @property
-    def groups_(self):
+    def column_groups_(self):
         """(D,) each column's most probable atom, as an index into ``atoms_`` (−1 for a column
         kept out of the fit)."""
         order = np.full(self.truncation, -1, dtype=int)
-        order[self.atoms_] = np.arange(self.n_groups_)
+        order[self.atoms_] = np.arange(self.n_column_groups_)
         groups = order[np.argmax(self.assignments_, axis=1)]
         return np.where(columns.kept_columns(self.fitted_.Y_std), groups, -1)
 
@@ -331,7 +346,7 @@ class DPGPLVM(ResumableMixin, AbstractGPLVM):
 
     @property
     def relevance_(self):
-        """(n_groups_, Q) ARD weights (inverse squared length-scales) of the used atoms."""
+        """(n_column_groups_, Q) ARD weights (inverse squared length-scales) of the used atoms."""
         return np.array([ard_relevance(kernel, self.n_components_) for kernel in self.kernel_])
 
     @property
