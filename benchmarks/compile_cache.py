@@ -74,7 +74,8 @@ def worker(sweeps: int, chains: int, iters: int) -> dict:
 
     timings = {}
     real = rflvm_module.run_chains
-    rflvm_module.run_chains = lambda *a, **kw: real(*a, **{**kw, "timings": timings})
+    rflvm_module.run_chains = lambda *a, report, **kw: real(
+        *a, report=report._replace(timings=timings), **kw)
     name, Y = _counts()
     Yg = make_s_curve("gaussian", n_samples=500, n_outputs=100, random_state=0).Y
     out = {"data": name, "cache": jax.config.jax_compilation_cache_dir}

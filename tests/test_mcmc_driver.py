@@ -12,8 +12,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from gplvm.inference.mcmc import (ChainResult, _devices, concat_results, default_thin_heavy,
-                                  driver, elliptical_slice_gaussian, run_chains)
+from gplvm.inference.mcmc import (ChainResult, Execution, Keep, Report, Sweeps, _devices,
+                                  concat_results, default_thin_heavy, driver,
+                                  elliptical_slice_gaussian, run_chains)
+from gplvm.inference.run import CheckpointTimer
 
 C = 3
 
@@ -39,13 +41,19 @@ def _trace(s):
     return {"n": s["n"], "sum": jnp.sum(s["x"])}
 
 
-def _run(n_iter=23, burn_in=5, thin=3, block_size=10, key=1, sweep=counting_sweep, **kw):
-    kw.setdefault("record", _record)
-    kw.setdefault("record_heavy", _heavy)
-    kw.setdefault("trace", _trace)
-    kw.setdefault("progress", False)
-    return run_chains(jax.random.PRNGKey(key), _init(), sweep, n_iter=n_iter,
-                      burn_in=burn_in, thin=thin, block_size=block_size, **kw)
+def _run(n_iter=23, burn_in=5, thin=3, block_size=10, key=1, sweep=counting_sweep, *,
+         thin_heavy=None, record=_record, record_heavy=_heavy, trace=_trace, progress=False,
+         timings=None, export_key=None, checkpoint=None):
+    return run_chains(jax.random.PRNGKey(key), _init(), sweep,
+                      Sweeps(n_iter, burn_in=burn_in, thin=thin, thin_heavy=thin_heavy),
+                      Keep(record, record_heavy, trace),
+                      execution=Execution(block_size=block_size, export_key=export_key),
+                      report=Report(progress=progress, timings=timings), checkpoint=checkpoint)
+
+
+def _at_block_ends(write):
+    """A checkpoint timer that writes at every block end (interval 0)."""
+    return CheckpointTimer(write, 0)
 
 
 def test_shapes_burn_in_thinning_and_trace():
@@ -95,9 +103,9 @@ def test_same_key_same_chains_whatever_the_block_size_and_devices(monkeypatch):
     # a fourth chain changes neither the first three nor (with as many devices) the program
     more = run_chains(jax.random.PRNGKey(1), {"x": jnp.zeros((C + 1, 2)),
                                               "n": jnp.zeros((C + 1,), jnp.int32)},
-                      counting_sweep, n_iter=23, burn_in=5, thin=3, block_size=7,
-                      record=_record, record_heavy=_heavy, trace=_trace, progress=False,
-                      timings=timings)
+                      counting_sweep, Sweeps(23, burn_in=5, thin=3),
+                      Keep(_record, _heavy, _trace), execution=Execution(block_size=7),
+                      report=Report(progress=False, timings=timings))
     np.testing.assert_array_equal(more.heavy["x"][:C], runs[0].heavy["x"])
     assert timings["compile_s"] == 0 or len(jax.devices()) > C   # else: one more device
     monkeypatch.setattr(_devices, "chain_devices", lambda: jax.devices()[:1])
@@ -127,8 +135,8 @@ def test_block_lengths_keep_the_bar_moving(n, seconds, done, expected):
 
 
 def test_one_compilation_for_all_blocks_including_a_partial_last_block():
-    """n_iter=25 with block_size=10: blocks of 10, 10 and 5 sweeps (the callback runs after
-    each), run in calls of 1 sweep first and then up to the end of each block, all through one
+    """n_iter=25 with block_size=10: blocks of 10, 10 and 5 sweeps (the checkpoint timer is
+    asked after each), run in calls of 1 sweep first and then up to the end of each block, all through one
     compiled program: the sweep is traced once, exactly 25 sweeps are applied, and a second
     run of the same sweep traces nothing (its compiled block is reused)."""
     n_traces = []
@@ -138,15 +146,18 @@ def test_one_compilation_for_all_blocks_including_a_partial_last_block():
         return counting_sweep(key, state)
 
     timings, ends = {}, []
-    res = run_chains(jax.random.PRNGKey(0), _init(), sweep, n_iter=25, block_size=10,
-                     trace=_trace, progress=False, timings=timings,
-                     callback=lambda n_done, state: ends.append(n_done))
+    res = run_chains(jax.random.PRNGKey(0), _init(), sweep, Sweeps(25), Keep(trace=_trace),
+                     execution=Execution(block_size=10),
+                     report=Report(progress=False, timings=timings),
+                     checkpoint=_at_block_ends(lambda partial: ends.append(partial.n_done)))
     assert ends == [10, 20, 25]
     assert res.n_done == 25 and res.trace["n"].shape == (C, 25)
     np.testing.assert_array_equal(res.state["n"], [25] * C)
     assert len(n_traces) == 1 and timings["compile_s"] > 0
-    run_chains(jax.random.PRNGKey(1), _init(), sweep, n_iter=25, block_size=10, trace=_trace,
-               progress=False, timings=timings)
+    assert sum(call[0] for call in timings["calls"]) == 25 and timings["calls"][0][0] == 1
+    run_chains(jax.random.PRNGKey(1), _init(), sweep, Sweeps(25), Keep(trace=_trace),
+               execution=Execution(block_size=10), report=Report(progress=False,
+                                                                 timings=timings))
     assert len(n_traces) == 1 and timings["compile_s"] == 0
 
 
@@ -198,7 +209,8 @@ def test_compiled_block_cache_does_not_keep_the_sweep_alive():
         return sweep
 
     sweep = make_sweep()
-    run_chains(jax.random.PRNGKey(0), _init(), sweep, n_iter=3, record=_record, progress=False)
+    run_chains(jax.random.PRNGKey(0), _init(), sweep, Sweeps(3), Keep(_record),
+               report=Report(progress=False))
     ref = weakref.ref(sweep)
     del sweep
     gc.collect()
@@ -206,19 +218,19 @@ def test_compiled_block_cache_does_not_keep_the_sweep_alive():
 
 
 def test_interrupt_keeps_finished_blocks(capsys):
-    """A KeyboardInterrupt raised once 20 sweeps are done (from the callback, as Ctrl-C would
-    between blocks) returns 20 sweeps: a warning, interrupted=True, and draws/trace/state equal
+    """A KeyboardInterrupt raised once 20 sweeps are done (from the checkpoint write, as Ctrl-C
+    would between blocks) returns 20 sweeps: a warning, interrupted=True, and draws/trace/state equal
     to the first 20 sweeps of an uninterrupted run.  The progress bar (stderr) shows the
     compilation as its own phase and prints its time."""
     full = _run(n_iter=50, burn_in=5, thin=3, block_size=10, thin_heavy=6)
 
-    def stop(n_done, state):
-        if n_done >= 20:
+    def stop(partial):
+        if partial.n_done >= 20:
             raise KeyboardInterrupt
 
     with pytest.warns(RuntimeWarning, match="interrupted after 20 of 50"):
-        part = _run(n_iter=50, burn_in=5, thin=3, block_size=10, thin_heavy=6, callback=stop,
-                    progress=True)
+        part = _run(n_iter=50, burn_in=5, thin=3, block_size=10, thin_heavy=6,
+                    checkpoint=_at_block_ends(stop), progress=True)
     assert part.interrupted and part.n_done == 20
     err = capsys.readouterr().err
     assert "MCMC (compiling)" in err and "MCMC: compiled" in err
@@ -229,14 +241,57 @@ def test_interrupt_keeps_finished_blocks(capsys):
     np.testing.assert_allclose(part.state["x"].sum(-1), full.trace["sum"][:, 19], rtol=1e-14)
 
 
+def test_interrupt_during_a_call_discards_that_call(monkeypatch):
+    """Ctrl-C while a call of the block computes (here: as the last round of the third call
+    comes to the host, the earlier rounds already there) discards the whole call
+    (gplvm.inference.run's rule): the result is the two calls before it (1 sweep, then as
+    many as the machine's pace asks, here up to the end of the first block), equal to the
+    start of an uninterrupted run, and the timings count those two calls only."""
+    full = _run(n_iter=50, thin_heavy=6)
+    rounds, real, gets = _devices.placement(C).rounds, jax.device_get, [0]
+
+    def device_get(tree):
+        gets[0] += 1
+        if gets[0] == 3 * rounds:
+            raise KeyboardInterrupt
+        return real(tree)
+
+    monkeypatch.setattr(driver.jax, "device_get", device_get)
+    timings = {}
+    with pytest.warns(RuntimeWarning, match="interrupted after"):
+        part = _run(n_iter=50, thin_heavy=6, timings=timings)
+    monkeypatch.undo()
+    calls, n = [call[0] for call in timings["calls"]], part.n_done
+    assert part.interrupted and len(calls) == 2 and calls[0] == 1 and n == sum(calls) <= 10
+    np.testing.assert_array_equal(part.draws, full.draws[:, :max(0, (n - 5) // 3)])
+    np.testing.assert_array_equal(part.trace["sum"], full.trace["sum"][:, :n])
+    np.testing.assert_array_equal(part.state["n"], [n] * C)
+
+
+def test_checkpoint_timer_writes_at_block_ends_when_due():
+    """The checkpoint timer is asked at block ends only and writes when its interval has
+    passed: an hour's interval writes nothing; an error raised by a write is not Ctrl-C and
+    propagates."""
+    writes = []
+    _run(n_iter=25, checkpoint=CheckpointTimer(writes.append, 3600.0))
+    assert writes == []
+
+    def fail(partial):
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError, match="disk full"):
+        _run(n_iter=25, checkpoint=_at_block_ends(fail))
+
+
 def test_resume_from_an_interrupted_run_equals_one_run():
     """Sweeps [0, 20) and then [20, 50) with start=20 (another block size) give, joined by
     concat_results, exactly the draws, trace and final state of one 50-sweep run."""
     full = _run(n_iter=50, burn_in=5, thin=3, block_size=10, thin_heavy=6)
     first = _run(n_iter=20, burn_in=5, thin=3, block_size=10, thin_heavy=6)
-    rest = run_chains(jax.random.PRNGKey(1), first.state, counting_sweep, n_iter=50,
-                      burn_in=5, thin=3, record=_record, record_heavy=_heavy, thin_heavy=6,
-                      trace=_trace, block_size=7, start=first.n_done, progress=False)
+    rest = run_chains(jax.random.PRNGKey(1), first.state, counting_sweep,
+                      Sweeps(50, burn_in=5, thin=3, thin_heavy=6, start=first.n_done),
+                      Keep(_record, _heavy, _trace), execution=Execution(block_size=7),
+                      report=Report(progress=False))
     joined = concat_results(first, rest)
     assert joined.n_done == 50 and not joined.interrupted
     np.testing.assert_array_equal(joined.draws, full.draws)
@@ -250,10 +305,10 @@ def test_errors_name_the_fix():
         _run(n_iter=10, burn_in=10)
     with pytest.raises(ValueError, match="leading \\(chain\\) sizes"):
         run_chains(jax.random.PRNGKey(0), {"x": jnp.zeros((3, 2)), "n": jnp.zeros(4)},
-                   counting_sweep, n_iter=5, progress=False)
+                   counting_sweep, Sweeps(5), report=Report(progress=False))
     with pytest.raises(ValueError, match="structure and shapes"):
-        run_chains(jax.random.PRNGKey(0), _init(), lambda k, s: s["x"], n_iter=5,
-                   progress=False)
+        run_chains(jax.random.PRNGKey(0), _init(), lambda k, s: s["x"], Sweeps(5),
+                   report=Report(progress=False))
 
 
 class _ESSState(NamedTuple):
@@ -280,9 +335,10 @@ def test_driver_runs_elliptical_slice_sweeps_to_the_posterior():
     4.5 SE and the variance within 5 SE of the exact N(2y/3, 1/3)."""
     f0 = jnp.zeros((100, 2, 1))
     init = _ESSState(f0, jax.vmap(_log_lik)(f0))
-    res = run_chains(jax.random.PRNGKey(5), init, _ess_sweep, n_iter=300, burn_in=100,
-                     thin=20, record=lambda s: s.f[:, 0], trace=lambda s: jnp.sum(s.log_lik),
-                     progress=False)
+    res = run_chains(jax.random.PRNGKey(5), init, _ess_sweep,
+                     Sweeps(300, burn_in=100, thin=20),
+                     Keep(record=lambda s: s.f[:, 0], trace=lambda s: jnp.sum(s.log_lik)),
+                     report=Report(progress=False))
     draws = res.draws.reshape(-1, 2)
     n = draws.shape[0]
     assert n == 1000 and res.trace.shape == (100, 300)
@@ -302,8 +358,9 @@ def test_vectorized_chains_equal_chains_run_one_after_the_other():
         x = jax.lax.cond(state["n"] % 2 == 0, lambda: x, lambda: -x)
         return {"x": x, "n": state["n"] + 1}
 
-    runs = [run_chains(jax.random.PRNGKey(4), _init(), sweep, n_iter=6, trace=_trace,
-                       progress=False, vectorize=v) for v in (False, True)]
+    runs = [run_chains(jax.random.PRNGKey(4), _init(), sweep, Sweeps(6), Keep(trace=_trace),
+                       execution=Execution(vectorize=v), report=Report(progress=False))
+            for v in (False, True)]
     np.testing.assert_allclose(runs[0].state["x"], runs[1].state["x"], rtol=1e-12)
     np.testing.assert_allclose(runs[0].trace["sum"], runs[1].trace["sum"], rtol=1e-12)
     assert not np.allclose(runs[0].state["x"][0], runs[0].state["x"][1])

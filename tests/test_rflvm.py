@@ -364,13 +364,14 @@ def test_interrupted_during_burn_in_leaves_a_usable_model(monkeypatch):
     # Ctrl-C (a KeyboardInterrupt between blocks) during burn-in: the chains' last states stand
     # in for draws, with a warning, and the model still transforms, scores and samples
     import gplvm.models.rflvm as module
+    from gplvm.inference.run import CheckpointTimer
     real = module.run_chains
 
-    def interrupt(n_done, state):
+    def interrupt(partial):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(module, "run_chains",
-                        lambda *a, **kw: real(*a, **{**kw, "callback": interrupt}))
+    monkeypatch.setattr(module, "run_chains", lambda *a, **kw: real(
+        *a, **{**kw, "checkpoint": CheckpointTimer(interrupt, 0)}))   # at the first block end
     Y = np.random.default_rng(6).poisson(3.0, (30, 6)).astype(float)
     model = gplvm.RFLVM(likelihood="poisson", n_features=10, n_iter=16, burn_in=8,
                         n_chains=2, block_size=4, learn_kernel=False, progress=False,

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import gplvm
+from gplvm.inference.run import CheckpointTimer
 
 LEGACY = "tests/data/legacy_v1/rflvm"
 KW = dict(likelihood="poisson", n_features=10, n_iter=16, burn_in=8, n_chains=2, block_size=4,
@@ -27,16 +28,22 @@ def _assert_same(a, b):
 
 
 def _stop_after(monkeypatch, n_blocks, exc):
+    """Raise ``exc`` at the end of block ``n_blocks`` (before that block's checkpoint write):
+    the driver's checkpoint timer is wrapped in one asked at every block end."""
     import gplvm.models.rflvm as module
     real, calls = module.run_chains, []
 
-    def callback(n_done, state):
-        calls.append(n_done)
-        if len(calls) == n_blocks:
-            raise exc
+    def with_stop(*args, checkpoint=None, **kwargs):
+        def write(partial):
+            calls.append(partial.n_done)
+            if len(calls) == n_blocks:
+                raise exc
+            if checkpoint is not None:
+                checkpoint.after_step(partial)
 
-    monkeypatch.setattr(module, "run_chains",
-                        lambda *a, **kw: real(*a, **{**kw, "callback": callback}))
+        return real(*args, checkpoint=CheckpointTimer(write, 0), **kwargs)
+
+    monkeypatch.setattr(module, "run_chains", with_stop)
     return lambda: monkeypatch.setattr(module, "run_chains", real)
 
 

@@ -43,7 +43,8 @@ SCRIPT = textwrap.dedent("""
     from gplvm.distributed import demo_problem, main
     from gplvm.expectations import Analytic, MonteCarlo, psi_statistics
     from gplvm.inference import sharding
-    from gplvm.inference.mcmc import _devices, elliptical_slice_gaussian, run_chains
+    from gplvm.inference.mcmc import (Keep, Report, Sweeps, _devices,
+                                      elliptical_slice_gaussian, run_chains)
     from gplvm.objectives import collapsed
 
     params, Y = demo_problem({n})
@@ -98,8 +99,9 @@ SCRIPT = textwrap.dedent("""
 
     def chains():
         timings = {{}}
-        res = run_chains(jax.random.PRNGKey(3), jnp.zeros((4, 3, 2)), sweep, n_iter=6,
-                         burn_in=1, record=lambda f: f, progress=False, timings=timings)
+        res = run_chains(jax.random.PRNGKey(3), jnp.zeros((4, 3, 2)), sweep,
+                         Sweeps(6, burn_in=1), Keep(record=lambda f: f),
+                         report=Report(progress=False, timings=timings))
         return np.asarray(res.draws), timings["devices"]
 
     def local_chains():
@@ -455,7 +457,8 @@ RFLVM_ROWS_SCRIPT = textwrap.dedent("""
     import json
     import jax, jax.numpy as jnp, numpy as np
     import gplvm
-    from gplvm.inference.mcmc import _block, _devices, elliptical_slice_gaussian, run_chains
+    from gplvm.inference.mcmc import (Execution, Keep, Report, Sweeps, _block, _devices,
+                                      elliptical_slice_gaussian, run_chains)
     from gplvm.inference.sharding import make_mesh
 
     # not a multiple of 4 (XLA pads the row blocks to 18), and above the 32 rows below which
@@ -474,16 +477,18 @@ RFLVM_ROWS_SCRIPT = textwrap.dedent("""
 
     def chains(mesh):
         t = {}
-        res = run_chains(jax.random.PRNGKey(3), jnp.zeros((2, N, 2)), sweep, n_iter=5,
-                         burn_in=1, record=lambda f: f, progress=False, timings=t,
-                         row_mesh=mesh, n_rows=N)
+        res = run_chains(jax.random.PRNGKey(3), jnp.zeros((2, N, 2)), sweep,
+                         Sweeps(5, burn_in=1), Keep(record=lambda f: f),
+                         execution=Execution(row_mesh=mesh, n_rows=N),
+                         report=Report(progress=False, timings=t))
         return np.asarray(res.draws), t["devices"]
 
     one, d_one = chains(None)
     split, d_split = chains(make_mesh(4))
     # the program really runs on row blocks: lower the row-mesh block as the driver built it
     place = _devices.row_placement(2, make_mesh(4), N)
-    block = _block.compiled_block(sweep, place, lambda f: f, None, None, 4, 4, 1)
+    block = _block.compiled_block(sweep, place, Keep(record=lambda f: f),
+                                  _block.BlockShape(4, 4, 1))
     args = (jax.random.PRNGKey(3), jnp.zeros((2, N, 2)), jnp.arange(2, dtype=jnp.int32)) + \
         tuple(jnp.int32(v) for v in (0, 4, 1, 1, 1))
     text = block.jitted.lower(*args).compile().as_text()

@@ -13,7 +13,6 @@ together under ``vmap`` with compiled blocks of sweeps (:mod:`gplvm.inference.mc
 from __future__ import annotations
 
 import functools
-import time
 import warnings
 
 import jax
@@ -30,9 +29,10 @@ from gplvm._validation import (
     as_1d_float, as_2d_float, check_magnitude, check_new_values, column_standardisation,
     dropped_columns_notice, kept_columns, require_float64, standardise_kept,
 )
-from gplvm.inference.mcmc import run_chains, split_rhat
+from gplvm.inference.mcmc import Execution, Keep, Report, Sweeps, run_chains, split_rhat
 from gplvm.inference.sharding import checkpoint_devices_problem
 from gplvm.inference.mcmc.driver import concat_results
+from gplvm.inference.run import CheckpointTimer
 from gplvm.io import SaveMixin
 from gplvm.kernels import RBF
 from gplvm.likelihoods import get_likelihood
@@ -398,17 +398,24 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         n_kept = max((n_total - self.burn_in) // max(self.thin, 1), 1)
         thin_heavy = (earlier.thin_heavy if earlier is not None else
                       max(int(np.ceil(n_kept * self.thin * self.n_chains / self.max_stored)), 1))
-        on_block = None if self.checkpoint is None else self._checkpoint_writer(earlier)
+        checkpoint = (None if self.checkpoint is None else
+                      CheckpointTimer(self._checkpoint_writer(earlier),
+                                      float(self.checkpoint_interval)))
         result = run_chains(
-            self._key_run_, init, _sweep_for(spec), n_iter=n_iter,
-            burn_in=int(self.burn_in), thin=int(self.thin), record=record_light,
-            record_heavy=record_heavy, thin_heavy=thin_heavy, trace=trace,
-            block_size=int(self.block_size), progress=self.progress,
-            desc=f"RFLVM ({spec.likelihood})" + (f" {desc}" if desc else ""), start=start,
-            stage=lambda done: "MAP" if done < spec.map_sweeps else "",   # X climbs, no proposals
-            on_block=on_block,
-            export_key=f"gplvm.RFLVM {spec!r}",  # the spec fixes the sweep and what it records
-            row_mesh=self._row_mesh(), n_rows=int(self._data_.Y.shape[0]))
+            self._key_run_, init, _sweep_for(spec),
+            Sweeps(n_iter, burn_in=int(self.burn_in), thin=int(self.thin),
+                   thin_heavy=thin_heavy, start=start),
+            Keep(record=record_light, record_heavy=record_heavy, trace=trace),
+            execution=Execution(
+                block_size=int(self.block_size), row_mesh=self._row_mesh(),
+                n_rows=int(self._data_.Y.shape[0]),
+                export_key=f"gplvm.RFLVM {spec!r}"),  # the spec fixes the sweep and the records
+            report=Report(
+                progress=self.progress,
+                desc=f"RFLVM ({spec.likelihood})" + (f" {desc}" if desc else ""),
+                # the MAP warm-up sweeps: X climbs, no proposals
+                stage=lambda done: "MAP" if done < spec.map_sweeps else ""),
+            checkpoint=checkpoint)
         if earlier is not None:
             result = concat_results(earlier, result)
         self._set_fitted(result, quiet=quiet)
@@ -417,15 +424,12 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         return self
 
     def _checkpoint_writer(self, earlier):
-        last = [time.monotonic()]
-
+        """The write of the checkpoint timer: the model with the draws so far (joined to the
+        ``earlier`` ones), saved to ``checkpoint``."""
         def write(partial):
-            if time.monotonic() - last[0] < float(self.checkpoint_interval):
-                return
             joined = partial if earlier is None else concat_results(earlier, partial)
             self._set_fitted(jax.tree_util.tree_map(np.array, joined), quiet=True)
             self.save(self.checkpoint)
-            last[0] = time.monotonic()
 
         return write
 

@@ -10,7 +10,8 @@ Kernels in the ``init`` / ``step`` form with ``State`` / ``Info`` named tuples (
 Around them:
 
 * :mod:`.driver` — :func:`run_chains`, the only loop over sweeps (``lax.scan``) and chains
-  (``vmap``);
+  (``vmap``), each call of its compiled block a step of :func:`gplvm.inference.run.run`;
+  what it takes in groups: :class:`Sweeps`, :class:`Keep`, :class:`Execution`, :class:`Report`;
 * :mod:`.align` — orthogonal Procrustes alignment of latent draws;
 * :mod:`.diagnostics` — ArviZ ``InferenceData``, split R-hat and rotation-invariant summaries.
 """
@@ -23,16 +24,17 @@ from gplvm.inference.mcmc.align import (align_samples, generalised_procrustes,
                                         posterior_mean_aligned, procrustes_rotation)
 from gplvm.inference.mcmc.diagnostics import (pairwise_distance_summary, random_row_pairs,
                                               split_rhat, summary_rhat_ess, to_inference_data)
-from gplvm.inference.mcmc.driver import (ChainResult, concat_results, default_thin_heavy,
-                                         run_chains)
+from gplvm.inference.mcmc.driver import (ChainResult, Execution, Keep, Report, Sweeps,
+                                         concat_results, default_thin_heavy, run_chains)
 from gplvm.inference.mcmc.elliptical_slice import (ESSInfo, ESSState, elliptical_slice,
                                                    elliptical_slice_gaussian)
 from gplvm.inference.mcmc.elliptical_slice import init as ess_init
 from gplvm.inference.mcmc.elliptical_slice import step as ess_step
 
 __all__ = [
-    "ChainResult", "ESSInfo", "ESSState", "MHInfo", "MHState", "align_samples",
-    "concat_results", "default_thin_heavy", "elliptical_slice", "elliptical_slice_gaussian",
+    "ChainResult", "ESSInfo", "ESSState", "Execution", "Keep", "MHInfo", "MHState", "Report",
+    "Sweeps", "align_samples", "concat_results", "default_thin_heavy", "elliptical_slice",
+    "elliptical_slice_gaussian",
     "ess_init", "ess_step", "generalised_procrustes", "mh_accept_reject", "mh_init", "mh_step",
     "pairwise_distance_summary", "posterior_mean_aligned", "procrustes_rotation",
     "random_row_pairs", "run_chains", "split_rhat", "summary_rhat_ess", "to_inference_data",

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import time
 import weakref
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -34,6 +35,7 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from gplvm.inference.mcmc._devices import AXIS, Placement
 from gplvm.inference.mcmc._exported import compile_exported
+from gplvm.inference.mcmc._kept import Keep
 
 try:
     from jax import shard_map
@@ -41,6 +43,22 @@ try:
 except ImportError:  # JAX < 0.7
     from jax.experimental.shard_map import shard_map
     _UNCHECKED = {"check_rep": False}
+
+
+class BlockShape(NamedTuple):
+    """The static sizes of a compiled block.
+
+    Attributes:
+        block_size: the most sweeps one call runs (the length of the trace buffer).
+        rows: rows of the ``record`` buffer (``ceil(block_size / thin)``).
+        rows_heavy: rows of the ``record_heavy`` buffer (``ceil(block_size / thin_heavy)``).
+        vectorize: the chains of a device under ``vmap`` instead of ``lax.map``.
+    """
+
+    block_size: int
+    rows: int
+    rows_heavy: int
+    vectorize: bool = False
 
 
 def _write(buf, rec, j):
@@ -95,14 +113,15 @@ def _by_rows(tree, mesh, n_rows: int, axis: int):
     return jax.tree_util.tree_map(one, tree)
 
 
-def _local_block(sweep_ref, record, record_heavy, trace, block_size, rows, rows_heavy,
-                 vectorize, row_mesh=None, n_rows=0):
+def _local_block(sweep_ref, keep: Keep, shape: BlockShape, row_mesh=None, n_rows=0):
     """The block on one device: ``n_valid`` sweeps of its chains from global sweep ``first``
     (with a ``row_mesh``: the block over that mesh, each chain's rows split over it).
 
     ``sweep_ref()`` returns the sweep; the block holds it weakly so that caching the compiled
     block under the sweep (:func:`compiled_block`) does not keep the sweep (and its data) alive.
     """
+    record, record_heavy, trace = keep
+    block_size, rows, rows_heavy, vectorize = shape
 
     def split_sweep(key, state):
         new = sweep_ref()(key, _by_rows(state, row_mesh, n_rows, 0))
@@ -139,18 +158,15 @@ def _local_block(sweep_ref, record, record_heavy, trace, block_size, rows, rows_
     return block
 
 
-def _make_block(sweep_ref, mesh, record, record_heavy, trace, block_size, rows, rows_heavy,
-                vectorize=False, n_rows=0):
+def _make_block(sweep_ref, mesh, keep: Keep, shape: BlockShape, n_rows=0):
     """The jitted block over the devices of ``mesh``: each device runs its chains; with
     ``n_rows`` (a row mesh) the devices run every chain together, split by rows, from and to
     a copy of the arrays on each device."""
     if n_rows:
-        local = _local_block(sweep_ref, record, record_heavy, trace, block_size, rows,
-                             rows_heavy, vectorize, mesh, n_rows)
+        local = _local_block(sweep_ref, keep, shape, mesh, n_rows)
         copy = NamedSharding(mesh, PartitionSpec())
         return jax.jit(local, in_shardings=copy, out_shardings=copy)
-    local = _local_block(sweep_ref, record, record_heavy, trace, block_size, rows, rows_heavy,
-                         vectorize)
+    local = _local_block(sweep_ref, keep, shape)
     c, rep = PartitionSpec(AXIS), PartitionSpec()
     # unchecked: each device's chains are independent (no collective), and checking would ask
     # every zero-initialised buffer of the loop to be marked as varying over devices
@@ -190,16 +206,15 @@ class Block:
 _BLOCKS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def compiled_block(sweep, placement: Placement, record, record_heavy, trace, block_size, rows,
-                   rows_heavy, vectorize=False, export_key=None) -> Block:
+def compiled_block(sweep, placement: Placement, keep: Keep, shape: BlockShape,
+                   export_key=None) -> Block:
     """The block for ``sweep``: the last one built for this sweep is reused when the other
     arguments are the same objects, so repeated runs of one sampler compile once; one block
     per live sweep is kept (a fresh ``record`` lambda per run replaces it, nothing piles up).
     ``export_key`` (see :class:`Block`) keeps the program across processes."""
-    cache_key = (placement.mesh, record, record_heavy, trace, block_size, rows, rows_heavy,
-                 vectorize, placement.n_rows)
-    settings = (block_size, rows, rows_heavy, vectorize, placement.mesh.shape,
-                [d.id for d in placement.mesh.devices.flat], placement.n_rows)
+    cache_key = (placement.mesh, keep, shape, placement.n_rows)
+    settings = (*shape, placement.mesh.shape, [d.id for d in placement.mesh.devices.flat],
+                placement.n_rows)
     try:
         cached = _BLOCKS.get(sweep)
         sweep_ref = weakref.ref(sweep)

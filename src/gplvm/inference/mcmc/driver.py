@@ -11,18 +11,23 @@ composition of kernels).  The driver
   ``block_size``, is run in calls of the same compiled program (a ``while_loop`` over the
   call's sweeps): the first call is one sweep, later ones about :data:`CALL_SECONDS` of work,
   so the bar moves every two seconds or so however slow the sweep;
+* makes each call (over all rounds of chains) one step of the one run loop,
+  :func:`gplvm.inference.run.run`, which owns the Ctrl-C rule (a call interrupted is
+  discarded; its draws are copied to the host and the chains moved on all together or not at
+  all) and asks the checkpoint timer at the end of each block;
 * derives the key of sweep ``i`` (0-based, counted from the start of the chain) as
   ``fold_in(fold_in(key, i), c)`` for chain c (``split(fold_in(key, i), C)[c]`` under JAX's
   default partitionable Threefry), so the draws depend on the key only — not on
-  ``block_size``, not on interruptions and resumptions (``start``), not on the number of
-  devices (every device runs the same one-chain program);
+  ``block_size``, not on the calls' lengths, not on interruptions and resumptions
+  (``start``), not on the number of devices (every device runs the same one-chain program);
 * keeps ``record(state)`` every ``thin`` sweeps after ``burn_in``, ``record_heavy(state)``
   every ``thin_heavy`` sweeps after ``burn_in`` (by default at most 200 heavy draws), and
   ``trace(state)`` after every sweep, burn-in included.  Kept draws go into a per-block device
   buffer sized for one block, then into preallocated host (NumPy) arrays: device memory is
   bounded by one block, host memory by the result;
-* shows a tqdm bar (stderr) with the chain-mean of the trace, and on Ctrl-C
-  (``KeyboardInterrupt``) returns everything finished so far with ``interrupted=True``.
+* shows a tqdm bar (stderr, :class:`gplvm.inference.run.Progress`) with the chain-mean of the
+  trace, and on Ctrl-C (``KeyboardInterrupt``) returns everything finished so far with
+  ``interrupted=True``.
 
 Sweep numbering: sweep ``i`` (0-based) produces the state after ``s = i + 1`` sweeps; that state
 is kept when ``s > burn_in`` and ``(s - burn_in) % thin == 0``.
@@ -35,7 +40,7 @@ import math
 import sys
 import time
 import warnings
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -43,19 +48,78 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from gplvm._pytree import to_device
-from gplvm.inference.mcmc._block import compiled_block
+from gplvm.inference.mcmc._block import BlockShape, compiled_block
 from gplvm.inference.mcmc._devices import (chain_index, gather, placement, replicated,
                                            row_placement, split_rounds, valid)
-from gplvm.inference.mcmc._kept import ChainResult, Counts, Kept, n_kept
+from gplvm.inference.mcmc._kept import ChainResult, Keep, Kept, Sweeps, n_kept
+from gplvm.inference.run import CheckpointTimer, Progress, RunResult, run
 
 MAX_HEAVY_DRAWS = 200
 # Each call of a compiled program pays for its allocations (the RFLVM's congress109 sweep has
 # 92 MB of temporaries, ~80 ms of page faults on a loaded machine): 2 s calls keep that within
 # a few per cent while the bar moves.
 CALL_SECONDS = 2.0
-BAR_FORMAT = ("{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total_fmt} "
-              "[{elapsed}<{remaining}{postfix}]")  # n is fractional between rounds
+# n is fractional between rounds; {l_bar} is "{desc}: {percentage:3.0f}%|" whether or not
+# the description already ends in ": " (Progress sets it with one after compiling)
+BAR_FORMAT = "{l_bar}{bar}| {n:.0f}/{total_fmt} [{elapsed}<{remaining}{postfix}]"
 logger = logging.getLogger("gplvm")
+
+
+class Execution(NamedTuple):
+    """How :func:`run_chains` compiles the sweeps and where it runs the chains.
+
+    Attributes:
+        block_size: sweeps per block (a checkpoint may be written after each); defaults to
+            ``ceil(n_iter / 50)`` capped at 100.  A block is run in one or more calls of one
+            compiled program (one host copy each): the first call is one sweep, later ones
+            about :data:`CALL_SECONDS` of work, so the bar moves every two seconds or so
+            however slow the sweep.
+        vectorize: ``vmap`` the sweep over chains on one device instead of running them one
+            per device (only for tiny sweeps: under ``vmap`` data-dependent branches compute
+            both sides and loops wait for the slowest chain).  Both give the same chains up to
+            rounding.
+        row_mesh: a :class:`jax.sharding.Mesh` to split each chain over by rows (data sets too
+            big for one device): the chains then run one after the other, and every leaf of a
+            chain's state whose leading axis has ``n_rows`` entries (the data, the latents) is
+            laid out by rows over the mesh's devices, the sweep's computation split by XLA
+            (:mod:`._devices`).  The chains equal those of one device up to the order of the
+            additions over rows.  None (default): one chain per device.
+        n_rows: the number of rows (needed with ``row_mesh``).
+        export_key: a string that identifies ``sweep`` and the :class:`Keep` functions
+            completely and is the same in every process (e.g. the repr of a static model
+            description; the code itself is covered by a digest of gplvm's source).  With it,
+            and the persistent compilation cache on, the compiled block is kept as an exported
+            file that later processes load instead of tracing the sweep (:mod:`._exported`).
+            Leave it None for sweeps defined outside gplvm or closing over values the string
+            does not name.
+    """
+
+    block_size: Optional[int] = None
+    vectorize: bool = False
+    row_mesh: Any = None
+    n_rows: Optional[int] = None
+    export_key: Optional[str] = None
+
+
+class Report(NamedTuple):
+    """How :func:`run_chains` reports on itself.
+
+    Attributes:
+        progress: show a tqdm bar on stderr (compilation as its own phase, then sweeps) and
+            print the compile time and the devices used.
+        desc: the bar's label.
+        stage: ``stage(done)`` is added to the label while the sweeps after the first ``done``
+            run (the RFLVM's ``'MAP'`` during its uphill warm-up sweeps); '' adds nothing.
+        timings: a dict to receive ``compile_s`` (tracing, lowering and compiling the block;
+            0 when reused), ``sweep_s`` (wall seconds per sweep of all chains, compilation
+            excluded), ``calls`` (sweeps, wall and process CPU seconds of each call of the
+            block), ``devices`` and ``rounds`` (see :mod:`._devices`).
+    """
+
+    progress: bool = True
+    desc: str = "MCMC"
+    stage: Optional[Callable[[int], str]] = None
+    timings: Optional[dict] = None
 
 
 def default_thin_heavy(n_iter: int, burn_in: int, thin: int) -> int:
@@ -85,7 +149,9 @@ def _check_state(init_state) -> int:
     return sizes.pop()
 
 
-def _check_counts(n_iter, burn_in, thin, thin_heavy, start):
+def _checked(sweeps: Sweeps, keep: Keep) -> Sweeps:
+    """``sweeps`` checked, with its default ``thin_heavy`` set (1 without ``record_heavy``)."""
+    n_iter, burn_in, thin, thin_heavy, start = sweeps
     if n_iter < 1 or not 0 <= burn_in < n_iter:
         raise ValueError(f"need 0 <= burn_in < n_iter (n_iter counts every sweep, burn-in "
                          f"included); got n_iter={n_iter}, burn_in={burn_in}")
@@ -95,6 +161,9 @@ def _check_counts(n_iter, burn_in, thin, thin_heavy, start):
     if not 0 <= start <= n_iter:
         raise ValueError(f"start={start} must lie in [0, n_iter={n_iter}]: it is the number of "
                          f"sweeps already done (ChainResult.n_done of the run to resume)")
+    if keep.record_heavy is not None and thin_heavy is None:
+        thin_heavy = default_thin_heavy(n_iter, burn_in, thin)
+    return sweeps._replace(thin_heavy=thin_heavy or 1)
 
 
 def _postfix(traced, n: int) -> dict:
@@ -120,18 +189,17 @@ def _next_length(n: int, seconds: float, done: int, block_size: int) -> int:
     return max(1, min(want, block_size - done % block_size))
 
 
-def run_chains(key, init_state, sweep: Callable, *, n_iter: int, burn_in: int = 0,
-               thin: int = 1, record: Optional[Callable] = None,
-               record_heavy: Optional[Callable] = None, thin_heavy: Optional[int] = None,
-               trace: Optional[Callable] = None, block_size: Optional[int] = None,
-               progress: bool = True, desc: str = "MCMC",
-               stage: Optional[Callable[[int], str]] = None, start: int = 0,
-               callback: Optional[Callable[[int, Any], None]] = None,
-               on_block: Optional[Callable[["ChainResult"], None]] = None,
-               vectorize: bool = False, timings: Optional[dict] = None,
-               export_key: Optional[str] = None, row_mesh=None,
-               n_rows: Optional[int] = None) -> ChainResult:
-    """Run C chains of ``sweep`` for ``n_iter`` sweeps each.
+def run_chains(key, init_state, sweep: Callable, sweeps: Sweeps, keep: Keep = Keep(), *,
+               execution: Execution = Execution(), report: Report = Report(),
+               checkpoint: Optional[CheckpointTimer] = None) -> ChainResult:
+    """Run C chains of ``sweep`` for ``sweeps.n_iter`` sweeps each.
+
+    What a run takes comes in groups: the sweeps' counts (:class:`Sweeps`: ``n_iter``,
+    ``burn_in``, ``thin``, ``thin_heavy``, ``start``), what is kept of each state
+    (:class:`Keep`: ``record``, ``record_heavy``, ``trace``), how the sweeps are compiled and
+    placed (:class:`Execution`: ``block_size``, ``vectorize``, ``row_mesh``, ``n_rows``,
+    ``export_key``) and how the run reports on itself (:class:`Report`: ``progress``,
+    ``desc``, ``stage``, ``timings``).
 
     Args:
         key: a ``jax.random`` key; the same key gives the same chains whatever ``block_size``
@@ -140,157 +208,171 @@ def run_chains(key, init_state, sweep: Callable, *, n_iter: int, burn_in: int = 
         sweep: ``sweep(key, state) -> state`` for one chain (no chain axis), jit-able.  Pass a
             module-level function or one kept alive across runs: the compiled block is cached
             per ``sweep`` object.
-        n_iter: total sweeps per chain, burn-in included (the paper runs 2000 with 1000 burn-in).
-        burn_in: sweeps discarded before the first kept draw.
-        thin: keep ``record(state)`` every ``thin`` sweeps after burn-in.
-        record: ``state -> pytree`` for one chain; keep it cheap (a selection of the state):
-            it is evaluated after every sweep and written only when kept.
-        record_heavy: like ``record`` for big arrays (β, W), kept every ``thin_heavy`` sweeps.
-        thin_heavy: defaults to :func:`default_thin_heavy` (at most 200 heavy draws).
-        trace: ``state -> pytree`` of small arrays (e.g. the log-likelihood) kept after every
-            sweep, burn-in included; scalar entries are shown on the progress bar.
-        block_size: sweeps per block (``callback`` and ``on_block`` run after each);
-            defaults to ``ceil(n_iter / 50)`` capped at 100.  A block is run in one or more
-            calls of one compiled program (one host copy each): the first call is one sweep,
-            later ones about :data:`CALL_SECONDS` of work, so the bar moves every two seconds
-            or so however slow the sweep.
-        progress: show a tqdm bar on stderr (compilation as its own phase, then sweeps) and
-            print the compile time and the devices used.
-        desc: the bar's label.
-        stage: ``stage(done)`` is added to the label while the sweeps after the first ``done``
-            run (the RFLVM's ``'MAP'`` during its uphill warm-up sweeps); '' adds nothing.
-        start: sweeps already done, to resume a run from ``ChainResult.state``: running
-            ``[0, k)`` and then ``[k, n_iter)`` with ``start=k`` gives the same chains as one
-            run (join the two results with :func:`concat_results`).
-        callback: ``callback(n_done, state)`` after each block (and after the last, partial
-            one), on the host (checkpointing);
-            a ``KeyboardInterrupt`` raised there stops the run like Ctrl-C.
-        on_block: ``on_block(partial)`` after each block with the :class:`ChainResult` of the
-            sweeps done so far (its arrays are views of buffers the run keeps filling: copy
-            or write them out before returning), for checkpoints to a file.
-        vectorize: ``vmap`` the sweep over chains on one device instead of running them one
-            per device (only for tiny sweeps: under ``vmap`` data-dependent branches compute
-            both sides and loops wait for the slowest chain).  Both give the same chains up to
-            rounding.
-        timings: a dict to receive ``compile_s`` (tracing, lowering and compiling the block;
-            0 when reused), ``sweep_s`` (wall seconds per sweep of all chains, compilation
-            excluded), ``calls`` (sweeps, wall and process CPU seconds of each call of the block),
-            ``devices`` and ``rounds`` (see :mod:`._devices`).
-        export_key: a string that identifies ``sweep``, ``record``, ``record_heavy`` and
-            ``trace`` completely and is the same in every process (e.g. the repr of a static
-            model description; the code itself is covered by a digest of gplvm's source).
-            With it, and the persistent compilation cache on, the compiled block is kept as an
-            exported file that later processes load instead of tracing the sweep
-            (:mod:`._exported`).  Leave it None for sweeps defined outside gplvm or closing
-            over values the string does not name.
-        row_mesh: a :class:`jax.sharding.Mesh` to split each chain over by rows (data sets too
-            big for one device): the chains then run one after the other, and every leaf of a
-            chain's state whose leading axis has ``n_rows`` entries (the data, the latents) is
-            laid out by rows over the mesh's devices, the sweep's computation split by XLA
-            (:mod:`._devices`).  The chains equal those of one device up to the order of the
-            additions over rows.  None (default): one chain per device.
-        n_rows: the number of rows (needed with ``row_mesh``).
+        sweeps: :class:`Sweeps`, e.g. ``Sweeps(2000, burn_in=1000)`` (the paper's run).
+        keep: :class:`Keep`; nothing by default (the final state only).
+        execution: :class:`Execution`.
+        report: :class:`Report`.
+        checkpoint: a :class:`gplvm.inference.run.CheckpointTimer` asked at the end of each
+            block (every ``block_size`` sweeps of this run, and after the last one): when a
+            write is due its ``write`` receives the :class:`ChainResult` of the sweeps done so
+            far (its arrays are views of buffers the run keeps filling: copy or write them out
+            before returning).  A ``KeyboardInterrupt`` raised there stops the run like Ctrl-C.
 
     Returns:
-        :class:`ChainResult`.  On Ctrl-C, every finished block is kept, with a warning.
+        :class:`ChainResult`.  On Ctrl-C, every finished call of the block is kept, with a
+        warning.
     """
-    _check_counts(n_iter, burn_in, thin, thin_heavy, start)
+    sweeps = _checked(sweeps, keep)
     init_state = _strong(init_state)
-    n_chains = _check_state(init_state)
-    if record_heavy is not None and thin_heavy is None:
-        thin_heavy = default_thin_heavy(n_iter, burn_in, thin)
-    counts = Counts(n_iter, burn_in, thin, thin_heavy or 1, start)
-    block_size = int(block_size or min(100, math.ceil(n_iter / 50)))
-    if row_mesh is not None:
-        if vectorize:
-            raise ValueError("vectorize=True runs every chain on one device; it cannot be "
-                             "combined with row_mesh, which splits each chain over several")
-        place = row_placement(n_chains, row_mesh, int(n_rows or 0))
-    else:
-        place = placement(n_chains, bool(vectorize))
-    block = compiled_block(sweep, place, record, record_heavy, trace, block_size,
-                           math.ceil(block_size / thin), math.ceil(block_size / counts.thin_heavy),
-                           bool(vectorize), export_key)
-    kept = Kept(record, record_heavy, trace, init_state, counts)
-    run = _Run(place, key, init_state, counts)
-    bar = tqdm(total=n_iter - start, desc=desc, disable=not progress, leave=False,
-               dynamic_ncols=True, bar_format=BAR_FORMAT)
+    place = _placement(execution, _check_state(init_state))
+    block_size = int(execution.block_size or min(100, math.ceil(sweeps.n_iter / 50)))
+    shape = BlockShape(block_size, math.ceil(block_size / sweeps.thin),
+                       math.ceil(block_size / sweeps.thin_heavy), bool(execution.vectorize))
+    block = compiled_block(sweep, place, keep, shape, execution.export_key)
+    calls = _Calls(block, place, key, sweeps, Kept(keep, init_state, sweeps), report,
+                   block_size)
     try:
-        if start < n_iter:
-            run.compile(block, bar, desc, progress)
-        n = 1
-        while run.done < n_iter:
-            if stage is not None:
-                bar.set_description_str(f"{desc} {stage(run.done)}".rstrip(), refresh=False)
-            seconds, n = run.call(min(n, n_iter - run.done), kept, bar)   # all rounds
-            if trace is not None:
-                bar.set_postfix(_postfix(kept.traced, run.done - start), refresh=False)
-            if (run.done - start) % block_size == 0 or run.done == n_iter:  # a block ends
-                if callback is not None:
-                    callback(run.done, run.state())
-                if on_block is not None:
-                    on_block(kept.result(run.state(), run.done, run.done < n_iter))
-            n = _next_length(n, seconds / place.rounds, run.done - start, block_size)
-    except KeyboardInterrupt:
-        warnings.warn(f"{desc}: interrupted after {run.done} of {n_iter} sweeps; keeping the "
-                      f"draws made so far", RuntimeWarning, stacklevel=2)
+        ran = run(calls.step, calls.initial(init_state), sweeps.n_iter - sweeps.start,
+                  checkpoint=calls.at_block_ends(checkpoint), stop=calls.finished,
+                  commit=calls.commit)
     finally:
-        bar.close()
-    if timings is not None:
-        timings.update(run.timings())
-    return kept.result(run.state(), run.done, run.done < n_iter)
+        calls.bar.close()
+    if ran.interrupted:
+        warnings.warn(f"{report.desc}: interrupted after {ran.state.done} of {sweeps.n_iter} "
+                      f"sweeps; keeping the draws made so far", RuntimeWarning, stacklevel=2)
+    if report.timings is not None:
+        report.timings.update(calls.timings(ran))
+    return calls.result(ran.state)
 
 
-class _Run:
-    """The chains' state, as one placed pytree per round, and the calls of the compiled block
-    that advance it (:mod:`._devices`)."""
+def _placement(execution: Execution, n_chains: int):
+    if execution.row_mesh is None:
+        return placement(n_chains, bool(execution.vectorize))
+    if execution.vectorize:
+        raise ValueError("vectorize=True runs every chain on one device; it cannot be "
+                         "combined with row_mesh, which splits each chain over several")
+    return row_placement(n_chains, execution.row_mesh, int(execution.n_rows or 0))
 
-    def __init__(self, place, key, init_state, counts):
-        self.place, self.done, self.start = place, counts.start, counts.start
-        self.states, self.chains = split_rounds(place, init_state), chain_index(place)
-        self.key = replicated(place, key)
-        self.consts = [self.scalar(v) for v in (counts.burn_in, counts.thin, counts.thin_heavy)]
-        self.program, self.compile_s, self.calls = None, 0.0, []
+
+class _Chains(NamedTuple):
+    """The state :func:`~gplvm.inference.run.run` carries: the chains as one placed pytree per
+    round (:mod:`._devices`), the sweeps done from the start of the chain, and the sweeps of
+    the next call."""
+
+    rounds: list
+    done: int
+    length: int
+
+
+class _Call(NamedTuple):
+    """What a call made: the chains after it (per round), each round's buffers of kept draws
+    (host copies), its sweeps and wall seconds."""
+
+    rounds: list
+    buffers: list
+    n: int
+    seconds: float
+
+
+class _Calls:
+    """The calls of the compiled block as steps of :func:`~gplvm.inference.run.run`.
+
+    A step is one call over all rounds, of ``length`` sweeps; its ``key`` is unused: the block
+    derives sweep i's key from the run's key itself, so calls of any length give the same
+    chains.  The bar counts sweeps and moves as each round ends, so the driver advances it,
+    not :func:`~gplvm.inference.run.run` (which counts steps).
+    """
+
+    def __init__(self, block, place, key, sweeps: Sweeps, kept: Kept, report: Report,
+                 block_size: int):
+        self.block, self.place, self.sweeps, self.kept = block, place, sweeps, kept
+        self.report, self.block_size = report, block_size
+        self.chains, self.key = chain_index(place), replicated(place, key)
+        self.consts = [self.scalar(v) for v in (sweeps.burn_in, sweeps.thin, sweeps.thin_heavy)]
+        self.program, self.compile_s = None, 0.0
+        self.bar = Progress(sweeps.n_iter - sweeps.start, report.desc, report.progress,
+                            bar_format=BAR_FORMAT)
 
     def scalar(self, v):
         return replicated(self.place, np.int32(v))
 
-    def compile(self, block, bar, desc, progress):
+    def initial(self, init_state) -> _Chains:
+        """The chains before the run: the first call is one sweep."""
+        return _Chains(split_rounds(self.place, init_state), self.sweeps.start, 1)
+
+    def compile(self, state) -> None:
         """Compile the block as its own phase of the bar; log (and with a bar, print) it."""
-        bar.set_description_str(f"{desc} (compiling)")
-        bar.refresh()
-        self.program, self.compile_s = block.compile(
-            self.key, self.states[0], self.chains[0], self.scalar(0), self.scalar(1),
-            *self.consts)
-        bar.set_description_str(desc)
+        with self.bar.compiling():
+            self.program, self.compile_s = self.block.compile(
+                self.key, state, self.chains[0], self.scalar(0), self.scalar(1), *self.consts)
+        desc = self.report.desc
         msg = (f"{desc}: compiled in {self.compile_s:.1f} s" if self.compile_s > 0 else
                f"{desc}: compiled program reused") + f"; {self.place.describe()}"
         logger.info(msg)
-        if progress:
+        if self.report.progress:
             tqdm.write(msg, file=sys.stderr)
 
-    def call(self, n: int, kept, bar):
-        """``n`` sweeps of every chain (every round); the seconds they took and ``n``."""
+    def step(self, key, chains: _Chains):
+        """``chains.length`` sweeps of every chain (every round, the bar moving as each ends);
+        the :class:`_Call` and its info ``(sweeps, wall s, process CPU s)``."""
+        if self.program is None:
+            self.compile(chains.rounds[0])
+        if self.report.stage is not None:
+            label = f"{self.report.desc} {self.report.stage(chains.done)}".rstrip()
+            self.bar.bar.set_description_str(label, refresh=False)
+        n = min(chains.length, self.sweeps.n_iter - chains.done)
         tick, cpu = time.perf_counter(), time.process_time()
-        first, length = self.scalar(self.done), self.scalar(n)
-        outs = [self.program(self.key, state, chains, first, length, *self.consts)
-                for state, chains in zip(self.states, self.chains)]
-        for r, out in enumerate(outs):
-            kept.copy(out[1:], r * self.place.per_call, valid(self.place, r), self.done, n)
-            bar.update(n / self.place.rounds)
-        # the state moves only once every round is done: Ctrl-C between rounds keeps none
-        self.states, self.done = [out[0] for out in outs], self.done + n
+        first, length = self.scalar(chains.done), self.scalar(n)
+        outs = [self.program(self.key, state, index, first, length, *self.consts)
+                for state, index in zip(chains.rounds, self.chains)]
+        buffers = []
+        for out in outs:
+            buffers.append(jax.device_get(out[1:]))
+            self.bar.advance(n / self.place.rounds)
         seconds = time.perf_counter() - tick
-        self.calls.append((n, seconds, time.process_time() - cpu))
-        return seconds, n
+        info = (n, seconds, time.process_time() - cpu)
+        return _Call([out[0] for out in outs], buffers, n, seconds), info
 
-    def state(self):
-        return gather(self.place, self.states)
+    def commit(self, chains: _Chains, call: _Call) -> _Chains:
+        """The call's draws into the host arrays, and the chains moved on (run() holds Ctrl-C
+        back meanwhile: both happen or neither)."""
+        for r, buffers in enumerate(call.buffers):
+            self.kept.copy(buffers, r * self.place.per_call, valid(self.place, r), chains.done,
+                           call.n)
+        done = chains.done + call.n
+        if self.kept.traced is not None:   # the bar moved in the step; now its postfix
+            self.bar.advance(0, _postfix(self.kept.traced, done - self.sweeps.start))
+        length = _next_length(call.n, call.seconds / self.place.rounds,
+                              done - self.sweeps.start, self.block_size)
+        return _Chains(call.rounds, done, length)
 
-    def timings(self) -> dict:
-        run_s = sum(call[1] for call in self.calls)
-        return dict(compile_s=self.compile_s, sweep_s=run_s / max(self.done - self.start, 1),
-                    calls=list(self.calls), devices=self.place.mesh.size,
+    def finished(self, chains: _Chains, info) -> bool:
+        return chains.done >= self.sweeps.n_iter
+
+    def at_block_ends(self, checkpoint: Optional[CheckpointTimer]):
+        """run()'s checkpoint: asked after every call (interval 0), it asks ``checkpoint`` at
+        the end of each block with the partial :class:`ChainResult`, built only when a write
+        is due."""
+        if checkpoint is None:
+            return None
+
+        def at_block_end(chains: _Chains):
+            ran = chains.done - self.sweeps.start
+            if ran % self.block_size == 0 or chains.done == self.sweeps.n_iter:
+                checkpoint.after_step(lambda: self.result(chains))
+
+        return CheckpointTimer(at_block_end, 0)
+
+    def result(self, chains: _Chains) -> ChainResult:
+        done = chains.done
+        return self.kept.result(gather(self.place, chains.rounds), done,
+                                done < self.sweeps.n_iter)
+
+    def timings(self, ran: RunResult) -> dict:
+        run_s = sum(call[1] for call in ran.infos)
+        return dict(compile_s=self.compile_s,
+                    sweep_s=run_s / max(ran.state.done - self.sweeps.start, 1),
+                    calls=list(ran.infos), devices=self.place.mesh.size,
                     rounds=self.place.rounds)
 
 
