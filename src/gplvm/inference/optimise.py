@@ -11,8 +11,14 @@ unconstrained parameters with one of three methods:
 * ``"adam"``: ``optax.adam`` for stochastic objectives (minibatches, reparameterised samples).
 
 The objective is compiled once per shape (ahead of time, shown as its own "compiling" phase
-of the progress bar and returned as ``compile_s``); the Python loop around it moves the bar,
-checks convergence and keeps the last finite iterate, so that
+of the progress bar and returned as ``compile_s``).  Each iteration is a step
+``step(key, state) -> (state, info)`` over a typed state (:class:`_Iterate`) taken by the one
+run loop, :func:`gplvm.inference.run.run`, which commits it, moves the bar
+(:class:`~gplvm.inference.run.Progress`) and times the checkpoints
+(:class:`~gplvm.inference.run.CheckpointTimer`); SciPy's L-BFGS-B, whose iterations live
+inside a Fortran routine, commits each iterate it reports the same way
+(:class:`_SciPyIterations`).  The steps check convergence and keep the last finite iterate,
+so that
 
 * a non-finite objective or gradient mid-run (a failed Cholesky gives NaN in JAX, an overflow
   gives inf) rejects the step that led there: the run rolls back to the last iterate at which
@@ -22,7 +28,8 @@ checks convergence and keeps the last finite iterate, so that
 * an objective or gradient that is already non-finite at the starting parameters raises
   :class:`NonFiniteObjectiveError`: there is no finite point to keep;
 * Ctrl-C (``KeyboardInterrupt``) stops the run and returns the work done so far, flagged
-  ``interrupted=True``, instead of losing it;
+  ``interrupted=True``, instead of losing it: the iteration in progress is dropped, and one
+  being committed is completed first (:func:`gplvm.inference.run.atomic`);
 * ``checkpoint`` receives an :class:`OptimState` (parameters, optax state, PRNG key, history)
   at most every ``checkpoint_interval`` seconds, the result carries the last one, and
   ``start=`` continues a run from it, bit for bit for the optax methods (estimators'
@@ -31,11 +38,9 @@ checks convergence and keeps the last finite iterate, so that
 
 from __future__ import annotations
 
-import threading
-import time
+import functools
 import warnings
 import weakref
-from contextlib import contextmanager
 from typing import Any, Callable, NamedTuple, Optional
 
 import jax
@@ -43,8 +48,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import scipy.optimize
-from tqdm.auto import tqdm
 
+from gplvm.inference.run import CheckpointTimer, Progress, RunResult, run
 from gplvm.registry import register
 
 METHODS = ("lbfgs", "lbfgsb", "adam")
@@ -182,50 +187,6 @@ def _compile(jitted, *example):
     return jitted.lower(*example).compile()
 
 
-class _Bar:
-    """The progress bar: a timed "compiling" phase, then one tick per iteration."""
-
-    def __init__(self, n_iter, desc, progress):
-        self.desc = desc
-        self.tqdm = tqdm(total=n_iter, desc=desc, disable=not progress, leave=False,
-                         dynamic_ncols=True)
-        self.compile_s = 0.0
-
-    @contextmanager
-    def compiling(self):
-        """Show "<desc> (compiling)" with its elapsed time, refreshed while XLA compiles."""
-        self.tqdm.set_description(f"{self.desc} (compiling)")
-        done = threading.Event()
-        ticker = threading.Thread(target=self._tick_while, args=(done,), daemon=True)
-        start = time.perf_counter()
-        if not self.tqdm.disable:
-            ticker.start()
-        try:
-            yield
-        finally:
-            done.set()
-            if ticker.is_alive():
-                ticker.join()
-            self.compile_s += time.perf_counter() - start
-            self.tqdm.set_description(self.desc)
-            if self.tqdm.n == 0:
-                self.tqdm.reset()   # the iteration rate then counts iterations only
-            if self.compile_s >= 0.05:
-                self.tqdm.set_postfix(compiled=f"{self.compile_s:.1f}s")
-
-    def _tick_while(self, done):
-        while not done.wait(0.25):
-            self.tqdm.refresh()
-
-    def iteration(self, i, value, last):
-        if i % 10 == 0 or last:
-            postfix = {"objective": f"{value:.6g}"}
-            if self.compile_s >= 0.05:
-                postfix["compiled"] = f"{self.compile_s:.1f}s"
-            self.tqdm.set_postfix(postfix, refresh=False)
-        self.tqdm.update(1)
-
-
 def _converging(history, tol):
     """Whether the last relative change of the objective is below ``tol``."""
     if len(history) < 2:
@@ -233,48 +194,40 @@ def _converging(history, tol):
     return abs(history[-2] - history[-1]) / max(1.0, abs(history[-1])) < tol
 
 
-def _optax_loop(fun, params, method, n_iter, learning_rate, tol, patience, key, optimizer,
-                args, callback, bar, out, opt_leaves=(), quiet=0):
-    """Run the compiled optax step from ``params`` until ``n_iter`` iterations in all (those in
-    ``out["history"]`` included); fills ``out`` (params, history, converged, the state to
-    resume from) as it goes.  ``opt_leaves`` (non-empty) restore a checkpointed optax state
-    in place of ``init(params)``, and ``quiet`` the count of the stopping test."""
-    step, init = _jitted(fun, method, learning_rate, optimizer)
-    with bar.compiling():
-        init = _compile(init, params)
-        state = init(params)
-        if opt_leaves:
-            state = restored_opt_state(state, opt_leaves)
-        step = _compile(step, params, state, key, args)
-    stochastic = method == "adam"
-    if not stochastic and quiet >= patience:    # resumed just as the stopping test was met
-        out["converged"] = True
-        return
-    for i in range(len(out["history"]), n_iter):
-        key, sub = jax.random.split(key)
-        new_params, new_state, value, grad_ok, step_ok = step(params, state, sub, args)
-        value = float(value)  # the objective at `params` (before this update)
-        if not np.isfinite(value):      # reject: keep the iterate before `params`
-            _fault(out, i, f"the objective is {value}", params)
-            return
-        out["history"].append(value)
-        out["last_good"] = params       # evaluated finite: the iterate a fault rolls back to
-        if not (bool(grad_ok) and bool(step_ok)):   # reject the step; `params` is kept
-            _fault(out, i, "the gradient is non-finite" if not bool(grad_ok) else
-                   "no trial step of the line search is finite", params)
-            return
-        params, state = new_params, new_state
-        out["params"] = params
-        if not stochastic:
-            quiet = quiet + 1 if _converging(out["history"], tol) else 0
-        out["resume"] = (params, state, key, i + 1, quiet)   # one assignment: consistent
-        out["saver"].after_iteration(out)
-        if callback is not None:
-            callback(i, params, value)
-        bar.iteration(i, value, i == n_iter - 1)
-        if not stochastic and quiet >= patience:
-            out["converged"] = True
-            return
+class _Iterate(NamedTuple):
+    """Where a run stands between two iterations: the state of the steps that
+    :func:`gplvm.inference.run.run` takes, saved as an :class:`OptimState` (:func:`_snapshot`).
+
+    ``opt_state`` is the optax state, or the leaves of a saved one until the optax phase
+    rebuilds the tree from ``init(params)`` (``()``: none, as for SciPy's L-BFGS-B, whose
+    memory stays inside its Fortran routine); ``key`` is None until the optax phase sets it.
+    """
+
+    params: Any             # the parameters the next iteration starts from
+    opt_state: Any
+    key: Any                # the PRNG key the next iteration splits
+    history: tuple          # the objective at the start of each iteration so far
+    quiet: int              # consecutive iterations that met the stopping test
+    evaluated: Any          # the parameters of history[-1]: where Ctrl-C or a fault rolls back
+    value: float = np.nan   # the objective at ``params``, where known (SciPy's iterates)
+
+
+def _starting(params, start: Optional[OptimState]) -> _Iterate:
+    """The state before the first iteration: at ``params``, or where ``start`` stopped."""
+    if start is None:
+        return _Iterate(params, (), None, (), 0, params)
+    return _Iterate(params, tuple(start.opt_leaves), start.key,
+                    tuple(float(v) for v in start.history), start.quiet, params)
+
+
+def _snapshot(state: _Iterate) -> Optional[OptimState]:
+    """The :class:`OptimState` of ``state`` (None before the first iteration)."""
+    if not state.history:
+        return None
+    leaves = tuple(np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(state.opt_state))
+    return OptimState(jax.tree_util.tree_map(jnp.asarray, state.params), leaves,
+                      None if state.key is None else jnp.asarray(state.key),
+                      np.asarray(state.history, dtype=float), int(state.quiet))
 
 
 def restored_opt_state(template, opt_leaves):
@@ -290,42 +243,111 @@ def restored_opt_state(template, opt_leaves):
                               for leaf, saved in zip(leaves, opt_leaves)])
 
 
-def _snapshot(out) -> Optional[OptimState]:
-    """The :class:`OptimState` of the last completed iteration (None before the first)."""
-    if out["resume"] is None:
-        return None
-    params, state, key, n, quiet = out["resume"]
-    leaves = tuple(np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(state))
-    return OptimState(jax.tree_util.tree_map(jnp.asarray, params), leaves,
-                      None if key is None else jnp.asarray(key),
-                      np.asarray(out["history"][:n], dtype=float), int(quiet))
-
-
-class _Saver:
-    """Calls ``checkpoint(state)`` after an iteration at most every ``interval`` seconds
-    (every iteration when 0); ``None`` makes it do nothing."""
-
-    def __init__(self, checkpoint, interval):
-        self.checkpoint, self.interval = checkpoint, float(interval)
-        self.last = time.monotonic()
-
-    def after_iteration(self, out):
-        if self.checkpoint is None or time.monotonic() - self.last < self.interval:
-            return
-        self.checkpoint(_snapshot(out))
-        self.last = time.monotonic()
-
-
-def _fault(out, i, what, params):
-    """Record a non-finite objective, gradient or step at iteration ``i``: the run stops and
-    returns ``out["last_good"]``; at the starting parameters (``i == 0``) it raises instead."""
-    out["non_finite"] = (i, what)
-    if i == 0:
-        out["at_start"] = params
-
-
 class _NonFinite(Exception):
-    """A non-finite value or gradient of the flattened objective; ``what`` says which."""
+    """A non-finite objective, gradient or step: the step is rejected and the run stops.
+
+    ``what`` says which; ``value`` is the objective at the rejected step's start when it was
+    finite (the history keeps it), else None; ``at_start``: at the starting parameters, where
+    there is no finite point to keep (:class:`NonFiniteObjectiveError`).
+    """
+
+    def __init__(self, what: str, value: Optional[float] = None, at_start: bool = False):
+        super().__init__(what)
+        self.what, self.value, self.at_start = what, value, at_start
+
+
+class _Settings(NamedTuple):
+    """What :func:`minimise` was asked to do (its arguments that the phases read)."""
+
+    fun: Callable
+    args: tuple
+    method: str
+    learning_rate: float
+    optimizer: Optional[optax.GradientTransformation]
+    n_iter: int
+    tol: float
+    patience: int
+
+
+class _Fit:
+    """One call of :func:`minimise`: its settings and callback, the one bar, the one
+    checkpoint timer, and ``last``, the last committed state, kept here so that a fault or a
+    Ctrl-C raised inside a step (or inside SciPy) cannot lose it."""
+
+    def __init__(self, settings: _Settings, callback, progress: Progress,
+                 timer: CheckpointTimer, state: _Iterate):
+        self.settings, self.callback = settings, callback
+        self.progress, self.timer, self.last = progress, timer, state
+
+    def steps(self, step, state: _Iterate, n: int) -> RunResult:
+        """``step`` from ``state`` until ``n`` iterations in all (``state.history``'s
+        included), through :func:`gplvm.inference.run.run`: each committed with Ctrl-C held
+        back, then the bar, the checkpoint (when due), ``callback`` and the stopping test.  A
+        Ctrl-C or a :class:`_NonFinite` ends the steps by propagating; ``last`` holds the
+        state to keep."""
+        return run(step, state, n, start=len(state.history), progress=self.progress,
+                   checkpoint=self.timer, stop=self._stop, commit=self._commit,
+                   interrupt="raise")
+
+    def _commit(self, old: _Iterate, new: _Iterate) -> _Iterate:
+        self.last = new
+        return new
+
+    def _stop(self, state: _Iterate, info) -> bool:
+        """After a committed iteration: ``callback(i, params, value)``, then whether the
+        stopping test is met (never for Adam, whose objective is noisy)."""
+        if self.callback is not None:
+            self.callback(len(state.history) - 1, state.params, state.history[-1])
+        return self.settings.method != "adam" and state.quiet >= self.settings.patience
+
+
+def _shown(value: float) -> dict:
+    """The bar's postfix after an iteration that started at objective ``value``."""
+    return {"objective": f"{value:.6g}"}
+
+
+def _optax_step(compiled, args: tuple, stochastic: bool, tol: float):
+    """The compiled optax update as a step ``step(key, state) -> (state, info)`` of
+    :func:`gplvm.inference.run.run`.  It splits the key the state carries (run() is called
+    with ``key=None``), so the keys are those of every earlier version, and rejects the step,
+    raising :class:`_NonFinite`, when the objective at ``state.params``, its gradient or the
+    new parameters are non-finite."""
+    def step(key, state: _Iterate):
+        del key
+        key, sub = jax.random.split(state.key)
+        params, opt_state, value, grad_ok, step_ok = compiled(state.params, state.opt_state,
+                                                              sub, args)
+        value, at_start = float(value), not state.history   # the objective at state.params
+        if not np.isfinite(value):      # reject: keep the iterate before state.params
+            raise _NonFinite(f"the objective is {value}", at_start=at_start)
+        if not (bool(grad_ok) and bool(step_ok)):   # reject the step; state.params is kept
+            raise _NonFinite("the gradient is non-finite" if not bool(grad_ok) else
+                             "no trial step of the line search is finite", value, at_start)
+        history = state.history + (value,)
+        quiet = state.quiet if stochastic else (
+            state.quiet + 1 if _converging(history, tol) else 0)
+        return _Iterate(params, opt_state, key, history, quiet, state.params), _shown(value)
+
+    return step
+
+
+def _optax_phase(fit: _Fit, state: _Iterate, method: str) -> bool:
+    """Optax's ``method`` from ``state`` (its ``opt_state`` the leaves to restore, or ``()``
+    for ``init(params)``) until ``n_iter`` iterations in all; whether the stopping test was
+    met."""
+    s = fit.settings
+    step, init = _jitted(s.fun, method, s.learning_rate, s.optimizer)
+    with fit.progress.compiling():
+        init = _compile(init, state.params)
+        opt_state = init(state.params)
+        if state.opt_state:
+            opt_state = restored_opt_state(opt_state, state.opt_state)
+        step = _compile(step, state.params, opt_state, state.key, s.args)
+    stochastic = method == "adam"
+    if not stochastic and state.quiet >= s.patience:   # resumed just as the test was met
+        return True
+    return fit.steps(_optax_step(step, s.args, stochastic, s.tol),
+                     state._replace(opt_state=opt_state), s.n_iter).stopped
 
 
 class _FlatObjective:
@@ -371,64 +393,84 @@ def _line_search_failed(result) -> bool:
     return result.status == 0 and bool(np.any(np.asarray(result.jac) != 0))
 
 
-def _lbfgsb_loop(fun, params, n_iter, tol, patience, args, callback, bar, out):
-    """SciPy's L-BFGS-B on the flattened parameters with a compiled value-and-gradient.
+class _SciPyIterations:
+    """SciPy's L-BFGS-B on the run loop (the adapter).  Its iterations cannot be steps: their
+    curvature memory and line search live inside a Fortran routine, which calls back after
+    each.  This callback commits each reported iterate as a one-step
+    :func:`gplvm.inference.run.run` (:meth:`_Fit.steps`), so that it is committed, shown,
+    checkpointed, called back and tested like an optax iteration, under the same Ctrl-C rule;
+    the stopping test ends SciPy's run by ``StopIteration``.  ``state.value`` is the objective
+    at ``state.params``."""
+
+    def __init__(self, fit: _Fit, flat: _FlatObjective, state: _Iterate):
+        self.fit, self.flat, self.state, self.stopped = fit, flat, state, False
+
+    def __call__(self, intermediate_result):
+        done = self.fit.steps(functools.partial(self._step, intermediate_result), self.state,
+                              len(self.state.history) + 1)
+        self.state = done.state
+        if done.stopped:
+            self.stopped = True
+            raise StopIteration
+
+    def _step(self, reported, key, state: _Iterate):
+        """The iterate SciPy ``reported`` as the step from ``state``: the objective at the
+        start of the iteration joins the history; the stopping test compares it with the
+        objective at the new iterate."""
+        del key
+        value, params = float(reported.fun), self.flat.tree(np.array(reported.x))
+        quiet = state.quiet + 1 if _converging((state.value, value), self.fit.settings.tol) \
+            else 0
+        return (_Iterate(params, (), None, state.history + (state.value,), quiet, params, value),
+                _shown(state.value))
+
+
+def _lowered(before: _Iterate, after: _Iterate) -> bool:
+    """Whether SciPy's iterates from ``before`` to ``after`` lowered the objective below
+    ``before.value`` (the history from ``before`` on holds the objective at each of them but
+    the last, whose objective is ``after.value``)."""
+    return min(after.history[len(before.history):] + (after.value,)) < before.value
+
+
+def _lbfgsb_phase(fit: _Fit, state: _Iterate) -> str:
+    """SciPy's L-BFGS-B from ``state`` on the flattened parameters with a compiled
+    value-and-gradient: ``"converged"``, ``"ended"`` or ``"stalled"``.
 
     Our stopping rule (relative change below ``tol`` for ``patience`` iterations) replaces
     SciPy's (``ftol = gtol = 0``), so both L-BFGS methods mean the same by ``converged``.  When
     the line search finds no decrease (:func:`_line_search_failed`), the run restarts from the
     same point with its curvature memory cleared; a second failure, without lowering the
-    objective, marks the run ``stalled``: the objective is noisier than the
+    objective, marks the run ``"stalled"``: the objective is noisier than the
     sufficient-decrease test can resolve (on oil flow, the collapsed bound near nearly
     coincident inducing inputs changes by ~0.04 nats between points 1e-10 apart), and
     :func:`minimise` continues with optax's L-BFGS, whose approximate Wolfe conditions still
     make progress there.
     """
-    (value_and_grad,) = _jitted(fun, "lbfgsb", None, None)
-    with bar.compiling():
-        flat = _FlatObjective(_compile(value_and_grad, params, args), params, args)
-    values, quiet = [], [0]   # the objective at each accepted iterate; a one-cell counter
-
-    def on_iteration(intermediate_result):
-        i = len(out["history"])
-        out["history"].append(values[-1])   # the objective at the start of this iteration
-        values.append(float(intermediate_result.fun))
-        out["params"] = out["last_good"] = flat.tree(np.array(intermediate_result.x))
-        quiet[0] = quiet[0] + 1 if _converging(values, tol) else 0
-        out["resume"] = (out["params"], (), None, i + 1, quiet[0])
-        out["saver"].after_iteration(out)
-        if callback is not None:
-            callback(i, out["params"], values[-2])
-        bar.iteration(i, values[-2], i == n_iter - 1)
-        if quiet[0] >= patience:
-            out["converged"] = True
-            raise StopIteration
-
-    x = flat.x0
+    s = fit.settings
+    (value_and_grad,) = _jitted(s.fun, "lbfgsb", None, None)
+    with fit.progress.compiling():
+        flat = _FlatObjective(_compile(value_and_grad, state.params, s.args), state.params,
+                              s.args)
     try:
-        values.append(flat(x)[0])
+        value = flat(flat.x0)[0]
     except _NonFinite as err:
-        _fault(out, 0, str(err), params)
-        return
-    try:
-        for attempt in range(n_iter):   # attempt > 0: after a failed line search
-            start, start_values = len(out["history"]), len(values)
-            result = scipy.optimize.minimize(
-                flat, x, jac=True, method="L-BFGS-B", callback=on_iteration,
-                options={"maxiter": n_iter - start, "maxfun": 100 * (n_iter - start) + 100,
-                         "ftol": 0.0, "gtol": 0.0})
-            x = np.array(result.x)
-            if out["converged"] or len(out["history"]) >= n_iter:
-                return
-            if not _line_search_failed(result):
-                out["converged"] = result.status == 0
-                return
-            if attempt > 0 and not min(values[start_values:], default=np.inf) < values[
-                    start_values - 1]:
-                out["stalled"] = True
-                return
-    except _NonFinite as err:       # at a trial point of the line search: not accepted
-        out["non_finite"] = (len(out["history"]), str(err))
+        raise _NonFinite(err.what, at_start=True) from None
+    iterations = _SciPyIterations(fit, flat, state._replace(quiet=0, value=value))
+    x = flat.x0
+    for attempt in range(s.n_iter):   # attempt > 0: after a failed line search
+        before = iterations.state
+        room = s.n_iter - len(before.history)
+        result = scipy.optimize.minimize(
+            flat, x, jac=True, method="L-BFGS-B", callback=iterations,
+            options={"maxiter": room, "maxfun": 100 * room + 100, "ftol": 0.0, "gtol": 0.0})
+        x = np.array(result.x)
+        if iterations.stopped or len(iterations.state.history) >= s.n_iter:
+            return "converged" if iterations.stopped else "ended"
+        if not _line_search_failed(result):
+            return "converged" if result.status == 0 else "ended"
+        if attempt > 0 and not _lowered(before, iterations.state):
+            return "stalled"
+    return "ended"
 
 
 def minimise(fun: Callable, params, *, method: str = "lbfgs", n_iter: int = 1000,
@@ -494,45 +536,57 @@ def minimise(fun: Callable, params, *, method: str = "lbfgs", n_iter: int = 1000
     if optimizer is not None and method == "lbfgsb":
         raise ValueError("optimizer= sets an optax transformation; use method='lbfgs' or "
                          "'adam' with it, not 'lbfgsb'")
-    params = _strong(params if start is None else start.params)
-    history = [] if start is None else [float(v) for v in start.history]
-    out = {"params": params, "last_good": params, "history": history, "converged": False,
-           "non_finite": None, "stalled": False, "at_start": None,
-           "saver": _Saver(checkpoint, checkpoint_interval),
-           "resume": None if start is None else (params, tuple(start.opt_leaves), start.key,
-                                                  len(history), start.quiet)}
-    interrupted = False
-    bar = _Bar(n_iter, desc, progress)
+    state = _starting(_strong(params if start is None else start.params), start)
+    timer = CheckpointTimer(None if checkpoint is None else
+                            lambda state: checkpoint(_snapshot(state)), checkpoint_interval)
+    fit = _Fit(_Settings(fun, args, method, learning_rate, optimizer, n_iter, tol, patience),
+               callback, Progress(n_iter, desc, progress, initial=len(state.history)), timer,
+               state)
+    end, interrupted, fault = None, False, None
     try:
-        if method == "lbfgsb":
-            _lbfgsb_loop(fun, params, n_iter, tol, patience, args, callback, bar, out)
-        if method != "lbfgsb" or out["stalled"]:
-            resumed = start is not None and not out["stalled"]
-            if resumed and start.key is not None:
-                key = start.key
-            key = jax.random.PRNGKey(0) if key is None else key
-            _optax_loop(fun, out["params"], "lbfgs" if out["stalled"] else method, n_iter,
-                        learning_rate, tol, patience, key, optimizer, args, callback, bar, out,
-                        start.opt_leaves if resumed else (), start.quiet if resumed else 0)
-    except KeyboardInterrupt:
+        end = _lbfgsb_phase(fit, state) if method == "lbfgsb" else "optax"
+        if end in ("optax", "stalled"):
+            # a stalled L-BFGS-B goes on from its point with optax's L-BFGS, freshly started
+            begin = fit.last if end == "optax" else fit.last._replace(opt_state=(), key=None,
+                                                                      quiet=0)
+            if begin.key is None:
+                begin = begin._replace(key=jax.random.PRNGKey(0) if key is None else key)
+            end = "converged" if _optax_phase(fit, begin, "lbfgs" if end == "stalled"
+                                              else method) else "ended"
+    except KeyboardInterrupt:     # the iteration in progress is dropped; fit.last is kept
         interrupted = True
-        warnings.warn(f"{desc}: interrupted after {len(out['history'])} iterations; keeping "
-                      f"the parameters reached so far", RuntimeWarning, stacklevel=2)
+        warnings.warn(f"{desc}: interrupted after {len(fit.last.history)} iterations; "
+                      f"keeping the parameters reached so far", RuntimeWarning, stacklevel=2)
+    except _NonFinite as err:
+        fault = err
     finally:
-        bar.tqdm.close()
-    if out["at_start"] is not None:
-        what = out["non_finite"][1]
+        fit.progress.close()
+    return _finish(fit, end == "converged" and not interrupted and fault is None, interrupted,
+                   fault, desc)
+
+
+def _finish(fit: _Fit, converged: bool, interrupted: bool, fault: Optional[_NonFinite],
+            desc: str) -> OptimResult:
+    """The result of :func:`minimise` from the last committed state: its parameters after a
+    completed run, else the last ones where the objective was evaluated finite."""
+    state = fit.last
+    history, kept = state.history, state.evaluated if interrupted else state.params
+    if fault is not None and fault.at_start:
         raise NonFiniteObjectiveError(
-            f"{desc}: {what} at the starting parameters, so there is no finite point to "
+            f"{desc}: {fault.what} at the starting parameters, so there is no finite point to "
             f"start from or keep; look for non-finite or extreme values (e.g. 1e300) in the "
-            f"data and for invalid initial values", jax.tree_util.tree_map(jnp.asarray, out[
-                "at_start"]), "gradient" if "gradient" in what else "objective", bar.compile_s)
-    if out["non_finite"] is not None:
-        i, what = out["non_finite"]
-        warnings.warn(f"{desc}: non-finite objective or gradient at iteration {i} ({what}); "
-                      f"the step was rejected and the run stopped at the last parameters "
-                      f"where the objective was finite", RuntimeWarning, stacklevel=2)
-    kept = out["last_good"] if interrupted or out["non_finite"] is not None else out["params"]
-    params = jax.tree_util.tree_map(jnp.asarray, kept)
-    return OptimResult(params, np.asarray(out["history"]), len(out["history"]),
-                       bool(out["converged"]), interrupted, bar.compile_s, _snapshot(out))
+            f"data and for invalid initial values",
+            jax.tree_util.tree_map(jnp.asarray, state.params),
+            "gradient" if "gradient" in fault.what else "objective", fit.progress.compile_s)
+    if fault is not None:
+        warnings.warn(f"{desc}: non-finite objective or gradient at iteration {len(history)} "
+                      f"({fault.what}); the step was rejected and the run stopped at the last "
+                      f"parameters where the objective was finite", RuntimeWarning,
+                      stacklevel=3)
+        if fault.value is None:         # not finite at state.params: back to the one before
+            kept = state.evaluated
+        else:                           # finite at state.params, which are kept
+            history = history + (fault.value,)
+    return OptimResult(jax.tree_util.tree_map(jnp.asarray, kept), np.asarray(history),
+                       len(history), converged, interrupted, fit.progress.compile_s,
+                       _snapshot(state))
