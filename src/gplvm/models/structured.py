@@ -23,53 +23,20 @@ import jax.numpy as jnp
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from gplvm._params import check_params
 from gplvm._random import as_key
-from gplvm._validation import as_float_array, check_magnitude
 from gplvm.inference import minimise
-from gplvm.kernels import AbstractKernel, Coincidence, Matern32
-from gplvm.linalg import CholeskyError, safe_cholesky
+from gplvm.kernels import AbstractKernel
 from gplvm.models._checkpoint import ResumableMixin, holding_checkpoint
 from gplvm.models._common import check_is_fitted
 from gplvm.models.gplvm_family import structured_fitted as sf
 from gplvm.models.gplvm_family.bound import negative_bound
-from gplvm.models.gplvm_family.estimator import (AbstractGPLVM, check_inducing,
-                                                  in_model_precision)
-from gplvm.models.gplvm_family.kron_route import KroneckerRoute
+from gplvm.models.gplvm_family.estimator import AbstractGPLVM, in_model_precision
+from gplvm.models.gplvm_family.kron_route import kronecker_route, spatial_kernels
 from gplvm.models.gplvm_family.latent import DynamicalLatent
 from gplvm.models.gplvm_family.new_rows import infer_rows
-from gplvm.models.gplvm_family.structured_input import image_layout
+from gplvm.models.gplvm_family.structured_checks import validate
 from gplvm.objectives import collapsed
 from gplvm.registry import register
-
-
-def _spacing(axis) -> float:
-    """The median distance between neighbouring coordinates of one grid axis (1 if single)."""
-    steps = np.diff(np.sort(np.asarray(axis, dtype=float)))
-    return float(np.median(steps)) if len(steps) else 1.0
-
-
-def _check_channels_and_pixels(Yf: np.ndarray, layout) -> None:
-    """Each channel is standardised by its spread over images and pixels, and the spatial
-    kernel needs distinct pixel coordinates: a constant channel (noise variance 0, NaN
-    imputations) or a grid whose pixels coincide (a singular spatial kernel, a non-finite
-    gradient after the first steps) is refused before any computation (issue 31)."""
-    channels = Yf.reshape(Yf.shape[0], layout.n_pixels, layout.n_channels)
-    with np.errstate(invalid="ignore"):
-        spread = np.nanmax(channels, axis=(0, 1)) - np.nanmin(channels, axis=(0, 1))
-    flat = np.flatnonzero(~(spread > 0))
-    if layout.n_channels > 1 and len(flat):
-        raise ValueError(f"channel{'s' if len(flat) > 1 else ''} {', '.join(map(str, flat))} "
-                         f"of Y {'are' if len(flat) > 1 else 'is'} constant over every image and "
-                         f"pixel; each channel is standardised by its spread: drop "
-                         f"{'them' if len(flat) > 1 else 'it'} and add the constant back after")
-    for i, coords in enumerate(layout.coords):
-        points = np.asarray(coords, dtype=float).reshape(len(coords), -1)
-        if len(np.unique(points, axis=0)) < len(points):
-            what = (f"axis {i} of the grid" if layout.axes is not None else "the grid")
-            raise ValueError(f"{what} repeats a coordinate ({len(points)} pixels at "
-                             f"{len(np.unique(points, axis=0))} distinct points); give each "
-                             f"pixel its own coordinates")
 
 
 @register("gplvm.StructuredGPLVM", estimator=True)
@@ -161,81 +128,6 @@ class StructuredGPLVM(ResumableMixin, AbstractGPLVM):
         tags.input_tags.two_d_array = False
         return tags
 
-    # ------------------------------------------------------------------ validation
-    def _validate(self, Y, times, groups):
-        """Every check before any computation; returns (Y flat, layout, times)."""
-        check_params(self)
-        Y = as_float_array(Y, "Y")
-        product = self.spatial_kernel is None or isinstance(self.spatial_kernel, tuple)
-        if isinstance(self.grid, np.ndarray) or (self.grid is not None
-                                                 and not isinstance(self.grid, tuple)):
-            product = False
-        layout = image_layout(Y, self.grid, product)
-        if np.isinf(Y).any():
-            raise ValueError("Y has infinite values; give finite pixel intensities")
-        check_magnitude(Y, "Y", "rescale the images (e.g. divide them by their largest "
-                                "pixel value)")
-        self._check_settings(Y.shape[0], layout)
-        Yf = layout.flatten(Y)
-        self._check_missing(np.isnan(Yf))
-        spread = np.nanmax(Yf, axis=0) - np.nanmin(Yf, axis=0)
-        if not np.any(spread > 0):
-            raise ValueError("Y is the same image repeated; there is nothing to model")
-        _check_channels_and_pixels(Yf, layout)
-        times = self._check_times(times, groups, Y.shape[0])
-        check_inducing(self.n_inducing, Y.shape[0], "images")
-        return Yf, layout, times
-
-    def _check_settings(self, n_images, layout):
-        # the family's rule on Q (at most the columns, below the images; 'auto'), with the
-        # images as rows and pixels × channels as columns
-        self._resolved_components(n_images, layout.n_pixels * layout.n_channels)
-        n_factors = len(layout.coords)
-        kernels = self.spatial_kernel
-        if isinstance(kernels, tuple) and len(kernels) != n_factors:
-            raise ValueError(f"spatial_kernel has {len(kernels)} kernels for {n_factors} grid "
-                             f"axes; give one per axis, or a single kernel")
-        if self.spatial_inducing is not None:
-            inducing = self.spatial_inducing
-            if n_factors > 1 and not (isinstance(inducing, tuple) and len(inducing) == n_factors):
-                raise ValueError(f"spatial_inducing must be a tuple of {n_factors} 1-D arrays "
-                                 f"(one per image axis) on a product grid")
-            if n_factors == 1 and np.asarray(inducing).reshape(len(inducing), -1).shape[1] \
-                    != np.asarray(layout.coords[0]).reshape(layout.n_pixels, -1).shape[1]:
-                raise ValueError("spatial_inducing must have as many columns as the pixel "
-                                 "coordinates")
-
-    def _check_missing(self, missing):
-        """Missing pixels: every image needs an observed one; the Coincidence spatial kernel is
-        sent to the Bayesian GPLVM, which treats missing entries exactly instead of by the
-        mean-field completion."""
-        if not missing.any():
-            return
-        empty = np.flatnonzero(missing.all(axis=1))
-        if len(empty):
-            raise ValueError(f"Y: training image(s) {empty[:5].tolist()} have no observed "
-                             f"pixel; drop them (they carry no information about the model)")
-        kernels = self.spatial_kernel if isinstance(self.spatial_kernel, tuple) else (
-            self.spatial_kernel,)
-        if any(isinstance(k, Coincidence) for k in kernels):
-            raise ValueError("missing pixels with the Coincidence spatial kernel: that model "
-                             "is the Bayesian GPLVM, which handles missing entries exactly; "
-                             "use gplvm.BayesianGPLVM on the flattened images")
-
-    def _check_times(self, times, groups, n_images):
-        if times is None:
-            if groups is not None:
-                raise ValueError("groups labels independent sequences of the dynamical prior; "
-                                 "pass times as well")
-            return None
-        times = as_float_array(times, "times", "(n_samples,)").ravel()
-        if times.shape[0] != n_images or not np.all(np.isfinite(times)):
-            raise ValueError(f"times must be {n_images} finite time stamps, one per image; got "
-                             f"shape {np.shape(times)}")
-        if groups is not None and np.asarray(groups).ravel().shape[0] != n_images:
-            raise ValueError("groups must give one sequence label per image")
-        return times
-
     # ------------------------------------------------------------------ fit
     def _standardisation(self, Y):
         """Per-pixel means and one standard deviation per channel, as per-column arrays."""
@@ -250,39 +142,6 @@ class StructuredGPLVM(ResumableMixin, AbstractGPLVM):
         std = np.nanstd((Y - mean).reshape(Y.shape[0], -1, D), axis=(0, 1))
         return mean, np.tile(std, Y.shape[1] // D)
 
-    def _spatial_kernels(self, layout):
-        """The spatial kernel per factor (module docstring of :mod:`.structured_input`)."""
-        if isinstance(self.spatial_kernel, tuple):
-            return list(self.spatial_kernel)
-        if self.spatial_kernel is not None:
-            return [self.spatial_kernel]
-        if len(layout.coords) > 1:      # a tenth of each axis, at least one pixel spacing
-            return [Matern32(lengthscale=max(float(np.ptp(a)) / 10.0, _spacing(a)),
-                             variance=1.0) for a in layout.coords]
-        span = np.ptp(np.asarray(layout.coords[0]), axis=0) / 10.0
-        return [Matern32(lengthscale=jnp.asarray(np.maximum(span, 1e-3)), variance=1.0)]
-
-    def _route(self, layout, kernels, missing=None):
-        """The Kronecker route, with the jitter policy applied to fixed spatial inducing inputs
-        (``missing``: flat indices of the missing training entries, or None)."""
-        if self.spatial_inducing is None:
-            inducing, jitter = (None,) * len(kernels), 0.0
-        else:
-            inducing = (tuple(np.asarray(z, dtype=float) for z in self.spatial_inducing)
-                        if len(kernels) > 1 else (np.asarray(self.spatial_inducing, float),))
-            jitter = 0.0
-            for k, Z in zip(kernels, inducing):
-                try:
-                    jitter = max(jitter, float(safe_cholesky(np.asarray(k(jnp.asarray(Z))),
-                                                             name="spatial Kuu").jitter))
-                except CholeskyError as err:
-                    raise ValueError(f"the spatial inducing covariance cannot be factorised "
-                                     f"({err}); use distinct spatial_inducing points") from err
-        coords = tuple(jnp.asarray(c) for c in layout.coords)
-        inducing = tuple(None if z is None else jnp.asarray(z) for z in inducing)
-        return KroneckerRoute(tuple(kernels), coords, inducing, jitter, layout.n_channels,
-                              None if missing is None else jnp.asarray(missing))
-
     def fit(self, Y, y=None, *, times=None, groups=None):
         """Maximise the collapsed bound (seed 003 eq. 13) over q(X⁽ξ⁾), Z, the latent and
         spatial kernels and the noise.
@@ -295,14 +154,15 @@ class StructuredGPLVM(ResumableMixin, AbstractGPLVM):
             groups: (n_images,) sequence labels (independent sequences).
         """
         del y
-        Yf, layout, times = self._validate(Y, times, groups)
+        Yf, layout, times = validate(self, Y, times, groups)
         self._layout = layout
         Y_mean, Y_std = self._standardisation(Yf)
         Ys = (Yf - Y_mean) / Y_std
         u, problem = self._initial(Ys, times, groups, as_key(self.random_state))
-        kernels = self._spatial_kernels(layout)
+        kernels = spatial_kernels(self.spatial_kernel, layout)
         missing = np.flatnonzero(np.isnan(Ys)) if np.isnan(Ys).any() else None
-        problem = problem._replace(route=self._route(layout, kernels, missing),
+        problem = problem._replace(route=kronecker_route(self.spatial_inducing, layout,
+                                                                   kernels, missing),
                                    groups=collapsed.group_columns(np.nan_to_num(Ys)))
         u["route"] = tuple(k.unconstrained() for k in kernels)
         if missing is not None:     # their means, from the pixel means (0 when standardised)

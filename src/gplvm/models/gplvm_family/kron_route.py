@@ -15,8 +15,11 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import jax.numpy as jnp
+import numpy as np
 
 from gplvm._pytree import pytree_dataclass, static_field
+from gplvm.kernels import Matern32
+from gplvm.linalg import CholeskyError, safe_cholesky
 from gplvm.objectives import kronecker
 from gplvm.objectives.kronecker_missing import missing_term
 from gplvm.registry import register
@@ -96,3 +99,46 @@ class KroneckerRoute:
         """(Ū, Σ_u as Kronecker maps and a diagonal) at the optimum (seed 003 eq. 11)."""
         del groups
         return kronecker.optimal_q_u(kronecker.posterior(parts.factors, parts.Y, noise_var))
+
+
+def _spacing(axis) -> float:
+    """The median distance between neighbouring coordinates of one grid axis (1 if single)."""
+    steps = np.diff(np.sort(np.asarray(axis, dtype=float)))
+    return float(np.median(steps)) if len(steps) else 1.0
+
+
+def spatial_kernels(spatial_kernel, layout):
+    """The spatial kernel per factor: those given (one, or a tuple of one per grid axis), else
+    a Matérn 3/2 per axis with a tenth of the axis (at least one pixel spacing) as its
+    length-scale, or one over the 2-D coordinates of a point grid."""
+    if isinstance(spatial_kernel, tuple):
+        return list(spatial_kernel)
+    if spatial_kernel is not None:
+        return [spatial_kernel]
+    if len(layout.coords) > 1:      # a tenth of each axis, at least one pixel spacing
+        return [Matern32(lengthscale=max(float(np.ptp(a)) / 10.0, _spacing(a)),
+                         variance=1.0) for a in layout.coords]
+    span = np.ptp(np.asarray(layout.coords[0]), axis=0) / 10.0
+    return [Matern32(lengthscale=jnp.asarray(np.maximum(span, 1e-3)), variance=1.0)]
+
+def kronecker_route(spatial_inducing, layout, kernels, missing=None) -> KroneckerRoute:
+    """The Kronecker route over ``layout``'s grid, with the jitter policy applied to fixed
+    spatial inducing inputs (``spatial_inducing``: None, an array, or a tuple of one per
+    axis; ``missing``: flat indices of the missing training entries, or None)."""
+    if spatial_inducing is None:
+        inducing, jitter = (None,) * len(kernels), 0.0
+    else:
+        inducing = (tuple(np.asarray(z, dtype=float) for z in spatial_inducing)
+                    if len(kernels) > 1 else (np.asarray(spatial_inducing, float),))
+        jitter = 0.0
+        for k, Z in zip(kernels, inducing):
+            try:
+                jitter = max(jitter, float(safe_cholesky(np.asarray(k(jnp.asarray(Z))),
+                                                         name="spatial Kuu").jitter))
+            except CholeskyError as err:
+                raise ValueError(f"the spatial inducing covariance cannot be factorised "
+                                 f"({err}); use distinct spatial_inducing points") from err
+    coords = tuple(jnp.asarray(c) for c in layout.coords)
+    inducing = tuple(None if z is None else jnp.asarray(z) for z in inducing)
+    return KroneckerRoute(tuple(kernels), coords, inducing, jitter, layout.n_channels,
+                          None if missing is None else jnp.asarray(missing))
