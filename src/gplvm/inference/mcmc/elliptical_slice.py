@@ -21,7 +21,7 @@ so block b's random numbers depend on (b, k) only.
 ``log_lik_fn`` on the whole batch in every round until the *slowest* block accepts: ~20 rounds
 where blocks need ~6 points on average (rows of X on congress109).  Given ``log_lik_on`` (the
 log-likelihood of a subset of blocks, by index), the rounds run instead in stages over buffers
-of halving size B, ⌈B/2⌉, ⌈B/4⌉, … (while at least ``min_buffer`` blocks): once the blocks still
+of halving size B, ⌈B/2⌉, ⌈B/4⌉, … (while at least :data:`MIN_BUFFER` blocks): once the blocks still
 shrinking fit in the next buffer they are gathered into it, and only they are evaluated, so a
 round costs at most twice the work of the blocks it moves (the smallest buffer excepted).
 Every block runs exactly the slice of Fig. 2 with the same random numbers, so the draws are
@@ -50,7 +50,7 @@ LogLikOn = Callable[[Array], Callable[[Array], Array]]
 
 __all__ = ["ESSInfo", "ESSState", "elliptical_slice", "elliptical_slice_gaussian", "init", "step"]
 
-MIN_BUFFER = 32
+MIN_BUFFER = 32   # the smallest buffer of the compaction
 
 
 class ESSState(NamedTuple):
@@ -194,8 +194,7 @@ def _compacted(c: _Blocks, n_shrinks: Array, e: _Ellipse, log_lik_on: LogLikOn, 
 
 def elliptical_slice(key: Array, f: Array, log_lik: Array, log_lik_fn: Callable[[Array], Array],
                      nu: Array, mean=0.0, max_shrinks: int = 200,
-                     log_lik_on: Optional[LogLikOn] = None, min_buffer: int = MIN_BUFFER
-                     ) -> tuple[Array, Array, ESSInfo]:
+                     log_lik_on: Optional[LogLikOn] = None) -> tuple[Array, Array, ESSInfo]:
     """One elliptical slice transition for each of B independent blocks.
 
     Args:
@@ -214,8 +213,8 @@ def elliptical_slice(key: Array, f: Array, log_lik: Array, log_lik_fn: Callable[
         log_lik_on: optional ``index -> (g -> Float[Array, "C"])``: for block indices
             ``index`` (``Int[Array, "C"]``), the log-likelihood of those blocks at their values
             ``g`` (``Float[Array, "C ..."]``), i.e. ``log_lik_fn`` restricted to them.  Given,
-            the rounds run over compacted buffers (module docstring); the result is the same.
-        min_buffer: the smallest buffer of the compaction.
+            the rounds run over compacted buffers (module docstring, down to
+            :data:`MIN_BUFFER` blocks); the result is the same.
 
     Returns:
         ``(f_new, log_lik_new, info)`` with the shapes of ``(f, log_lik)`` and an
@@ -224,9 +223,6 @@ def elliptical_slice(key: Array, f: Array, log_lik: Array, log_lik_fn: Callable[
     Jit- and vmap-compatible (vmap over a leading chain axis runs each loop until the slowest
     chain's slowest block in it accepts).
     """
-    if min_buffer < 1:
-        raise ValueError(f"min_buffer={min_buffer}: the smallest buffer of the compaction must "
-                         "hold at least 1 block (the default is 32)")
     f = jnp.asarray(f)
     dtype, B = f.dtype, f.shape[0]
     mean = jnp.asarray(mean, dtype)        # broadcast where used: a shared mean is not gathered
@@ -240,7 +236,7 @@ def elliptical_slice(key: Array, f: Array, log_lik: Array, log_lik_fn: Callable[
     log_lik_prop = log_lik_fn(_on_ellipse(e, theta))
     c = _Blocks(theta, theta - 2.0 * jnp.pi, theta, log_lik_prop, log_lik_prop > e.log_y,
                 jnp.ones((B,), jnp.int32))
-    sizes = [B] if log_lik_on is None else _buffer_sizes(B, min_buffer)
+    sizes = [B] if log_lik_on is None else _buffer_sizes(B, MIN_BUFFER)
     leave = sizes[1:] + [0]
     c, n = _run(c, jnp.zeros((), jnp.int32), e, log_lik_fn, key_loop, B, max_shrinks, leave[0])
     for size, leave_at in zip(sizes[1:], leave[1:]):
