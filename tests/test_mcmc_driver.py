@@ -12,8 +12,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from gplvm.inference.mcmc import (ChainResult, Execution, Keep, Report, Sweeps, _devices,
-                                  concat_results, default_thin_heavy, driver,
+from gplvm.inference.mcmc import (ChainResult, Execution, Keep, Report, Sweeps, _calls,
+                                  _devices, concat_results, default_thin_heavy,
                                   elliptical_slice_gaussian, run_chains)
 from gplvm.inference.run import CheckpointTimer
 
@@ -130,8 +130,8 @@ def test_block_lengths_keep_the_bar_moving(n, seconds, done, expected):
     """After a call of n sweeps that took ``seconds`` (``done`` sweeps into the run), the next
     runs about CALL_SECONDS (2 s) of sweeps, at least one, and stops at the end of the block
     (the next multiple of block_size)."""
-    assert driver.CALL_SECONDS == 2.0
-    assert driver._next_length(n, seconds, done, block_size=50) == expected
+    assert _calls.CALL_SECONDS == 2.0
+    assert _calls._next_length(n, seconds, done, block_size=50) == expected
 
 
 def test_one_compilation_for_all_blocks_including_a_partial_last_block():
@@ -256,7 +256,7 @@ def test_interrupt_during_a_call_discards_that_call(monkeypatch):
             raise KeyboardInterrupt
         return real(tree)
 
-    monkeypatch.setattr(driver.jax, "device_get", device_get)
+    monkeypatch.setattr(_calls.jax, "device_get", device_get)
     timings = {}
     with pytest.warns(RuntimeWarning, match="interrupted after"):
         part = _run(n_iter=50, thin_heavy=6, timings=timings)

@@ -9,12 +9,12 @@ composition of kernels).  The driver
   default), over a *block* of sweeps compiled once, ahead of time, as its own phase of the
   progress bar (timed, logged, printed with the bar): every block, whatever its length up to
   ``block_size``, is run in calls of the same compiled program (a ``while_loop`` over the
-  call's sweeps): the first call is one sweep, later ones about :data:`CALL_SECONDS` of work,
-  so the bar moves every two seconds or so however slow the sweep;
+  call's sweeps): the first call is one sweep, later ones about two seconds of work
+  (:data:`._calls.CALL_SECONDS`), so the bar moves that often however slow the sweep;
 * makes each call (over all rounds of chains) one step of the one run loop,
-  :func:`gplvm.inference.run.run`, which owns the Ctrl-C rule (a call interrupted is
-  discarded; its draws are copied to the host and the chains moved on all together or not at
-  all) and asks the checkpoint timer at the end of each block;
+  :func:`gplvm.inference.run.run` (:mod:`._calls`), which owns the Ctrl-C rule (a call
+  interrupted is discarded; its draws are copied to the host and the chains moved on all
+  together or not at all) and asks the checkpoint timer at the end of each block;
 * derives the key of sweep ``i`` (0-based, counted from the start of the chain) as
   ``fold_in(fold_in(key, i), c)`` for chain c (``split(fold_in(key, i), C)[c]`` under JAX's
   default partitionable Threefry), so the draws depend on the key only — not on
@@ -35,34 +35,22 @@ is kept when ``s > burn_in`` and ``(s - burn_in) % thin == 0``.
 
 from __future__ import annotations
 
-import logging
 import math
-import sys
-import time
 import warnings
 from typing import Any, Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from tqdm.auto import tqdm
 
 from gplvm._pytree import to_device
 from gplvm.inference.mcmc._block import BlockShape, compiled_block
-from gplvm.inference.mcmc._devices import (chain_index, gather, placement, replicated,
-                                           row_placement, split_rounds, valid)
+from gplvm.inference.mcmc._calls import Calls
+from gplvm.inference.mcmc._devices import placement, row_placement
 from gplvm.inference.mcmc._kept import ChainResult, Keep, Kept, Sweeps, n_kept
-from gplvm.inference.run import CheckpointTimer, Progress, RunResult, run
+from gplvm.inference.run import CheckpointTimer, run
 
 MAX_HEAVY_DRAWS = 200
-# Each call of a compiled program pays for its allocations (the RFLVM's congress109 sweep has
-# 92 MB of temporaries, ~80 ms of page faults on a loaded machine): 2 s calls keep that within
-# a few per cent while the bar moves.
-CALL_SECONDS = 2.0
-# n is fractional between rounds; {l_bar} is "{desc}: {percentage:3.0f}%|" whether or not
-# the description already ends in ": " (Progress sets it with one after compiling)
-BAR_FORMAT = "{l_bar}{bar}| {n:.0f}/{total_fmt} [{elapsed}<{remaining}{postfix}]"
-logger = logging.getLogger("gplvm")
 
 
 class Execution(NamedTuple):
@@ -72,7 +60,7 @@ class Execution(NamedTuple):
         block_size: sweeps per block (a checkpoint may be written after each); defaults to
             ``ceil(n_iter / 50)`` capped at 100.  A block is run in one or more calls of one
             compiled program (one host copy each): the first call is one sweep, later ones
-            about :data:`CALL_SECONDS` of work, so the bar moves every two seconds or so
+            about :data:`._calls.CALL_SECONDS` of work, so the bar moves every two seconds or so
             however slow the sweep.
         vectorize: ``vmap`` the sweep over chains on one device instead of running them one
             per device (only for tiny sweeps: under ``vmap`` data-dependent branches compute
@@ -166,29 +154,6 @@ def _checked(sweeps: Sweeps, keep: Keep) -> Sweeps:
     return sweeps._replace(thin_heavy=thin_heavy or 1)
 
 
-def _postfix(traced, n: int) -> dict:
-    """Chain means of the scalar traces after sweep ``n`` of this run, for the progress bar;
-    a NaN one (a diagnostic the sweep did not measure, e.g. proposals in a MAP sweep) is left
-    out."""
-    if isinstance(traced, dict):
-        items = list(traced.items())
-    else:
-        items = [(f"trace{k}" if k else "trace", v)
-                 for k, v in enumerate(jax.tree_util.tree_leaves(traced))]
-    means = {str(name): float(np.mean(v[:, n - 1])) for name, v in items[:3] if np.ndim(v) == 2}
-    return {name: f"{mean:.6g}" for name, mean in means.items() if not np.isnan(mean)}
-
-
-def _next_length(n: int, seconds: float, done: int, block_size: int) -> int:
-    """Sweeps in the next call of the compiled block, ``done`` sweeps into the run: about
-    :data:`CALL_SECONDS` of work at the pace of the last call (``n`` sweeps in ``seconds``), at
-    most ``block_size``, never across a multiple of ``block_size`` (so that the blocks of
-    ``block_size`` sweeps, after which callbacks run, end as they would without splitting)."""
-    pace = seconds / max(n, 1)
-    want = int(CALL_SECONDS / pace) if pace > 0 else block_size
-    return max(1, min(want, block_size - done % block_size))
-
-
 def run_chains(key, init_state, sweep: Callable, sweeps: Sweeps, keep: Keep = Keep(), *,
                execution: Execution = Execution(), report: Report = Report(),
                checkpoint: Optional[CheckpointTimer] = None) -> ChainResult:
@@ -229,7 +194,7 @@ def run_chains(key, init_state, sweep: Callable, sweeps: Sweeps, keep: Keep = Ke
     shape = BlockShape(block_size, math.ceil(block_size / sweeps.thin),
                        math.ceil(block_size / sweeps.thin_heavy), bool(execution.vectorize))
     block = compiled_block(sweep, place, keep, shape, execution.export_key)
-    calls = _Calls(block, place, key, sweeps, Kept(keep, init_state, sweeps), report,
+    calls = Calls(block, place, key, sweeps, Kept(keep, init_state, sweeps), report,
                    block_size)
     try:
         ran = run(calls.step, calls.initial(init_state), sweeps.n_iter - sweeps.start,
@@ -252,128 +217,6 @@ def _placement(execution: Execution, n_chains: int):
         raise ValueError("vectorize=True runs every chain on one device; it cannot be "
                          "combined with row_mesh, which splits each chain over several")
     return row_placement(n_chains, execution.row_mesh, int(execution.n_rows or 0))
-
-
-class _Chains(NamedTuple):
-    """The state :func:`~gplvm.inference.run.run` carries: the chains as one placed pytree per
-    round (:mod:`._devices`), the sweeps done from the start of the chain, and the sweeps of
-    the next call."""
-
-    rounds: list
-    done: int
-    length: int
-
-
-class _Call(NamedTuple):
-    """What a call made: the chains after it (per round), each round's buffers of kept draws
-    (host copies), its sweeps and wall seconds."""
-
-    rounds: list
-    buffers: list
-    n: int
-    seconds: float
-
-
-class _Calls:
-    """The calls of the compiled block as steps of :func:`~gplvm.inference.run.run`.
-
-    A step is one call over all rounds, of ``length`` sweeps; its ``key`` is unused: the block
-    derives sweep i's key from the run's key itself, so calls of any length give the same
-    chains.  The bar counts sweeps and moves as each round ends, so the driver advances it,
-    not :func:`~gplvm.inference.run.run` (which counts steps).
-    """
-
-    def __init__(self, block, place, key, sweeps: Sweeps, kept: Kept, report: Report,
-                 block_size: int):
-        self.block, self.place, self.sweeps, self.kept = block, place, sweeps, kept
-        self.report, self.block_size = report, block_size
-        self.chains, self.key = chain_index(place), replicated(place, key)
-        self.consts = [self.scalar(v) for v in (sweeps.burn_in, sweeps.thin, sweeps.thin_heavy)]
-        self.program, self.compile_s = None, 0.0
-        self.bar = Progress(sweeps.n_iter - sweeps.start, report.desc, report.progress,
-                            bar_format=BAR_FORMAT)
-
-    def scalar(self, v):
-        return replicated(self.place, np.int32(v))
-
-    def initial(self, init_state) -> _Chains:
-        """The chains before the run: the first call is one sweep."""
-        return _Chains(split_rounds(self.place, init_state), self.sweeps.start, 1)
-
-    def compile(self, state) -> None:
-        """Compile the block as its own phase of the bar; log (and with a bar, print) it."""
-        with self.bar.compiling():
-            self.program, self.compile_s = self.block.compile(
-                self.key, state, self.chains[0], self.scalar(0), self.scalar(1), *self.consts)
-        desc = self.report.desc
-        msg = (f"{desc}: compiled in {self.compile_s:.1f} s" if self.compile_s > 0 else
-               f"{desc}: compiled program reused") + f"; {self.place.describe()}"
-        logger.info(msg)
-        if self.report.progress:
-            tqdm.write(msg, file=sys.stderr)
-
-    def step(self, key, chains: _Chains):
-        """``chains.length`` sweeps of every chain (every round, the bar moving as each ends);
-        the :class:`_Call` and its info ``(sweeps, wall s, process CPU s)``."""
-        if self.program is None:
-            self.compile(chains.rounds[0])
-        if self.report.stage is not None:
-            label = f"{self.report.desc} {self.report.stage(chains.done)}".rstrip()
-            self.bar.bar.set_description_str(label, refresh=False)
-        n = min(chains.length, self.sweeps.n_iter - chains.done)
-        tick, cpu = time.perf_counter(), time.process_time()
-        first, length = self.scalar(chains.done), self.scalar(n)
-        outs = [self.program(self.key, state, index, first, length, *self.consts)
-                for state, index in zip(chains.rounds, self.chains)]
-        buffers = []
-        for out in outs:
-            buffers.append(jax.device_get(out[1:]))
-            self.bar.advance(n / self.place.rounds)
-        seconds = time.perf_counter() - tick
-        info = (n, seconds, time.process_time() - cpu)
-        return _Call([out[0] for out in outs], buffers, n, seconds), info
-
-    def commit(self, chains: _Chains, call: _Call) -> _Chains:
-        """The call's draws into the host arrays, and the chains moved on (run() holds Ctrl-C
-        back meanwhile: both happen or neither)."""
-        for r, buffers in enumerate(call.buffers):
-            self.kept.copy(buffers, r * self.place.per_call, valid(self.place, r), chains.done,
-                           call.n)
-        done = chains.done + call.n
-        if self.kept.traced is not None:   # the bar moved in the step; now its postfix
-            self.bar.advance(0, _postfix(self.kept.traced, done - self.sweeps.start))
-        length = _next_length(call.n, call.seconds / self.place.rounds,
-                              done - self.sweeps.start, self.block_size)
-        return _Chains(call.rounds, done, length)
-
-    def finished(self, chains: _Chains, info) -> bool:
-        return chains.done >= self.sweeps.n_iter
-
-    def at_block_ends(self, checkpoint: Optional[CheckpointTimer]):
-        """run()'s checkpoint: asked after every call (interval 0), it asks ``checkpoint`` at
-        the end of each block with the partial :class:`ChainResult`, built only when a write
-        is due."""
-        if checkpoint is None:
-            return None
-
-        def at_block_end(chains: _Chains):
-            ran = chains.done - self.sweeps.start
-            if ran % self.block_size == 0 or chains.done == self.sweeps.n_iter:
-                checkpoint.after_step(lambda: self.result(chains))
-
-        return CheckpointTimer(at_block_end, 0)
-
-    def result(self, chains: _Chains) -> ChainResult:
-        done = chains.done
-        return self.kept.result(gather(self.place, chains.rounds), done,
-                                done < self.sweeps.n_iter)
-
-    def timings(self, ran: RunResult) -> dict:
-        run_s = sum(call[1] for call in ran.infos)
-        return dict(compile_s=self.compile_s,
-                    sweep_s=run_s / max(ran.state.done - self.sweeps.start, 1),
-                    calls=list(ran.infos), devices=self.place.mesh.size,
-                    rounds=self.place.rounds)
 
 
 def concat_results(first: ChainResult, second: ChainResult) -> ChainResult:
