@@ -84,8 +84,8 @@ class Progress:
             if ticker.is_alive():
                 ticker.join()
             self.compile_s += time.perf_counter() - start
-            self.bar.set_description(self.desc)
             self.bar.unpause()          # the step rate counts steps, not compiling
+            self.bar.set_description(self.desc)
             if self._compiled():
                 self.bar.set_postfix(self._compiled(), refresh=False)
 
