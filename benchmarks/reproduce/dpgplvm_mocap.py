@@ -131,7 +131,7 @@ def factorisation_cell(cell: Cell):
 def missing_cell(cell: Cell):
     """One model's missing-block log-likelihood on one seed's split (§G protocol)."""
     import gplvm
-    from gplvm.models.dpgplvm import missing_data_log_likelihood
+    from gplvm.models.gplvm_family.missing_block import missing_data_log_likelihood
     from gplvm.models.gplvm_family.missing_block import missing_block_split
     amb = _ambiguity(cell.config["trial"], bool(cell.config.get("smoke")))[0]
     N, D = amb.Y.shape

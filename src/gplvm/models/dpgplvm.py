@@ -19,34 +19,28 @@ from __future__ import annotations
 import warnings
 from typing import Optional
 
-import jax
 import jax.numpy as jnp
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
-from gplvm._random import as_key
 from gplvm._validation import as_2d_float
-from gplvm.inference.run import CheckpointTimer
 from gplvm.kernels import AbstractKernel
-from gplvm.models._checkpoint import ResumableMixin, holding_checkpoint
-from gplvm.models._common import check_is_fitted
-from gplvm.models.gplvm_family import columns, dp, dp_fit, dp_fitted, dp_init
-from gplvm.models.gplvm_family.atoms import AtomPrior, atom, stack_atoms
+from gplvm.models._checkpoint import ResumableMixin
+from gplvm.models.gplvm_family import columns, dp_fit, dp_fitted, dp_init
+from gplvm.models.gplvm_family.atoms import stack_atoms
 from gplvm.models.gplvm_family.dp_rows import infer_latents
-from gplvm.models.gplvm_family.estimator import (AbstractGPLVM, active_dimensions,
-                                                  ard_relevance, in_model_precision)
-from gplvm.models.gplvm_family.missing_block import block_log_likelihood
+from gplvm.models.gplvm_family.estimator import AbstractGPLVM, in_model_precision
+from gplvm.models.gplvm_family.dp_attributes import DPFittedAttributes
+from gplvm.models.gplvm_family.dp_starts import DPStarts
+# its home before issue 33, imported from here by earlier scripts
+from gplvm.models.gplvm_family.missing_block import missing_data_log_likelihood  # noqa: F401
 from gplvm.registry import register
 
 #: the least jitter on K_uu's diagonal, relative to its mean diagonal
 JITTER_FLOOR = 1e-6
-#: the constructor arguments that make up the fit's :class:`~.dp_fit.Schedule`
-_SCHEDULE_ARGS = ("max_iter", "n_warmup", "steps_per_update", "merge_every", "merge_steps",
-                  "max_merge_trials", "tol")
 
 
 @register("gplvm.DPGPLVM", estimator=True)
-class DPGPLVM(ResumableMixin, AbstractGPLVM):
+class DPGPLVM(DPStarts, DPFittedAttributes, ResumableMixin, AbstractGPLVM):
     """Dirichlet-process GPLVM: output columns clustered by the latent dimensions they use.
 
     Args:
@@ -192,79 +186,6 @@ class DPGPLVM(ResumableMixin, AbstractGPLVM):
                          "start": 0, "at": None, "best": None}
         return self._run()
 
-    def _priors(self) -> dp_fit.Priors:
-        return dp_fit.Priors(AtomPrior(float(self.kernel_prior_scale),
-                                       float(self.noise_prior[0]), float(self.noise_prior[1])),
-                             dp.DPPrior(*map(float, self.alpha_prior)))
-
-    @holding_checkpoint
-    def _run(self):
-        """The starts from ``_resume_`` on; keeps the one with the highest bound, sets the
-        fitted attributes and saves the checkpoint."""
-        priors, key = self._priors(), as_key(self.random_state)
-        result = self._resume_["best"]
-        best = -np.inf if result is None else dp_fit.bound(result.u, result.problem,
-                                                           result.state, priors)
-        interrupted = False
-        for start in range(self._resume_["start"], int(self.n_init)):
-            # the first start uses the key itself, so n_init=1 is the single fit
-            key_start = key if start == 0 else jax.random.fold_in(key, 7919 + start)
-            try:
-                candidate = self._fit_once(key_start, priors)
-            except KeyboardInterrupt:
-                if result is None:
-                    raise
-                warnings.warn(f"DPGPLVM: interrupted in start {start + 1} of {self.n_init}; "
-                              f"keeping the best of the {start} finished", RuntimeWarning,
-                              stacklevel=3)
-                interrupted = True
-                break
-            value = dp_fit.bound(candidate.u, candidate.problem, candidate.state, priors)
-            if result is None or value > best:
-                result, best = candidate, value
-            if candidate.interrupted:
-                interrupted = True
-                break
-            self._resume_ = {**self._resume_, "start": start + 1, "at": None, "best": result}
-        if not (result.converged or interrupted):
-            warnings.warn(f"DPGPLVM: stopped at max_iter={self.max_iter} before the bound "
-                          f"converged; raise max_iter", ConvergenceWarning, stacklevel=3)
-        self._set_fitted(result, priors, interrupted)
-        self._end_run(interrupted)
-        return self
-
-    def _fit_once(self, key, priors) -> dp_fit.FitResult:
-        """One start: initial values from ``key``, the column phase, then the sweeps; or the
-        rest of the start from the :class:`~.dp_fit.Sweep` in ``_resume_``."""
-        schedule = dp_fit.Schedule(**{k: getattr(self, k) for k in _SCHEDULE_ARGS})
-        def write(at):
-            self._set_fitted(dp_fit.FitResult(at.u, at.state, at.problem, at.history,
-                                              at.n_iter, False, True, at.n_merges),
-                             priors, True)
-            self.save(self.checkpoint)
-
-        timer = CheckpointTimer(None if self.checkpoint is None else write,
-                                self.checkpoint_interval)
-
-        def record(at):
-            self._resume_ = {**self._resume_, "at": at}
-            timer.after_step(at)
-
-        at = self._resume_["at"]
-        if at is not None:
-            return dp_fit.resume(at, priors, schedule, self.progress, record)
-        Ys = self._resume_["Ys"]
-        u, problem = self._initial(Ys, self.times_, self.groups_, key)
-        if self.init == "columns" and dp_init.has_ard(problem.kernel) and self.n_init_steps:
-            seed = int(jax.random.randint(jax.random.fold_in(key, 3), (), 0, 2**31 - 1))
-            u, phi0 = dp_init.initial_from_columns(u, problem, priors.atom,
-                                                   int(self.n_init_steps), seed)
-        else:
-            phi0 = np.asarray(jax.random.dirichlet(jax.random.fold_in(key, 3),
-                                                   jnp.ones(self.truncation), (Ys.shape[1],)))
-        return dp_fit.maximise(u, problem, dp.initial_state(phi0, priors.dp), priors,
-                               schedule, self.progress, record)
-
     def _initial(self, Ys, times, groups, key):
         """The family's initial values (:meth:`AbstractGPLVM._initial`) with T equal atoms and a
         jitter of at least ``JITTER_FLOOR`` × K_uu's mean diagonal."""
@@ -304,67 +225,6 @@ class DPGPLVM(ResumableMixin, AbstractGPLVM):
             fitted["groups_"] = fitted.pop("sequence_groups_")
         return fitted
 
-    # ------------------------------------------------------------------ fitted values
-    @property
-    def assignments_(self):
-        """(D, T) φ: the probability that column d follows atom t (a row of zeros for a column
-        kept out of the fit: it follows no atom)."""
-        check_is_fitted(self, "fitted_")
-        return np.asarray(self.fitted_.phi)
-
-    @property
-    def atoms_(self):
-        """Indices of the used atoms, by decreasing mass Σ_d φ_dt."""
-        phi = self.assignments_
-        fitted = columns.kept_columns(self.fitted_.Y_std)
-        used = np.unique(np.argmax(phi[fitted], axis=1))
-        return used[np.argsort(-phi.sum(0)[used], kind="stable")]
-
-    @property
-    def n_column_groups_(self):
-        return int(len(self.atoms_))
-
-    @property
-    def column_groups_(self):
-        """(D,) each column's most probable atom, as an index into ``atoms_`` (−1 for a column
-        kept out of the fit)."""
-        order = np.full(self.truncation, -1, dtype=int)
-        order[self.atoms_] = np.arange(self.n_column_groups_)
-        groups = order[np.argmax(self.assignments_, axis=1)]
-        return np.where(columns.kept_columns(self.fitted_.Y_std), groups, -1)
-
-    @property
-    def kernels_(self):
-        check_is_fitted(self, "fitted_")
-        return tuple(atom(self.fitted_.kernels, t) for t in range(self.truncation))
-
-    @property
-    def kernel_(self):
-        """The kernels of the used atoms, in the order of ``atoms_``."""
-        kernels = self.kernels_
-        return tuple(kernels[t] for t in self.atoms_)
-
-    @property
-    def relevance_(self):
-        """(n_column_groups_, Q) ARD weights (inverse squared length-scales) of the used atoms."""
-        return np.array([ard_relevance(kernel, self.n_components_) for kernel in self.kernel_])
-
-    @property
-    def active_components_(self):
-        """Indices of the latent dimensions some used atom keeps (relevance at least 10⁻³ of
-        that atom's largest, :func:`~.estimator.active_dimensions`), by decreasing largest
-        relevance over the used atoms."""
-        relevance = self.relevance_
-        active = np.unique(np.concatenate([active_dimensions(r) for r in relevance]))
-        return active[np.argsort(-relevance.max(0)[active], kind="stable")]
-
-    @property
-    def noise_var_(self):
-        """(D,) Σ_t φ_dt σ²_t in original units."""
-        check_is_fitted(self, "fitted_")
-        noise = np.asarray(self.fitted_.maps.noise_var)
-        return self.assignments_ @ noise * self.fitted_.Y_std**2
-
     # ------------------------------------------------------------------ hooks
     @in_model_precision
     def _infer_new(self, Ys):
@@ -402,31 +262,3 @@ class DPGPLVM(ResumableMixin, AbstractGPLVM):
         from gplvm.models._dp_plot import plot_factorisation
 
         return plot_factorisation(self, ax=ax, **kwargs)
-
-
-def missing_data_log_likelihood(model, Y_test, Y_truth):
-    """Seed 001 §G's score of a fitted DPGPLVM or BayesianGPLVM on test rows with a missing
-    block: q(x*) of each row from its observed columns (``transform``, model fixed), then the
-    log-likelihood of the true missing values under the predictive mean and (diagonal)
-    covariance at q(x*) (:mod:`gplvm.models.gplvm_family.missing_block`).
-
-    Args:
-        model: a fitted :class:`DPGPLVM` or :class:`~gplvm.BayesianGPLVM`.
-        Y_test: (N*, D) rows with NaN in the missing block.
-        Y_truth: (N*, D) the same rows complete.
-
-    Returns:
-        (log-likelihood summed over the missing entries, predictive mean, predictive variance).
-    """
-    check_is_fitted(model, "fitted_")
-    Y_test, Y_truth = as_2d_float(Y_test, "Y_test", allow_nan=True), as_2d_float(Y_truth,
-                                                                                "Y_truth")
-    if Y_test.shape != Y_truth.shape:
-        raise ValueError(f"Y_test {Y_test.shape} and Y_truth {Y_truth.shape} must be the same "
-                         f"rows")
-    fitted = model.fitted_
-    if not isinstance(fitted, dp_fitted.FittedDPGPLVM):
-        fitted = dp_fitted.from_single(fitted)
-    X_mean, X_var = model.transform(Y_test, return_var=True)
-    return block_log_likelihood(fitted, X_mean, X_var, Y_test, Y_truth)
-

@@ -17,6 +17,9 @@ from typing import NamedTuple
 import numpy as np
 from scipy.stats import norm
 
+from gplvm._validation import as_2d_float
+from gplvm.models._common import check_is_fitted
+from gplvm.models.gplvm_family import dp_fitted
 from gplvm.models.gplvm_family.dp_fitted import FittedDPGPLVM, predict_uncertain
 
 
@@ -70,3 +73,30 @@ def block_log_likelihood(fitted: FittedDPGPLVM, X_mean, X_var, Y_test, Y_truth):
     missing = np.isnan(Y_test)
     value = float(np.sum(norm.logpdf(Y_truth[missing], mean[missing], np.sqrt(var[missing]))))
     return value, mean, var
+
+
+def missing_data_log_likelihood(model, Y_test, Y_truth):
+    """Seed 001 §G's score of a fitted DPGPLVM or BayesianGPLVM on test rows with a missing
+    block: q(x*) of each row from its observed columns (``transform``, model fixed), then the
+    log-likelihood of the true missing values under the predictive mean and (diagonal)
+    covariance at q(x*) (:mod:`gplvm.models.gplvm_family.missing_block`).
+
+    Args:
+        model: a fitted :class:`DPGPLVM` or :class:`~gplvm.BayesianGPLVM`.
+        Y_test: (N*, D) rows with NaN in the missing block.
+        Y_truth: (N*, D) the same rows complete.
+
+    Returns:
+        (log-likelihood summed over the missing entries, predictive mean, predictive variance).
+    """
+    check_is_fitted(model, "fitted_")
+    Y_test, Y_truth = as_2d_float(Y_test, "Y_test", allow_nan=True), as_2d_float(Y_truth,
+                                                                                "Y_truth")
+    if Y_test.shape != Y_truth.shape:
+        raise ValueError(f"Y_test {Y_test.shape} and Y_truth {Y_truth.shape} must be the same "
+                         f"rows")
+    fitted = model.fitted_
+    if not isinstance(fitted, dp_fitted.FittedDPGPLVM):
+        fitted = dp_fitted.from_single(fitted)
+    X_mean, X_var = model.transform(Y_test, return_var=True)
+    return block_log_likelihood(fitted, X_mean, X_var, Y_test, Y_truth)
