@@ -228,7 +228,7 @@ def test_bgplvm_fit_with_a_persistent_fault_keeps_the_last_finite_state(monkeypa
     restart at a larger jitter meets it at its start) ends with finite parameters, the first 6
     values of the clean fit's history (iterate 5 included) and warnings: the restarts catch the optimiser's
     NonFiniteObjectiveError and climb the jitter rungs until the policy gives up."""
-    from gplvm.models import bgplvm as bgplvm_module
+    from gplvm.models.gplvm_family import collapsed_run as bgplvm_module
     Y = np.random.default_rng(1).normal(size=(20, 4))
     kw = dict(n_components=2, n_inducing=5, max_iter=8, random_state=0, progress=False)
     real, k, flag = bgplvm_module.minimise, 5, np.zeros(())
@@ -264,7 +264,7 @@ def test_bgplvm_non_finite_at_the_start_climbs_the_jitter_ladder_then_names_the_
     """A bound that is NaN at the start at every jitter: the fit climbs the Kuu jitter rungs
     from the start (a warning per rung) and, when the policy gives up, raises the start's own
     NonFiniteObjectiveError (it names the starting parameters), not a fitted model."""
-    from gplvm.models import bgplvm as bgplvm_module
+    from gplvm.models.gplvm_family import collapsed_run as bgplvm_module
     Y = np.random.default_rng(1).normal(size=(20, 4))
     real, flag = bgplvm_module.minimise, np.full((), np.nan)
     monkeypatch.setattr(bgplvm_module, "minimise", lambda fun, params, *, args, **options:

@@ -400,7 +400,7 @@ FIT_SCRIPT = textwrap.dedent("""
               max_iter=40, progress=False, random_state=3)
     four = gplvm.BayesianGPLVM(devices=4, **kw).fit(Y)
     # the same fit with a checkpoint, Ctrl-C after iteration 15, then resumed from its file
-    import gplvm.models.bgplvm as bg
+    import gplvm.models.gplvm_family.collapsed_run as bg   # where the fit calls minimise
     real_minimise = bg.minimise
     def stop(i, params, value):
         if i == 15:

@@ -11,41 +11,27 @@ Lawrence (2013), maximised over minibatches of rows (:mod:`.gplvm_family.svi_fit
 
 from __future__ import annotations
 
-import warnings
 from typing import Optional
 
-import jax.numpy as jnp
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
 from gplvm._random import as_key
-from gplvm.inference import minimise, sharding
+from gplvm.inference import sharding
 from gplvm.kernels import AbstractKernel
-from gplvm.models._checkpoint import ResumableMixin, holding_checkpoint
+from gplvm.models._checkpoint import ResumableMixin
 from gplvm.models._common import check_is_fitted
 from gplvm.models.gplvm_family import fitted as fam
-from gplvm.models.gplvm_family.bound import negative_bound, negative_bound_keyed
 from gplvm.models.gplvm_family.estimator import AbstractGPLVM, in_model_precision
 from gplvm.models.gplvm_family import columns
 from gplvm.models.gplvm_family.format1 import upgrade_format1
-from gplvm.models.gplvm_family.jitter_ladder import climb
+from gplvm.models.gplvm_family.collapsed_run import CollapsedRun, portable
 from gplvm.models.gplvm_family.latent import DynamicalLatent
 from gplvm.models.gplvm_family.new_rows import infer_latents
 from gplvm.models.gplvm_family.svi_estimator import SviMixin, forget_rows
-from gplvm.objectives import collapsed
 from gplvm.registry import register
 
-def _portable(problem):
-    """A fit's problem without its rows on a mesh (``Problem.sharded``: a mesh belongs to the
-    process and a file cannot hold it) and with its arrays on the default device; the rows
-    come back in :meth:`BayesianGPLVM._with_rows`.  A one-device problem is returned as is."""
-    if problem.sharded is None:
-        return problem
-    return sharding.to_default_device(problem._replace(sharded=None))
-
-
 @register("gplvm.BayesianGPLVM", estimator=True)
-class BayesianGPLVM(SviMixin, ResumableMixin, AbstractGPLVM):
+class BayesianGPLVM(CollapsedRun, SviMixin, ResumableMixin, AbstractGPLVM):
     """Bayesian Gaussian-process latent variable model with a collapsed variational bound.
 
     Args:
@@ -191,81 +177,6 @@ class BayesianGPLVM(SviMixin, ResumableMixin, AbstractGPLVM):
                          "earlier": (), "state": None}
         return self._run()
 
-    @holding_checkpoint
-    def _run(self):
-        """Optimise from ``_resume_``, set the fitted attributes and save the checkpoint."""
-        run = self._resume_
-        u, history, n_iter, converged, interrupted, problem = self._optimise(run)
-        self._finish(u, problem, (run["Y_mean"], run["Y_std"]), history, n_iter, converged,
-                     interrupted)
-        self._end_run(interrupted)
-        return self
-
-    def _finish(self, u, problem, Y_scale, history, n_iter, converged, interrupted):
-        self._set_fitted(u, problem, *Y_scale)
-        self.history_ = -history
-        self.n_iter_, self.converged_, self.interrupted_ = n_iter, converged, interrupted
-
-    def _optimise(self, run):
-        """L-BFGS (or Adam) on the negative bound within ``max_iter`` iterations in all, on
-        the library's jitter ladder (:func:`.gplvm_family.jitter_ladder.climb`).  ``run`` is
-        ``_resume_``: the start (``u``, ``problem``), the histories of earlier restarts and
-        the optimiser state to continue from; on Ctrl-C it is updated for :meth:`resume`.
-        """
-        fun = negative_bound_keyed if self.optimizer == "adam" else negative_bound
-
-        def rung(u, problem, state, n_iter, histories):
-            return minimise(fun, u, method=self.optimizer, n_iter=n_iter,
-                            learning_rate=self.learning_rate, progress=self.progress,
-                            desc="BayesianGPLVM", args=(problem,), start=state,
-                            **self._checkpointing(self._recorder(problem, histories)))
-
-        ladder = climb(rung, run["u"], self._with_rows(run), run["state"], run["earlier"],
-                       int(self.max_iter), "BayesianGPLVM")
-        result = ladder.result
-        if result.interrupted:      # Ctrl-C: keep where this run stands for resume()
-            self._resume_ = {**run, "u": ladder.u, "problem": _portable(ladder.problem),
-                             "earlier": tuple(ladder.histories[:-1]), "state": result.state}
-        if (self.optimizer != "adam" and ladder.n_done >= self.max_iter
-                and not result.converged and not result.interrupted):
-            warnings.warn(f"BayesianGPLVM: L-BFGS stopped at max_iter={self.max_iter} before "
-                          f"the bound converged; raise max_iter", ConvergenceWarning,
-                          stacklevel=4)
-        return (ladder.u, np.concatenate(ladder.histories), ladder.n_done,
-                bool(result.converged), bool(result.interrupted), ladder.problem)
-
-    def _with_rows(self, run):
-        """The resume point's problem with its rows: a fit on devices keeps its resume point
-        without them (:func:`_portable`, so that a checkpoint or an interrupted fit can be
-        saved); they are split again over ``devices`` (one pass over the standardised data),
-        or, with ``devices=None`` now, the problem is rebuilt on one device (the same fit up to
-        the order of the additions)."""
-        problem = run["problem"]
-        if problem.sharded is not None or problem.Y0 is not None:
-            return problem
-        Ys = columns.standardise_kept(self._train_Y, run["Y_mean"], run["Y_std"])
-        if self.devices is None:
-            return problem._replace(Y0=jnp.asarray(np.nan_to_num(Ys)),
-                                    groups=collapsed.group_columns(Ys))
-        data = sharding.shard_data(Ys, sharding.make_mesh(self.devices))
-        return problem._replace(groups=data.groups, sharded=data)
-
-    def _recorder(self, problem, histories):
-        """``minimise``'s checkpoint (:meth:`ResumableMixin._checkpointing` saves after it): a
-        model of the current iterate, flagged interrupted, that resume() continues from the
-        optimiser's state."""
-        earlier = tuple(histories)
-
-        def record(state):
-            self._resume_ = {**self._resume_, "problem": _portable(problem),
-                             "earlier": earlier, "state": state}
-            history = np.concatenate([*earlier, state.history])
-            self._finish(state.params, problem, (self._resume_["Y_mean"],
-                                                 self._resume_["Y_std"]), history,
-                         len(history), False, True)
-
-        return record
-
     def resume(self, Y=None):
         """Finish an interrupted (or checkpointed) fit from its stored state: the result equals
         an uninterrupted fit's bit for bit (``checkpoint`` says when it cannot).
@@ -296,7 +207,7 @@ class BayesianGPLVM(SviMixin, ResumableMixin, AbstractGPLVM):
             u, summary = sharding.to_default_device((u, summary))
         self.fitted_ = columns.put_back(summary.fitted, Y_mean, Y_std)
         self.params_ = u
-        self._problem = _portable(problem)  # rows on a mesh are not saved, nor kept on it
+        self._problem = portable(problem)  # rows on a mesh are not saved, nor kept on it
         self.X_mean_, self.X_var_ = summary.X_mean, summary.X_var
         self.elbo_ = summary.bound
         self.jitter_ = problem.jitter

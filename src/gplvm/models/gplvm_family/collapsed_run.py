@@ -1,0 +1,111 @@
+"""The Bayesian GPLVM's collapsed fit as a run: the optimiser on the negative bound within
+``max_iter`` iterations on the library's jitter ladder (:mod:`.jitter_ladder`), its
+checkpoints and ``resume()`` from the optimiser's state (issue 16, item 4), and the data rows
+of a fit on several devices laid out again after a checkpoint.  A mixin of
+:class:`gplvm.BayesianGPLVM`, so that its module keeps to the estimator."""
+
+from __future__ import annotations
+
+import warnings
+
+import jax.numpy as jnp
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from gplvm.inference import minimise, sharding
+from gplvm.models._checkpoint import holding_checkpoint
+from gplvm.models.gplvm_family import columns
+from gplvm.models.gplvm_family.bound import negative_bound, negative_bound_keyed
+from gplvm.models.gplvm_family.jitter_ladder import climb
+from gplvm.objectives import collapsed
+
+
+def portable(problem):
+    """A fit's problem without its rows on a mesh (``Problem.sharded``: a mesh belongs to the
+    process and a file cannot hold it) and with its arrays on the default device; the rows
+    come back in :meth:`CollapsedRun._with_rows`.  A one-device problem is returned as is."""
+    if problem.sharded is None:
+        return problem
+    return sharding.to_default_device(problem._replace(sharded=None))
+
+
+class CollapsedRun:
+    """``_run`` from ``_resume_`` (set by ``fit``: the start ``u``, ``problem``, ``Y_mean``,
+    ``Y_std``, the histories of earlier restarts and the optimiser state), the checkpoints'
+    record and the rows of a fit on devices; the estimator has ``_set_fitted``, ``_train_Y``
+    and the constructor arguments."""
+
+    @holding_checkpoint
+    def _run(self):
+        """Optimise from ``_resume_``, set the fitted attributes and save the checkpoint."""
+        run = self._resume_
+        u, history, n_iter, converged, interrupted, problem = self._optimise(run)
+        self._finish(u, problem, (run["Y_mean"], run["Y_std"]), history, n_iter, converged,
+                     interrupted)
+        self._end_run(interrupted)
+        return self
+
+    def _finish(self, u, problem, Y_scale, history, n_iter, converged, interrupted):
+        self._set_fitted(u, problem, *Y_scale)
+        self.history_ = -history
+        self.n_iter_, self.converged_, self.interrupted_ = n_iter, converged, interrupted
+
+    def _optimise(self, run):
+        """L-BFGS (or Adam) on the negative bound within ``max_iter`` iterations in all, on
+        the library's jitter ladder (:func:`.gplvm_family.jitter_ladder.climb`).  ``run`` is
+        ``_resume_``: the start (``u``, ``problem``), the histories of earlier restarts and
+        the optimiser state to continue from; on Ctrl-C it is updated for :meth:`resume`.
+        """
+        fun = negative_bound_keyed if self.optimizer == "adam" else negative_bound
+
+        def rung(u, problem, state, n_iter, histories):
+            return minimise(fun, u, method=self.optimizer, n_iter=n_iter,
+                            learning_rate=self.learning_rate, progress=self.progress,
+                            desc="BayesianGPLVM", args=(problem,), start=state,
+                            **self._checkpointing(self._recorder(problem, histories)))
+
+        ladder = climb(rung, run["u"], self._with_rows(run), run["state"], run["earlier"],
+                       int(self.max_iter), "BayesianGPLVM")
+        result = ladder.result
+        if result.interrupted:      # Ctrl-C: keep where this run stands for resume()
+            self._resume_ = {**run, "u": ladder.u, "problem": portable(ladder.problem),
+                             "earlier": tuple(ladder.histories[:-1]), "state": result.state}
+        if (self.optimizer != "adam" and ladder.n_done >= self.max_iter
+                and not result.converged and not result.interrupted):
+            warnings.warn(f"BayesianGPLVM: L-BFGS stopped at max_iter={self.max_iter} before "
+                          f"the bound converged; raise max_iter", ConvergenceWarning,
+                          stacklevel=4)
+        return (ladder.u, np.concatenate(ladder.histories), ladder.n_done,
+                bool(result.converged), bool(result.interrupted), ladder.problem)
+
+    def _with_rows(self, run):
+        """The resume point's problem with its rows: a fit on devices keeps its resume point
+        without them (:func:`portable`, so that a checkpoint or an interrupted fit can be
+        saved); they are split again over ``devices`` (one pass over the standardised data),
+        or, with ``devices=None`` now, the problem is rebuilt on one device (the same fit up to
+        the order of the additions)."""
+        problem = run["problem"]
+        if problem.sharded is not None or problem.Y0 is not None:
+            return problem
+        Ys = columns.standardise_kept(self._train_Y, run["Y_mean"], run["Y_std"])
+        if self.devices is None:
+            return problem._replace(Y0=jnp.asarray(np.nan_to_num(Ys)),
+                                    groups=collapsed.group_columns(Ys))
+        data = sharding.shard_data(Ys, sharding.make_mesh(self.devices))
+        return problem._replace(groups=data.groups, sharded=data)
+
+    def _recorder(self, problem, histories):
+        """``minimise``'s checkpoint (:meth:`ResumableMixin._checkpointing` saves after it): a
+        model of the current iterate, flagged interrupted, that resume() continues from the
+        optimiser's state."""
+        earlier = tuple(histories)
+
+        def record(state):
+            self._resume_ = {**self._resume_, "problem": portable(problem),
+                             "earlier": earlier, "state": state}
+            history = np.concatenate([*earlier, state.history])
+            self._finish(state.params, problem, (self._resume_["Y_mean"],
+                                                 self._resume_["Y_std"]), history,
+                         len(history), False, True)
+
+        return record
