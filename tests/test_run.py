@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import gplvm  # noqa: F401  (float64)
-from gplvm.inference.run import CheckpointTimer, Progress, atomic, run
+from gplvm.inference.run import CheckpointTimer, Hooks, Progress, atomic, run
 
 
 def _walk(key, state):
@@ -74,7 +74,7 @@ def test_ctrl_c_during_a_commit_waits_until_it_is_whole(python_sigint):
         box["b"] = new
         return new
 
-    out = run(lambda key, s: (s + 1, None), 0, 10, commit=commit)
+    out = run(lambda key, s: (s + 1, None), 0, 10, hooks=Hooks(commit=commit))
     assert out.interrupted and out.state == 2 == box["a"] == box["b"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler   # restored
 
@@ -107,10 +107,12 @@ def test_atomic_leaves_a_users_handler_alone():
 
 def test_checkpoints_every_step_at_interval_zero_and_not_before_the_interval():
     written = []
-    run(lambda key, s: (s + 1, None), 0, 4, checkpoint=CheckpointTimer(written.append, 0.0))
+    run(lambda key, s: (s + 1, None), 0, 4,
+        hooks=Hooks(checkpoint=CheckpointTimer(written.append, 0.0)))
     assert written == [1, 2, 3, 4]
     later = []
-    run(lambda key, s: (s + 1, None), 0, 4, checkpoint=CheckpointTimer(later.append, 3600.0))
+    run(lambda key, s: (s + 1, None), 0, 4,
+        hooks=Hooks(checkpoint=CheckpointTimer(later.append, 3600.0)))
     assert later == []
     timer = CheckpointTimer(None, 0.0)            # no writer: never due
     assert not timer.due()
@@ -126,7 +128,8 @@ def test_checkpoint_builds_the_state_only_when_due():
 
 
 def test_stop_ends_the_run_after_the_step_that_meets_it():
-    out = run(lambda key, s: (s + 1, {"s": s + 1}), 0, 100, stop=lambda s, info: s >= 4)
+    out = run(lambda key, s: (s + 1, {"s": s + 1}), 0, 100,
+              hooks=Hooks(stop=lambda s, info: s >= 4))
     assert out.stopped and out.state == 4 and len(out.infos) == 4
 
 
@@ -134,7 +137,7 @@ def test_progress_bar_counts_the_steps_and_times_the_compile(capsys):
     bar = Progress(5, "walk", enabled=True)
     with bar.compiling():
         pass
-    out = run(_walk, (0.0, 0), 5, key=jax.random.PRNGKey(0), progress=bar)
+    out = run(_walk, (0.0, 0), 5, key=jax.random.PRNGKey(0), hooks=Hooks(progress=bar))
     assert bar.bar.n == 5 and bar.compile_s >= 0.0 and "x" in bar.bar.postfix
     bar.close()
     assert "walk" in capsys.readouterr().err

@@ -49,7 +49,7 @@ import numpy as np
 import optax
 import scipy.optimize
 
-from gplvm.inference.run import CheckpointTimer, Progress, RunResult, run
+from gplvm.inference.run import CheckpointTimer, Hooks, Progress, RunResult, run
 from gplvm.registry import register
 
 METHODS = ("lbfgs", "lbfgsb", "adam")
@@ -285,8 +285,8 @@ class _Fit:
         back, then the bar, the checkpoint (when due), ``callback`` and the stopping test.  A
         Ctrl-C or a :class:`_NonFinite` ends the steps by propagating; ``last`` holds the
         state to keep."""
-        return run(step, state, n, start=len(state.history), progress=self.progress,
-                   checkpoint=self.timer, stop=self._stop, commit=self._commit,
+        return run(step, state, n, start=len(state.history),
+                   hooks=Hooks(self.progress, self.timer, self._stop, self._commit),
                    interrupt="raise")
 
     def _commit(self, old: _Iterate, new: _Iterate) -> _Iterate:

@@ -34,7 +34,7 @@ from typing import Any, Callable, NamedTuple, Optional
 import jax
 from tqdm.auto import tqdm
 
-__all__ = ["CheckpointTimer", "Progress", "RunResult", "atomic", "run"]
+__all__ = ["CheckpointTimer", "Hooks", "Progress", "RunResult", "atomic", "run"]
 
 
 class RunResult(NamedTuple):
@@ -161,33 +161,44 @@ def _replace(state, new):
     return new
 
 
-def run(step: Callable[[Any, Any], tuple], state: Any, n: int, *, key=None, start: int = 0,
-        progress: Optional[Progress] = None,
-        checkpoint: Optional[CheckpointTimer] = None,
-        stop: Optional[Callable[[Any, Any], bool]] = None,
-        commit: Callable[[Any, Any], Any] = _replace,
-        interrupt: str = "keep") -> RunResult:
-    """Steps ``start``, ..., ``n − 1`` of ``step`` from ``state`` (module docstring).
+class Hooks(NamedTuple):
+    """What :func:`run` does around each step, besides taking it.
 
-    Args:
-        step: ``step(key, state) -> (new, info)``; ``new`` is what ``commit`` makes the next
-            state from (by default the next state itself).
-        state: the state before step ``start``.
-        n: the steps of the whole run (``start`` of them done already).
-        key: a ``jax.random`` key (step i gets ``fold_in(key, i)``), or None.
-        start: steps done before this call (resuming).
+    Attributes:
         progress: the bar to advance by one per step, with ``info`` as its postfix when it is
             a dict; None: no bar.
         checkpoint: the timer that writes the state after a step when due; None: no writes.
         stop: ``stop(state, info)`` after a committed step: True ends the run.
         commit: ``commit(state, new) -> state``, run with Ctrl-C held back (:func:`atomic`):
-            for states partly kept in place (host arrays written row by row).
+            for states partly kept in place (host arrays written row by row).  By default the
+            step's result is the next state.
+    """
+
+    progress: Optional[Progress] = None
+    checkpoint: Optional[CheckpointTimer] = None
+    stop: Optional[Callable[[Any, Any], bool]] = None
+    commit: Callable[[Any, Any], Any] = _replace
+
+
+def run(step: Callable[[Any, Any], tuple], state: Any, n: int, *, key=None, start: int = 0,
+        hooks: Hooks = Hooks(), interrupt: str = "keep") -> RunResult:
+    """Steps ``start``, ..., ``n − 1`` of ``step`` from ``state`` (module docstring).
+
+    Args:
+        step: ``step(key, state) -> (new, info)``; ``new`` is what ``hooks.commit`` makes the
+            next state from (by default the next state itself).
+        state: the state before step ``start``.
+        n: the steps of the whole run (``start`` of them done already).
+        key: a ``jax.random`` key (step i gets ``fold_in(key, i)``), or None.
+        start: steps done before this call (resuming).
+        hooks: the bar, the checkpoint timer, the stopping test and the commit (:class:`Hooks`).
         interrupt: ``'keep'`` returns the state before the interrupted step, ``'raise'``
             re-raises ``KeyboardInterrupt`` (the state is then whole but not returned).
 
     Returns:
         :class:`RunResult`.
     """
+    progress, checkpoint, stop, commit = hooks
     if interrupt not in ("keep", "raise"):
         raise ValueError(f"interrupt={interrupt!r}; use 'keep' or 'raise'")
     infos, i, interrupted, stopped = [], int(start), False, False

@@ -48,7 +48,7 @@ from gplvm.inference.mcmc._block import BlockShape, compiled_block
 from gplvm.inference.mcmc._calls import Calls
 from gplvm.inference.mcmc._devices import placement, row_placement
 from gplvm.inference.mcmc._kept import ChainResult, Keep, Kept, Sweeps, n_kept
-from gplvm.inference.run import CheckpointTimer, run
+from gplvm.inference.run import CheckpointTimer, Hooks, run
 
 MAX_HEAVY_DRAWS = 200
 
@@ -198,8 +198,8 @@ def run_chains(key, init_state, sweep: Callable, sweeps: Sweeps, keep: Keep = Ke
                    block_size)
     try:
         ran = run(calls.step, calls.initial(init_state), sweeps.n_iter - sweeps.start,
-                  checkpoint=calls.at_block_ends(checkpoint), stop=calls.finished,
-                  commit=calls.commit)
+                  hooks=Hooks(checkpoint=calls.at_block_ends(checkpoint), stop=calls.finished,
+                              commit=calls.commit))
     finally:
         calls.bar.close()
     if ran.interrupted:

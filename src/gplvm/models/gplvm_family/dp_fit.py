@@ -42,7 +42,7 @@ import numpy as np
 
 from gplvm.inference import minimise
 from gplvm.inference.optimise import NonFiniteObjectiveError
-from gplvm.inference.run import Progress
+from gplvm.inference.run import Hooks, Progress
 from gplvm.inference.run import run as loop
 from gplvm.linalg import CholeskyError, escalate_jitter
 from gplvm.models.gplvm_family import atoms, dp
@@ -293,8 +293,9 @@ def _loop(run: _Run, checkpoint, warm_up: bool) -> FitResult:
             at = run.at()
             if checkpoint is not None:
                 checkpoint(at)
-            out = loop(_sweep_step(run), at, sys.maxsize, commit=_recording(checkpoint),
-                       stop=lambda at, info: bool(info["end"]))
+            out = loop(_sweep_step(run), at, sys.maxsize,
+                       hooks=Hooks(commit=_recording(checkpoint),
+                                   stop=lambda at, info: bool(info["end"])))
             caught = out.interrupted
     except KeyboardInterrupt:       # in the warm-up or its checkpoint, between L-BFGS runs
         caught = True

@@ -29,7 +29,7 @@ from gplvm.data.minibatch import epoch_batches
 from gplvm.expectations.rules import MonteCarlo
 from gplvm.inference import sharding
 from gplvm.inference.optimise import restored_opt_state
-from gplvm.inference.run import CheckpointTimer, Progress
+from gplvm.inference.run import CheckpointTimer, Hooks, Progress
 from gplvm.inference.run import run as loop
 from gplvm.models.gplvm_family.svi_bound import SviSetup, full_bound, minibatch_bound_and_sums
 from gplvm.models.gplvm_family.svi_init import Standardised, initial_state
@@ -268,9 +268,9 @@ def run_svi(est, rows_of: Standardised, n_rows: int, run: dict, n_epochs: int,
     total, done = n_epochs * per_epoch, len(run["history"]) * per_epoch + run["step_in_epoch"]
     bar = Progress(total, "BayesianGPLVM (svi)", bool(est.progress), initial=done)
     try:
-        out = loop(steps.step, run, total, start=done, progress=bar, commit=steps.commit,
-                   checkpoint=CheckpointTimer(checkpoint,
-                                              float(getattr(est, "checkpoint_interval", 0.0))))
+        timer = CheckpointTimer(checkpoint, float(getattr(est, "checkpoint_interval", 0.0)))
+        out = loop(steps.step, run, total, start=done,
+                   hooks=Hooks(progress=bar, checkpoint=timer, commit=steps.commit))
     finally:
         bar.close()
     if run["n_bad"]:
