@@ -9,7 +9,7 @@ Run (one process per precision; the precision is fixed before JAX's first comput
 The code path is the library's own, unchanged: the estimator's starting values and problem
 (``BayesianGPLVM._initial``, the collapsed bound of :mod:`gplvm.models.gplvm_family.bound`
 under ``jax.jit(jax.value_and_grad(...))``), and one sweep of the RFLVM's Gibbs sampler
-(:func:`gplvm.models._rflvm.sweep.sweep`, Poisson likelihood, M = 100 features, Q = 2, one
+(:func:`gplvm.models.rflvm.sweep.sweep`, Poisson likelihood, M = 100 features, Q = 2, one
 chain, from a PCA start after ``--warm`` sweeps), its inputs placed on each device with
 ``jax.device_put``.  Data: the bound on N rows of a smooth 2-D latent map into D = 50 columns
 (noise sd 0.1), Q = 2, M = 30 inducing points; the sweep on Poisson counts of a planted 2-D
@@ -79,9 +79,9 @@ def sweep_task(n_rows: int, n_cols: int, seed: int, warm: int):
     import numpy as np
 
     from gplvm.kernels import RBF
-    from gplvm.models._rflvm import sweep as sw
-    from gplvm.models._rflvm.init import init_state, prepare_data
-    from gplvm.models._rflvm.spec import RFLVMSpec
+    from gplvm.models.rflvm import sweep as sw
+    from gplvm.models.rflvm.init import init_state, prepare_data
+    from gplvm.models.rflvm.spec import RFLVMSpec
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n_rows, 2))
     W = rng.normal(size=(2, 25))

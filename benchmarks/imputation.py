@@ -236,8 +236,8 @@ def _fit_rflvm(likelihood):
         if cell.data.kind != "counts":
             return None
         import jax.numpy as jnp
-        from gplvm.models._rflvm import predict as pred
-        from gplvm.models._rflvm.loglik import full_log_lik
+        from gplvm.models.rflvm import predict as pred
+        from gplvm.models.rflvm.loglik import full_log_lik
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             m = gplvm.RFLVM(**{"likelihood": likelihood, "inference": "map", "progress": False,

@@ -8,7 +8,7 @@ settings with the table):
         [--chains 4] [--seed 0] [--learn-kernel] [--features 100]
 
 ``--samplers nuts-no-gauge`` is ``sampler='nuts'`` with (X, W) *not* taken modulo rotations
-(``gplvm.models._rflvm.gauge.applies`` patched off for that fit): the ablation of the gauge.
+(``gplvm.models.rflvm.gauge.applies`` patched off for that fit): the ablation of the gauge.
 ``--samplers map`` fits ``RFLVM(inference='map')`` (each chain's mode, no sweeps: no R-hat or
 ESS).  The last column is the affine R² of the mean latents to the planted ones (S-curve only,
 :func:`gplvm.metrics.affine_r2`).
@@ -123,7 +123,7 @@ def fit_ablated(Y, sampler: str, n_iter: int, args) -> tuple:
     """:func:`fit`, with ``nuts-no-gauge`` run as ``nuts`` with the gauge off."""
     if sampler != "nuts-no-gauge":
         return fit(Y, sampler, n_iter, args)
-    from gplvm.models._rflvm import gauge
+    from gplvm.models.rflvm import gauge
 
     applies = gauge.applies
     gauge.applies = lambda spec, data: False
@@ -154,7 +154,7 @@ def chain_starts(Y, args, n_chains: int):
 
     from gplvm._random import as_key
     from gplvm.kernels import RBF
-    from gplvm.models._rflvm.init import initial_states, prepare_data
+    from gplvm.models.rflvm.init import initial_states, prepare_data
 
     model = gplvm.RFLVM(likelihood="poisson", n_features=args.features, n_chains=n_chains,
                         learn_kernel=False, sampler="nuts", random_state=args.seed)

@@ -5,7 +5,7 @@ Run (single-threaded XLA and OpenBLAS, set when unset and printed):
     .venv/bin/python benchmarks/rflvm_curvature.py [--datasets scurve,bridges]
         [--iterations 5000] [--features 100] [--seed 0]
 
-For each data set, chain 0's NUTS block (:mod:`gplvm.models._rflvm.joint`: X, W modulo
+For each data set, chain 0's NUTS block (:mod:`gplvm.models.rflvm.joint`: X, W modulo
 rotations, whitened β) as a 4-chain ``RFLVM(likelihood='poisson', sampler='nuts',
 learn_kernel=False)`` builds it, its mode searched by L-BFGS from the PCA start (``--iterations``), and the dense
 Hessian H of the negative log-density there (``jax.hessian``).  NUTS with a diagonal mass
@@ -32,8 +32,8 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 import gplvm  # noqa: E402
-from gplvm.models._rflvm import joint, map_start  # noqa: E402
-from gplvm.models._rflvm.sweep import prior_W  # noqa: E402
+from gplvm.models.rflvm import joint, map_start  # noqa: E402
+from gplvm.models.rflvm.sweep import prior_W  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rflvm_convergence import chain_starts, load  # noqa: E402

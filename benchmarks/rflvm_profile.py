@@ -42,7 +42,7 @@ bookkeeping    Φβ (N × P × D) and the normalised log-likelihood over N × D:
 
 A ratio near 1 means the step costs what its arithmetic costs; the README section
 ``rflvm_profile`` records the figures and the reasons where a ratio stays high.  The W floor is
-one evaluation per proposal; the random-walk step of :mod:`gplvm.models._rflvm.frequencies`
+one evaluation per proposal; the random-walk step of :mod:`gplvm.models.rflvm.frequencies`
 also forms its metric (one N × D curvature and product per five proposals), work it does to
 move.
 
@@ -84,17 +84,17 @@ from jax.scipy.special import gammaln  # noqa: E402
 
 import gplvm  # noqa: E402,F401
 from gplvm.kernels import RBF  # noqa: E402
-from gplvm.models._rflvm import sweep as sw  # noqa: E402
-from gplvm.models._rflvm.dispersion import (mean_preserving_moves,  # noqa: E402
+from gplvm.models.rflvm import sweep as sw  # noqa: E402
+from gplvm.models.rflvm.dispersion import (mean_preserving_moves,  # noqa: E402
                                             update_dispersion_crt)
-from gplvm.models._rflvm.features import design  # noqa: E402
-from gplvm.models._rflvm.frequencies import (update_frequencies_collapsed,  # noqa: E402
+from gplvm.models.rflvm.features import design  # noqa: E402
+from gplvm.models.rflvm.frequencies import (update_frequencies_collapsed,  # noqa: E402
                                              update_frequencies_given_beta)
-from gplvm.models._rflvm.init import init_state, nb_prior_mean, prepare_data  # noqa: E402
-from gplvm.models._rflvm.spec import RFLVMSpec  # noqa: E402
-from gplvm.models._rflvm.weights import (collapsed_terms,  # noqa: E402
+from gplvm.models.rflvm.init import init_state, nb_prior_mean, prepare_data  # noqa: E402
+from gplvm.models.rflvm.spec import RFLVMSpec  # noqa: E402
+from gplvm.models.rflvm.weights import (collapsed_terms,  # noqa: E402
                                          sample_beta_gaussian, sample_beta_pg, sample_noise_var)
-from gplvm.models._rflvm.weights_ess import sample_beta_ess  # noqa: E402
+from gplvm.models.rflvm.weights_ess import sample_beta_ess  # noqa: E402
 from gplvm.samplers import polya_gamma  # noqa: E402
 from gplvm.samplers.dp_mixture import default_niw_prior, dp_update, n_clusters  # noqa: E402
 from gplvm.inference.mcmc import summary_rhat_ess, to_inference_data  # noqa: E402
@@ -525,13 +525,13 @@ def profile(name, kind, Y, n_trials, args):
 
 def print_beta_parts(spec, data, state, repeats: int) -> None:
     """``--beta-parts``: ms of each part of the elliptical-slice β step
-    (:func:`gplvm.models._rflvm.weights_ess.sample_beta_ess`) on the profiled state: the
+    (:func:`gplvm.models.rflvm.weights_ess.sample_beta_ess`) on the profiled state: the
     working Gaussian, the three N × P × D products, the slice's set-up as a whole
-    (:func:`~gplvm.models._rflvm.weights_ess.slice_inputs`: those two and the layout by
+    (:func:`~gplvm.models.rflvm.weights_ess.slice_inputs`: those two and the layout by
     column), the slice rounds (compacted, and over all columns in every round), and one
     evaluation of every column's log-target."""
     from gplvm.inference.mcmc import ess_init, ess_step
-    from gplvm.models._rflvm import weights_ess as wess
+    from gplvm.models.rflvm import weights_ess as wess
     r = state.dispersion if spec.likelihood == "negative_binomial" else None
     Phi = design(state.X, state.W, spec.intercept)
     P = Phi.shape[1]

@@ -5,7 +5,7 @@ Run (single-threaded XLA and OpenBLAS, set when unset and printed):
     .venv/bin/python benchmarks/rflvm_whitened.py [--datasets bridges] [--draws 300]
         [--iterations 1000] [--features 100] [--seed 0]
 
-The NUTS block of :mod:`gplvm.models._rflvm.joint` whitens the weights by their *prior*
+The NUTS block of :mod:`gplvm.models.rflvm.joint` whitens the weights by their *prior*
 (z = √λ (β − μ), intercept centred).  `rflvm_curvature.py` found its flattest directions to be
 trade-offs between the frequencies, the latents and the weights.  This script tries the
 parametrisation a generic PPL cannot write, one that follows the weights' conditional
@@ -42,9 +42,9 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from gplvm.models._rflvm import gauge, joint  # noqa: E402
-from gplvm.models._rflvm.features import design  # noqa: E402
-from gplvm.models._rflvm.loglik import total_log_lik  # noqa: E402
+from gplvm.models.rflvm import gauge, joint  # noqa: E402
+from gplvm.models.rflvm.features import design  # noqa: E402
+from gplvm.models.rflvm.loglik import total_log_lik  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rflvm_curvature import block_arguments, blocks_at_mode, settings  # noqa: E402

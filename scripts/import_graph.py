@@ -164,7 +164,7 @@ def reachable(graph: Graph, start: str) -> set[str]:
 
 def package_graph(graph: Graph, depth: int = 2) -> dict[str, set[str]]:
     """``graph`` with each module merged into its first ``depth`` name parts
-    (``gplvm.models._rflvm.spec`` → ``gplvm.models``); edges within one part are dropped."""
+    (``gplvm.models.rflvm.spec`` → ``gplvm.models``); edges within one part are dropped."""
     def part(name: str) -> str:
         return ".".join(name.split(".")[:depth])
 

@@ -5,16 +5,16 @@
 
 Runs the whole-sweep Geweke test of tests/test_rflvm_geweke.py (same simulators, sizes and
 critical value) on ``sampler='nuts'`` with one bug monkeypatched into
-:mod:`gplvm.models._rflvm.joint` at a time, and prints max |z| beside the critical value:
+:mod:`gplvm.models.rflvm.joint` at a time, and prints max |z| beside the critical value:
 
 * ``none``: the unmodified block (should pass);
 * ``no_x_prior``: the N(0, I) prior of X left out of the log-density;
 * ``no_w_prior``: the frequencies' prior left out of the log-density (W is in the position);
 * ``beta_prior_scale``: the whitened weights scaled by 1.2 (a wrong prior variance of β);
 * ``tempered``: the log-density multiplied by 0.8 (a target that is not the posterior);
-* ``scale_no_jacobian``: the joint scale move (:mod:`gplvm.models._rflvm.scale`) without
+* ``scale_no_jacobian``: the joint scale move (:mod:`gplvm.models.rflvm.scale`) without
   the Jacobian c^{NQ − (M/2)Q} in its acceptance ratio;
-* ``gauge_no_jacobian``: (X, W) modulo rotations (:mod:`gplvm.models._rflvm.gauge`) without
+* ``gauge_no_jacobian``: (X, W) modulo rotations (:mod:`gplvm.models.rflvm.gauge`) without
   the Jacobian ∏ l_ii^{Q−i+1} in the block's density;
 * ``gauge_no_rotation``: the canonical point kept, no Haar rotation after the transition.
 
@@ -38,15 +38,15 @@ import test_rflvm_geweke as G  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
-import gplvm.models._rflvm.gauge as U  # noqa: E402
-import gplvm.models._rflvm.joint as J  # noqa: E402
-import gplvm.models._rflvm.sweep as S  # noqa: E402
+import gplvm.models.rflvm.gauge as U  # noqa: E402
+import gplvm.models.rflvm.joint as J  # noqa: E402
+import gplvm.models.rflvm.sweep as S  # noqa: E402
 
 ORIGINAL = (J.log_density, J.from_position, S.scale_moves, U.log_jacobian, U.rotate)
 
 
 def _scale_moves_without_jacobian(key, X, W, log_prior_W):
-    """:func:`gplvm.models._rflvm.scale.scale_moves` with the Jacobian left out."""
+    """:func:`gplvm.models.rflvm.scale.scale_moves` with the Jacobian left out."""
     rows = jnp.arange(W.shape[0])
 
     def log_target(X, W):

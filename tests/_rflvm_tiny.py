@@ -8,8 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from gplvm.kernels import RBF
-from gplvm.models._rflvm.init import initial_states, prepare_data
-from gplvm.models._rflvm.spec import RFLVMSpec
+from gplvm.models.rflvm.init import initial_states, prepare_data
+from gplvm.models.rflvm.spec import RFLVMSpec
 
 
 def tiny_rflvm(kind: str, seed: int = 0, n_rows: int = 7):

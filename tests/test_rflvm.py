@@ -255,7 +255,7 @@ def test_likelihood_by_name_in_any_case_or_by_object():
         np.testing.assert_array_equal(other.X_samples_, ref.X_samples_)
     # The binomial's trials come from the object or from fit(n_trials=...), the same either
     # way (test_rflvm_recovery fits the binomial with fit(n_trials=...)).
-    from gplvm.models._rflvm.checks import resolve_likelihood
+    from gplvm.models.rflvm.checks import resolve_likelihood
     for lik, n_trials in [("binomial", 5), ("Binomial", np.full(6, 5)),
                           (Binomial(n_trials=5), None)]:
         assert np.all(np.asarray(resolve_likelihood(lik, n_trials).n_trials) == 5)
@@ -338,8 +338,8 @@ def test_negative_binomial_dispersion_starts_large_and_is_held_during_the_x_warm
     # the model's spec and data as fit() builds them, without a fit (one compiled sweep here)
     import jax
     from gplvm.kernels import RBF
-    from gplvm.models._rflvm.init import init_state, prepare_data
-    from gplvm.models._rflvm.sweep import sweep as rflvm_sweep
+    from gplvm.models.rflvm.init import init_state, prepare_data
+    from gplvm.models.rflvm.sweep import sweep as rflvm_sweep
     rng = np.random.default_rng(5)
     Y = rng.poisson(20.0, (30, 6)).astype(float)
     model = gplvm.RFLVM(likelihood="negative_binomial", random_state=0, **SMALL)
@@ -363,7 +363,7 @@ def test_negative_binomial_dispersion_starts_large_and_is_held_during_the_x_warm
 def test_interrupted_during_burn_in_leaves_a_usable_model(monkeypatch):
     # Ctrl-C (a KeyboardInterrupt between blocks) during burn-in: the chains' last states stand
     # in for draws, with a warning, and the model still transforms, scores and samples
-    import gplvm.models.rflvm as module
+    import gplvm.models.rflvm.estimator as module
     from gplvm.inference.run import CheckpointTimer
     real = module.run_chains
 
@@ -403,7 +403,7 @@ def test_interrupted_during_burn_in_leaves_a_usable_model(monkeypatch):
      r"no observed entry \(columns 0\).*multinomial"),
 ])
 def test_bad_input_raises_before_sampling(kwargs, Y, match, forbid_computation):
-    import gplvm.models.rflvm as mod
+    import gplvm.models.rflvm.estimator as mod
 
     forbid_computation(mod, "run_chains")
     with pytest.raises(ValueError, match=match):
@@ -498,7 +498,7 @@ def test_count_columns_all_zero_stay_in_the_fit_and_never_observed_come_back_nan
 def test_n_components_follows_the_family_rule(forbid_computation):
     """Q above the columns entering the fit, or at or above the rows, is refused before any
     computation with the family's message (gplvm._validation.check_n_components)."""
-    import gplvm.models.rflvm as mod
+    import gplvm.models.rflvm.estimator as mod
 
     forbid_computation(mod, "run_chains", "prepare_data")
     Y = np.random.default_rng(14).normal(size=(12, 3))

@@ -1,4 +1,4 @@
-"""Negative-binomial dispersion kernels of the RFLVM (gplvm.models._rflvm.dispersion) against the
+"""Negative-binomial dispersion kernels of the RFLVM (gplvm.models.rflvm.dispersion) against the
 exact posterior of (r, c) computed by 2-D grid quadrature.
 
 Model: y_n ~ NB(r, p = σ(c)) for n = 1..N (one column, the intercept c only), the log-mean
@@ -22,7 +22,7 @@ from scipy.special import gammaln, logsumexp
 import gplvm  # noqa: F401  (float64)
 from scipy.special import digamma
 
-from gplvm.models._rflvm.dispersion import (column_tables, crt_layout, log_gamma_ratio,
+from gplvm.models.rflvm.dispersion import (column_tables, crt_layout, log_gamma_ratio,
                                             mean_preserving_moves, nb_column_log_lik,
                                             update_dispersion_crt)
 

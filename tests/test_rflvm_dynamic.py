@@ -13,7 +13,7 @@ import gplvm
 from gplvm.baselines import PPCA
 from gplvm.data import make_s_curve
 from gplvm.metrics import imputation_mse
-from gplvm.models._rflvm.latents import (time_prior_draw, time_prior_factors,
+from gplvm.models.rflvm.latents import (time_prior_draw, time_prior_factors,
                                          time_prior_log_density)
 
 
@@ -62,7 +62,7 @@ def test_dynamic_fit_imputes_better_than_ppca():
 def test_time_kernel_metropolis_matches_grid_posterior():
     # Fixed latents X; the random-walk Metropolis step on (log ℓ/span, log σ²) targets
     # p(X | θ) p(θ) with N(log 0.1, 1) and N(0, 1) priors: compare both marginals with a grid.
-    from gplvm.models._rflvm.latents import TIME_PRIOR_MEAN, TIME_PRIOR_SD, update_time_params
+    from gplvm.models.rflvm.latents import TIME_PRIOR_MEAN, TIME_PRIOR_SD, update_time_params
     rng = np.random.default_rng(1)
     t = np.linspace(0.0, 4.0, 15)
     u = np.linspace(0.0, 4.0, 6)

@@ -1,4 +1,4 @@
-"""The NUTS block's (X, W) modulo rotations (:mod:`gplvm.models._rflvm.gauge`, issue 30): the
+"""The NUTS block's (X, W) modulo rotations (:mod:`gplvm.models.rflvm.gauge`, issue 30): the
 canonical point, its coordinates and the Jacobian that makes its density the posterior's."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from jax.scipy.linalg import expm
 
 from _rflvm_tiny import tiny_rflvm
 from gplvm.kernels import RBF
-from gplvm.models._rflvm import gauge
-from gplvm.models._rflvm.init import prepare_data
+from gplvm.models.rflvm import gauge
+from gplvm.models.rflvm.init import prepare_data
 
 
 @pytest.mark.parametrize("Q", [2, 3])

@@ -5,7 +5,7 @@ Geweke (2004), "Getting it right: joint distribution tests of posterior simulato
 
 * **marginal-conditional**: θ ~ p(θ), then Y ~ p(Y | θ), independently each time;
 * **successive-conditional**: (θ, Y) from the first simulator, then alternately
-  θ ← one full :func:`gplvm.models._rflvm.sweep.sweep` given Y, and a fresh Y ~ p(Y | θ).
+  θ ← one full :func:`gplvm.models.rflvm.sweep.sweep` given Y, and a fresh Y ~ p(Y | θ).
 
 If every block of the sweep leaves its conditional invariant, the successive-conditional chain
 keeps p(θ, Y) invariant (and, started from an exact draw, every step is distributed as
@@ -49,7 +49,7 @@ deterministic on one machine; a CPU that rounds differently (another vector widt
 other slice and Metropolis decisions, which makes its run a fresh draw with the same ≤ 1%
 false-alarm rate per case.
 
-**The frequency step** (:mod:`gplvm.models._rflvm.frequencies`, issue 14) is a random walk
+**The frequency step** (:mod:`gplvm.models.rflvm.frequencies`, issue 14) is a random walk
 preconditioned by the frequency's Fisher information and prior precision, whose acceptance
 ratio carries the prior ratio of w_m: in the Poisson case every move is a walk step (fixed
 kernel: the prior is the RBF's spectral density); in the Gaussian case (DP mixture: the prior is
@@ -88,9 +88,9 @@ from jax import lax
 from scipy import stats
 
 from gplvm.kernels import RBF
-from gplvm.models._rflvm.init import init_state, prepare_data
-from gplvm.models._rflvm.spec import RFLVMSpec
-from gplvm.models._rflvm.sweep import sweep
+from gplvm.models.rflvm.init import init_state, prepare_data
+from gplvm.models.rflvm.spec import RFLVMSpec
+from gplvm.models.rflvm.sweep import sweep
 
 N, D, Q, N_FREQ = 6, 2, 1, 3
 M = 2 * N_FREQ
@@ -217,7 +217,7 @@ def geweke_functions(kind, theta: Theta, Y) -> dict:
 
     psi = _linear_predictor(theta)
     # tanh W: odd, so a sampler that leaves (X, W)'s sign or rotation where its own
-    # parametrisation put it (:mod:`gplvm.models._rflvm.gauge`) is seen; the others are even
+    # parametrisation put it (:mod:`gplvm.models.rflvm.gauge`) is seen; the others are even
     g = {"mean X²": mean(X**2), "mean cos X": mean(np.cos(X)), "mean cos W": mean(np.cos(W)),
          "mean W²/(1+W²)": mean(W**2 / (1 + W**2)), "mean tanh W": mean(np.tanh(W)),
          "mean β²": mean(beta[:, :M] ** 2)}
@@ -326,7 +326,7 @@ def critical_value(n_functions, n_batches=N_BATCHES, alpha=ALPHA):
                               "poisson-fixed-kernel-nuts"])
 def test_whole_sweep_leaves_the_joint_distribution_invariant(kind, learn_kernel, seed, sampler):
     """The Gibbs sweep, and the sweep whose β and X steps are one NUTS transition of
-    (X, β) given W (``sampler='nuts'``, :mod:`gplvm.models._rflvm.joint`; no burn-in, so
+    (X, β) given W (``sampler='nuts'``, :mod:`gplvm.models.rflvm.joint`; no burn-in, so
     its step size and unit mass matrix stay fixed: a valid kernel at every sweep)."""
     rng = np.random.default_rng(seed)
     g_m = marginal_conditional(rng, kind, learn_kernel, N_MARGINAL)
@@ -344,7 +344,7 @@ def test_whole_sweep_leaves_the_joint_distribution_invariant(kind, learn_kernel,
 # --- exact properties of the frequency walk that the Geweke test has little power for -----------
 
 def _count_problem(kind, rng, n_rows=30, n_out=7, n_freq=6):
-    from gplvm.models._rflvm.features import design
+    from gplvm.models.rflvm.features import design
     X = jnp.asarray(rng.normal(size=(n_rows, Q + 1)))
     W = jnp.asarray(rng.normal(size=(n_freq, Q + 1)))
     beta = jnp.asarray(rng.normal(size=(2 * n_freq + 1, n_out)))
@@ -360,7 +360,7 @@ def test_walk_metric_does_not_see_the_frequencies_it_moves():
     # w_m is the same whatever w_m is: a block's metrics (issue 14) may depend on the other
     # frequencies but not on the block's own.  An injected metric that saw the block's own terms
     # went unnoticed by the Geweke test above (max |z| 1.1): its bias is small at these sizes.
-    from gplvm.models._rflvm.frequencies import _block_metrics
+    from gplvm.models.rflvm.frequencies import _block_metrics
     kind = "negative_binomial"
     rng = np.random.default_rng(3)
     X, W, beta, data, design_of = _count_problem(kind, rng)
@@ -381,8 +381,8 @@ def test_walk_metric_does_not_see_the_frequencies_it_moves():
 def test_walk_curvature_is_the_second_derivative_of_the_likelihood(kind):
     # h = −∂²ℓ/∂ψ² entry by entry (the multinomial: the diagonal of its Hessian), against
     # central second differences of the ψ-dependent log-likelihood.
-    from gplvm.models._rflvm.frequencies import curvature
-    from gplvm.models._rflvm.loglik import psi_log_lik
+    from gplvm.models.rflvm.frequencies import curvature
+    from gplvm.models.rflvm.loglik import psi_log_lik
     rng = np.random.default_rng(4)
     Y = jnp.asarray(rng.integers(0, 5, size=(6, 4)).astype(float))
     psi = jnp.asarray(rng.normal(size=(6, 3 if kind == "multinomial" else 4)))

@@ -1,5 +1,5 @@
 """The RFLVM's MAP fit, ``RFLVM(inference='map')`` (issue 30, item 2;
-:mod:`gplvm.models._rflvm.map_fit`): each chain's state the mode of the joint density."""
+:mod:`gplvm.models.rflvm.map_fit`): each chain's state the mode of the joint density."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from scipy import stats
 import gplvm
 from _rflvm_tiny import tiny_rflvm
 from gplvm.summary import model_summary
-from gplvm.models._rflvm.features import design
-from gplvm.models._rflvm.joint import log_density, to_position
-from gplvm.models._rflvm.map_fit import SCALED_TOLERANCE, mode_state
-from gplvm.models._rflvm.map_start import GRADIENT_TOLERANCE
-from gplvm.models._rflvm.sweep import prior_W
+from gplvm.models.rflvm.features import design
+from gplvm.models.rflvm.joint import log_density, to_position
+from gplvm.models.rflvm.map_fit import SCALED_TOLERANCE, mode_state
+from gplvm.models.rflvm.map_start import GRADIENT_TOLERANCE
+from gplvm.models.rflvm.sweep import prior_W
 
 
 def _problem(kind: str, seed: int = 0):

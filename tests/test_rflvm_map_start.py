@@ -1,5 +1,5 @@
 """Where the RFLVM's NUTS chains start (issue 30, item 2): the block's mode by L-BFGS and the
-exact diagonal of its curvature there (:mod:`gplvm.models._rflvm.map_start`)."""
+exact diagonal of its curvature there (:mod:`gplvm.models.rflvm.map_start`)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import pytest
 
 import gplvm
 from _rflvm_tiny import tiny_rflvm
-from gplvm.models._rflvm.joint import _feature_means, from_position, log_density, to_position
-from gplvm.models._rflvm.map_start import (GRADIENT_TOLERANCE, _floors, curvature_diagonal,
+from gplvm.models.rflvm.joint import _feature_means, from_position, log_density, to_position
+from gplvm.models.rflvm.map_start import (GRADIENT_TOLERANCE, _floors, curvature_diagonal,
                                            find_mode, gaussian_row_density)
-from gplvm.models._rflvm.sweep import prior_W
+from gplvm.models.rflvm.sweep import prior_W
 
 
 def _problem(kind: str, seed: int = 0):
@@ -35,7 +35,7 @@ def test_curvature_diagonal_is_the_exact_diagonal_of_the_hessian(kind):
     point whose m it uses, that density equals the block's."""
     spec, data, state, fn, log_prior_W = _problem(kind)
     start = to_position(spec, data, state)
-    # W modulo rotations: (M/2)Q − Q(Q − 1)/2 coordinates (:mod:`gplvm.models._rflvm.gauge`)
+    # W modulo rotations: (M/2)Q − Q(Q − 1)/2 coordinates (:mod:`gplvm.models.rflvm.gauge`)
     assert start.shape[0] == 7 * 2 + 3 * 2 - 1 + 7 * 4 + (4 if kind == "negative_binomial" else 0)
     for position in (start, find_mode(fn, start).position):
         X, W, _, _ = from_position(spec, data, position)

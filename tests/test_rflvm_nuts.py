@@ -101,8 +101,8 @@ def test_auto_stops_at_the_first_round_whose_figures_converge(monkeypatch):
     the convergence check, stopping at the first that passes (the rule is made to pass at
     its second call here: the rule itself is tested in tests/test_mcmc_convergence.py and
     below); the stored figures are those of the stored draws."""
-    from gplvm.models import rflvm as module
-    from gplvm.models._rflvm.convergence import convergence_figures
+    from gplvm.models.rflvm import estimator as module
+    from gplvm.models.rflvm.convergence import convergence_figures
 
     calls = []
 
@@ -123,7 +123,7 @@ def test_auto_stops_at_the_first_round_whose_figures_converge(monkeypatch):
 def test_convergence_rule_needs_every_rhat_and_every_ess():
     """R-hat ≤ 1.01 and ESS ≥ the target for the log-likelihood and the distances, NaN
     failing."""
-    from gplvm.models._rflvm.convergence import has_converged
+    from gplvm.models.rflvm.convergence import has_converged
 
     good = {"rhat_log_lik": 1.005, "ess_log_lik": 500.0, "rhat_distances": 1.01,
             "ess_distances": 400.0, "n_draws": 1000}

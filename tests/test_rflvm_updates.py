@@ -17,14 +17,14 @@ import pytest
 from scipy import stats
 from scipy.special import expit, log_expit
 
-from gplvm.models._rflvm import weights as wts
-from gplvm.models._rflvm import weights_ess as wess
-from gplvm.models._rflvm.features import design
-from gplvm.models._rflvm.frequencies import (update_frequencies_collapsed,
+from gplvm.models.rflvm import weights as wts
+from gplvm.models.rflvm import weights_ess as wess
+from gplvm.models.rflvm.features import design
+from gplvm.models.rflvm.frequencies import (update_frequencies_collapsed,
                                              update_frequencies_given_beta)
 from gplvm.inference.mcmc import ess_init, ess_step
-from gplvm.models._rflvm.latents import _row_ll_on, update_x_static
-from gplvm.models._rflvm.spec import RFLVMData
+from gplvm.models.rflvm.latents import _row_ll_on, update_x_static
+from gplvm.models.rflvm.spec import RFLVMData
 from gplvm.kernels import RBF
 from gplvm.samplers import polya_gamma
 
@@ -440,9 +440,9 @@ def test_compacted_slices_take_the_single_loops_path():
 
 def _sweep_once(kind, Y, map_sweeps=0, seed=0):
     """(state before, state after) one sweep of a small model with a fixed RBF kernel."""
-    from gplvm.models._rflvm.init import init_state, prepare_data
-    from gplvm.models._rflvm.spec import RFLVMSpec
-    from gplvm.models._rflvm.sweep import sweep
+    from gplvm.models.rflvm.init import init_state, prepare_data
+    from gplvm.models.rflvm.spec import RFLVMSpec
+    from gplvm.models.rflvm.sweep import sweep
     spec = RFLVMSpec(likelihood=kind, n_components=2, n_freq=8, n_outputs=Y.shape[1],
                      intercept=kind != "gaussian", learn_kernel=False, map_sweeps=map_sweeps)
     data = prepare_data(spec, Y, None, None, RBF(lengthscale=1.0), None)
@@ -512,9 +512,9 @@ def test_sweep_returns_a_state_of_the_same_types(kind):
     # A state whose dtypes or weak types change after a sweep makes a jitted loop over sweeps
     # compile twice (issue 14: weakly typed noise_var, float32 accept_W).  Shapes only: no
     # compilation.
-    from gplvm.models._rflvm.init import init_state, prepare_data
-    from gplvm.models._rflvm.spec import RFLVMSpec
-    from gplvm.models._rflvm.sweep import sweep
+    from gplvm.models.rflvm.init import init_state, prepare_data
+    from gplvm.models.rflvm.spec import RFLVMSpec
+    from gplvm.models.rflvm.sweep import sweep
     Y = np.random.default_rng(0).poisson(2.0, (20, 4)).astype(float)
     D = 3 if kind == "multinomial" else 4
     spec = RFLVMSpec(likelihood=kind, n_components=2, n_freq=4, n_outputs=D,

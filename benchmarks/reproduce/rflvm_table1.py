@@ -336,14 +336,14 @@ def write_rows(root: Path) -> None:
 def freeze_frequencies() -> None:
     """``--frequencies frozen``: every RFLVM of this process keeps W at its first draw.
 
-    Patches the two frequency steps of :mod:`gplvm.models._rflvm.sweep` to return W unchanged
+    Patches the two frequency steps of :mod:`gplvm.models.rflvm.sweep` to return W unchanged
     (acceptance 0) and turns the persistent compilation cache off, so that no compiled or
     exported sweep is shared with an unpatched process (their keys do not see the patch).  Used
     to test whether the Table 1 drop on bridges since stop 9 comes from W moving (issue 14)."""
     os.environ["GPLVM_COMPILATION_CACHE"] = "0"
     import jax.numpy as jnp
     from gplvm._config import disable_compilation_cache
-    from gplvm.models._rflvm import sweep as sw
+    from gplvm.models.rflvm import sweep as sw
     disable_compilation_cache()
 
     def frozen(key, prior, X, W, *args, **kwargs):

@@ -13,7 +13,7 @@ process made the file (tested in ``tests/test_mcmc_driver.py``).
 
 A file's name is a SHA-256 of everything that fixes the program: the caller's ``export_key``
 (which must describe the sweep and the ``record``/``trace`` functions completely — the RFLVM
-passes its static :class:`~gplvm.models._rflvm.spec.RFLVMSpec`), the block's own settings, the
+passes its static :class:`~gplvm.models.rflvm.spec.RFLVMSpec`), the block's own settings, the
 argument shapes, dtypes and shardings, the devices, the JAX version and a digest of gplvm's own
 source files, so an edited or upgraded library never reads a stale program.  Files live in
 ``gplvm-blocks/`` inside the persistent cache's folder and only while that cache is on; at most

@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 
 from gplvm.inference.mcmc import ess_init, ess_step
-from gplvm.models._rflvm.loglik import softplus
+from gplvm.models.rflvm.loglik import softplus
 
 Array = jax.Array
 

@@ -37,23 +37,23 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from gplvm.models._rflvm.dispersion import mean_preserving_moves, update_dispersion_crt
-from gplvm.models._rflvm.features import design
-from gplvm.models._rflvm.init import nb_prior_mean
-from gplvm.models._rflvm.joint import update_joint
-from gplvm.models._rflvm.frequencies import (FrequencyPrior, frequency_prior,
+from gplvm.models.rflvm.dispersion import mean_preserving_moves, update_dispersion_crt
+from gplvm.models.rflvm.features import design
+from gplvm.models.rflvm.init import nb_prior_mean
+from gplvm.models.rflvm.joint import update_joint
+from gplvm.models.rflvm.frequencies import (FrequencyPrior, frequency_prior,
                                              update_frequencies_collapsed,
                                              update_frequencies_given_beta)
-from gplvm.models._rflvm.latents import (_row_ll_fn, map_x_dynamic, map_x_static,
+from gplvm.models.rflvm.latents import (_row_ll_fn, map_x_dynamic, map_x_static,
                                           update_time_params, update_x_dynamic,
                                           update_x_static)
-from gplvm.models._rflvm.loglik import full_log_lik, log_lik_constant
-from gplvm.models._rflvm.scale import scale_moves
-from gplvm.models._rflvm.spec import RFLVMData, RFLVMSpec, RFLVMState
-from gplvm.models._rflvm.weights import (collapsed_terms, sample_beta_pg,
+from gplvm.models.rflvm.loglik import full_log_lik, log_lik_constant
+from gplvm.models.rflvm.scale import scale_moves
+from gplvm.models.rflvm.spec import RFLVMData, RFLVMSpec, RFLVMState
+from gplvm.models.rflvm.weights import (collapsed_terms, sample_beta_pg,
                                          sample_beta_pg_column, sample_noise_var,
                                          sample_beta_gaussian)
-from gplvm.models._rflvm.weights_ess import sample_beta_ess
+from gplvm.models.rflvm.weights_ess import sample_beta_ess
 from gplvm.samplers import polya_gamma
 from gplvm.samplers.dp_mixture import dp_update, default_niw_prior
 

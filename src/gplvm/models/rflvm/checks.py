@@ -7,7 +7,7 @@ import numpy as np
 from gplvm._validation import (_where, as_1d_float, as_2d_float, check_n_components,
                                check_new_values)
 from gplvm.likelihoods import AbstractLikelihood, Binomial, get_likelihood
-from gplvm.models._rflvm.columns import dropped_columns
+from gplvm.models.rflvm.columns import dropped_columns
 
 #: parameters the sampler draws itself (seed 000: σ² ~ IG, eq. 29's r ~ Ga), so an object's
 #: value for them could only be ignored

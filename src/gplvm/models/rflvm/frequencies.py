@@ -54,8 +54,8 @@ from jax.scipy.linalg import solve_triangular
 
 from gplvm.inference.mcmc import MHState, mh_accept_reject
 from gplvm.inference.mcmc._metropolis import gaussian_walk, optimal_walk_scale
-from gplvm.models._rflvm.features import design, feature_pair, pair_index
-from gplvm.models._rflvm.loglik import total_log_lik
+from gplvm.models.rflvm.features import design, feature_pair, pair_index
+from gplvm.models.rflvm.loglik import total_log_lik
 from gplvm.samplers.dp_mixture import propose_frequencies
 
 Array = jax.Array

@@ -42,7 +42,7 @@ class RFLVMSpec:
             dispersion absorbs structure the latents have not yet learned; measured on
             bridges (Table 1 protocol, 5 seeds) r0 = 100 / 1000 / 1e5 gave 1-NN 0.814 / 0.852 /
             0.835, and r settles at 700–1300 from any of them once it is sampled
-            (:mod:`gplvm.models._rflvm.dispersion`).
+            (:mod:`gplvm.models.rflvm.dispersion`).
         alpha_prior: (a_α, b_α) of the Gamma prior on the DP concentration (eq. 25).
         n_x_steps: elliptical-slice updates of X per sweep.
         map_sweeps: for the first ``map_sweeps`` sweeps (part of burn-in) X is moved uphill
@@ -52,7 +52,7 @@ class RFLVMSpec:
         nb_beta: how the negative binomial's weights are drawn: ``'polya_gamma'`` (default),
             the paper's Gibbs step given Pólya-gamma variables (eqs. 26–28), or ``'slice'``, an
             elliptical slice per column with no augmentation, as for the Poisson
-            (:mod:`gplvm.models._rflvm.weights_ess`, issue 14): ~2x cheaper per sweep on
+            (:mod:`gplvm.models.rflvm.weights_ess`, issue 14): ~2x cheaper per sweep on
             congress109 but slower to mix where a column's counts span orders of magnitude
             (bridges).  Both leave the same posterior invariant.
         sampler: ``'gibbs'`` (seed 000's sweep: β given X, X given β) or ``'nuts'``: X, W
@@ -118,7 +118,7 @@ class RFLVMData(NamedTuple):
             the trace's normaliser), which vanish at y = 0 (91% of congress109); None
             otherwise (and in files saved before it existed).
         customers: negative binomial: the layout of the CRT draws of the dispersion step,
-            fixed by the counts (:func:`gplvm.models._rflvm.dispersion.crt_layout`); None
+            fixed by the counts (:func:`gplvm.models.rflvm.dispersion.crt_layout`); None
             otherwise (and in files saved before it existed: the step then lays them out in
             every sweep).
         log_factorial: Poisson and negative binomial: Σ log y! over the observed entries, a

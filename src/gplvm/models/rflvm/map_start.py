@@ -51,14 +51,14 @@ from jax.scipy.linalg import solve_triangular
 
 from gplvm._pytree import to_device
 from gplvm.inference.mcmc._block import Block
-from gplvm.models._rflvm.features import design
-from gplvm.models._rflvm.joint import (_feature_means, frequency_log_prior, from_position,
+from gplvm.models.rflvm.features import design
+from gplvm.models.rflvm.joint import (_feature_means, frequency_log_prior, from_position,
                                        has_frequencies, log_density, n_frequency_coords,
                                        n_position, state_at, to_position)
-from gplvm.models._rflvm.loglik import total_log_lik
-from gplvm.models._rflvm.spec import RFLVMData, RFLVMSpec, RFLVMState
-from gplvm.models._rflvm.sweep import prior_W
-from gplvm.models._rflvm.weights import collapsed_terms
+from gplvm.models.rflvm.loglik import total_log_lik
+from gplvm.models.rflvm.spec import RFLVMData, RFLVMSpec, RFLVMState
+from gplvm.models.rflvm.sweep import prior_W
+from gplvm.models.rflvm.weights import collapsed_terms
 
 Array = jax.Array
 

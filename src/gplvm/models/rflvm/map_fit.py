@@ -34,12 +34,12 @@ from jax.scipy.linalg import solve_triangular
 from gplvm._pytree import to_device
 from gplvm.inference.mcmc._block import Block
 from gplvm.inference.mcmc._kept import ChainResult
-from gplvm.models._rflvm.features import design
-from gplvm.models._rflvm.fitted import record_heavy, record_light, trace
-from gplvm.models._rflvm.joint import log_density, state_at, to_position
-from gplvm.models._rflvm.map_start import ModeSearch, find_mode, laplace_precision
-from gplvm.models._rflvm.spec import RFLVMData, RFLVMSpec, RFLVMState
-from gplvm.models._rflvm.sweep import current_log_lik, prior_W
+from gplvm.models.rflvm.features import design
+from gplvm.models.rflvm.fitted import record_heavy, record_light, trace
+from gplvm.models.rflvm.joint import log_density, state_at, to_position
+from gplvm.models.rflvm.map_start import ModeSearch, find_mode, laplace_precision
+from gplvm.models.rflvm.spec import RFLVMData, RFLVMSpec, RFLVMState
+from gplvm.models.rflvm.sweep import current_log_lik, prior_W
 
 
 #: Gaussian: at most this many rounds of (X, W) | σ², then σ², β | (X, W) ...

@@ -25,7 +25,7 @@ and ω ~ PG(b, ψ), the weights of column j are Gaussian:
 −Ω o).  Unobserved entries have ω = κ = 0 and drop out.
 
 **Poisson and negative binomial.**  No augmentation: β_j by elliptical slice sampling
-(:mod:`gplvm.models._rflvm.weights_ess`).
+(:mod:`gplvm.models.rflvm.weights_ess`).
 """
 
 from __future__ import annotations

@@ -61,11 +61,11 @@ import jax.numpy as jnp
 from jax.scipy.special import gammaln
 
 from gplvm.inference.mcmc.nuts import NUTSTuning, adapt, nuts_transition, tuning_init
-from gplvm.models._rflvm import gauge
-from gplvm.models._rflvm.features import design
-from gplvm.models._rflvm.loglik import total_log_lik
-from gplvm.models._rflvm.spec import RFLVMData, RFLVMSpec, RFLVMState
-from gplvm.models._rflvm.weights import collapsed_log_marginal, collapsed_terms
+from gplvm.models.rflvm import gauge
+from gplvm.models.rflvm.features import design
+from gplvm.models.rflvm.loglik import total_log_lik
+from gplvm.models.rflvm.spec import RFLVMData, RFLVMSpec, RFLVMState
+from gplvm.models.rflvm.weights import collapsed_log_marginal, collapsed_terms
 
 Array = jax.Array
 

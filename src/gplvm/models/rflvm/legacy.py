@@ -31,9 +31,9 @@ import jax
 import numpy as np
 
 from gplvm._pytree import to_device
-from gplvm.models._rflvm.convergence import convergence_figures
-from gplvm.models._rflvm.init import LAYOUT_FIELDS, count_layouts
-from gplvm.models._rflvm.spec import RFLVMData, RFLVMState
+from gplvm.models.rflvm.convergence import convergence_figures
+from gplvm.models.rflvm.init import LAYOUT_FIELDS, count_layouts
+from gplvm.models.rflvm.spec import RFLVMData, RFLVMState
 
 NEW_INFO = ("n_proposals_X", "n_proposals_beta")
 

@@ -1,6 +1,7 @@
-"""Functional core of the random-feature latent variable model (seed 000, §3).
+"""The random-feature latent variable model (seed 000, §3): the estimator and its functional
+core, one public package.
 
-The estimator :class:`gplvm.RFLVM` is a thin layer over these modules:
+The estimator :class:`gplvm.RFLVM` (:mod:`.estimator`) is a thin layer over these modules:
 
 * :mod:`.spec` — the static model description, the data container and the per-chain state;
 * :mod:`.features` — the design matrix [φ_W(X), 1] (eq. 18 plus a per-column intercept);
@@ -20,3 +21,7 @@ The estimator :class:`gplvm.RFLVM` is a thin layer over these modules:
 The transition kernels themselves (elliptical slice, Metropolis–Hastings) are the ``init`` /
 ``step`` kernels of :mod:`gplvm.inference.mcmc`.
 """
+
+from gplvm.models.rflvm.estimator import RFLVM
+
+__all__ = ["RFLVM"]

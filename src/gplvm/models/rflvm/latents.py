@@ -30,8 +30,8 @@ from jax.scipy.linalg import solve_triangular
 
 from gplvm.inference.mcmc import ess_init, ess_step, mh_init, mh_step
 from gplvm.linalg import jitter_floor
-from gplvm.models._rflvm.features import design
-from gplvm.models._rflvm.loglik import row_log_lik
+from gplvm.models.rflvm.features import design
+from gplvm.models.rflvm.loglik import row_log_lik
 
 Array = jax.Array
 

@@ -14,7 +14,7 @@ Two exact moves per sweep, composed:
    proposes (log r_j + ε, c_j − ε), ε ~ N(0, s²): every ψ_nj drops by ε, so r e^ψ — and the mean
    — are unchanged and only the dispersion changes.  The map is a translation of (log r, c),
    so the proposal is symmetric.  The prior is on the log-mean m = c + log r, independent of r
-   (:func:`gplvm.models._rflvm.init.nb_prior_mean`), so the move leaves it unchanged and the
+   (:func:`gplvm.models.rflvm.init.nb_prior_mean`), so the move leaves it unchanged and the
    target on (log r, c) is p(y | r, ψ) Ga(r | a0, h) r: the ratio needs only column sums.  A
    few step sizes s (a mixture of valid kernels) cover both the wide posterior of small r and
    the narrow one of large r.
@@ -28,7 +28,7 @@ import numpy as np
 from jax.scipy.special import digamma, gammaln
 
 from gplvm._pytree import to_device
-from gplvm.models._rflvm.loglik import softplus
+from gplvm.models.rflvm.loglik import softplus
 from gplvm.samplers.crt import EXACT_TERMS, sample_nb_dispersion
 
 Array = jax.Array
@@ -44,7 +44,7 @@ def update_dispersion_crt(key: Array, Y: Array, observed: Array, psi: Array, r: 
 
     The CRT pair L | r, r | L is a data-augmentation kernel, reversible with respect to
     p(r | y, ψ) ∝ NB(y | r, ψ) Ga(r | a0, h).  The full conditional also carries the log-mean
-    prior N(c + log r | m0, v) (:func:`gplvm.models._rflvm.init.nb_prior_mean`), so the CRT
+    prior N(c + log r | m0, v) (:func:`gplvm.models.rflvm.init.nb_prior_mean`), so the CRT
     draw r' is a proposal accepted with probability min(1, N(c + log r')/N(c + log r)): a
     Metropolis–Hastings step with a reversible proposal kernel.
 

@@ -6,7 +6,7 @@ JMLR 2023; seed 000).
           w_m \\sim \\sum_k \\pi_k N(\\mu_k, \\Sigma_k), \\quad \\pi \\sim DP(\\alpha, NIW)
 
 (eq. 21) with posterior samples of the latent space.  The sampler is in
-:mod:`gplvm.models._rflvm` (one Gibbs sweep per likelihood, :mod:`._rflvm.sweep`); chains run
+:mod:`gplvm.models.rflvm` (one Gibbs sweep per likelihood, :mod:`.sweep`); chains run
 together under ``vmap`` with compiled blocks of sweeps (:mod:`gplvm.inference.mcmc.driver`).
 """
 
@@ -39,21 +39,21 @@ from gplvm.likelihoods import get_likelihood
 from gplvm.models._checkpoint import holding_checkpoint
 from gplvm.models._common import check_is_fitted, in_model_precision
 from gplvm.models._rows import map_rows
-from gplvm.models._rflvm import predict as pred
-from gplvm.models._rflvm.checks import check_fit_inputs, check_latent_points
-from gplvm.models._rflvm.columns import narrow, widen
-from gplvm.models._rflvm.convergence import (RHAT_TARGET, convergence_figures, describe,
+from gplvm.models.rflvm import predict as pred
+from gplvm.models.rflvm.checks import check_fit_inputs, check_latent_points
+from gplvm.models.rflvm.columns import narrow, widen
+from gplvm.models.rflvm.convergence import (RHAT_TARGET, convergence_figures, describe,
                                              has_converged)
-from gplvm.models._rflvm.fitted import (aligned_draws, record_heavy,
+from gplvm.models.rflvm.fitted import (aligned_draws, record_heavy,
                                         record_light, trace)
-from gplvm.models._rflvm.inference_data import inference_data
-from gplvm.models._rflvm.init import initial_states, prepare_data
-from gplvm.models._rflvm.map_fit import SCALED_TOLERANCE, map_result
-from gplvm.models._rflvm.map_start import start_chains
-from gplvm.models._rflvm.legacy import current_layouts, upgrade_fitted
-from gplvm.models._rflvm.loglik import likelihood_object
-from gplvm.models._rflvm.spec import POLYA_GAMMA, RFLVMSpec
-from gplvm.models._rflvm.sweep import sweep as rflvm_sweep
+from gplvm.models.rflvm.inference_data import inference_data
+from gplvm.models.rflvm.init import initial_states, prepare_data
+from gplvm.models.rflvm.map_fit import SCALED_TOLERANCE, map_result
+from gplvm.models.rflvm.map_start import start_chains
+from gplvm.models.rflvm.legacy import current_layouts, upgrade_fitted
+from gplvm.models.rflvm.loglik import likelihood_object
+from gplvm.models.rflvm.spec import POLYA_GAMMA, RFLVMSpec
+from gplvm.models.rflvm.sweep import sweep as rflvm_sweep
 from gplvm.registry import register
 
 
@@ -94,7 +94,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
             ``burn_in`` sweeps, rounds of max(burn_in, 100) sweeps until every chain
             statistic has converged — rank-normalised split R-hat ≤ 1.01 and bulk ESS ≥
             ``ess_target`` for the log-likelihood and for the distances between 20 fixed row
-            pairs of X (:mod:`gplvm.models._rflvm.convergence`) — or ``max_iter`` sweeps have
+            pairs of X (:mod:`gplvm.models.rflvm.convergence`) — or ``max_iter`` sweeps have
             run (then a ``ConvergenceWarning`` gives the figures).  The progress bar shows
             them after each round.
         burn_in: sweeps discarded (paper: 1000).
@@ -137,9 +137,9 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
             NUTS transition per sweep (blackjax; step size and diagonal mass matrix adapted
             during burn-in; the Gaussian's β integrated out; W given, and moved by its own
             Metropolis step only, for a kernel without a closed-form spectral density), the DP
-            mixture over W by its own step (:mod:`gplvm.models._rflvm.joint`, issue 30).  Each chain starts from an
+            mixture over W by its own step (:mod:`gplvm.models.rflvm.joint`, issue 30).  Each chain starts from an
             over-dispersed draw around the block's mode (L-BFGS from the PCA start), its first mass matrix the Laplace variances there
-            (:mod:`gplvm.models._rflvm.map_start`).  Static latent prior only.
+            (:mod:`gplvm.models.rflvm.map_start`).  Static latent prior only.
         devices: None (default): the chains run one per device (one CPU device per core).  A
             count d (the first d devices), a list of ``jax.Device`` or a
             ``jax.sharding.Mesh``: for data too big for one device, each chain is split over
@@ -153,7 +153,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
             sampling, each chain's state the mode of the joint density of (X, W, β, log r)
             found by L-BFGS from its jittered PCA start, a fast point estimate whose restarts
             (one per chain) show whether the optimisation lands in one place
-            (:mod:`gplvm.models._rflvm.map_fit`); ``n_iter``, ``burn_in`` and ``sampler``
+            (:mod:`gplvm.models.rflvm.map_fit`); ``n_iter``, ``burn_in`` and ``sampler``
             are then unused, and the fitted draws are the chains' modes (one each).
 
     Attributes:
@@ -173,11 +173,11 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         below 1.1, or with ``n_iter='auto'`` the rule above; a ``ConvergenceWarning``
         otherwise); convergence_ (dict: ``rhat_log_lik``, ``ess_log_lik``,
         ``rhat_distances`` (largest), ``ess_distances`` (smallest), ``n_draws``:
-        :func:`gplvm.models._rflvm.convergence.convergence_figures`); interrupted_; mode_start_
+        :func:`gplvm.models.rflvm.convergence.convergence_figures`); interrupted_; mode_start_
         (``sampler='nuts'`` or ``inference='map'``: dict of (chains,) arrays ``log_density``
         at the mode found, ``n_iterations`` of L-BFGS, ``max_gradient`` left there; with
         ``inference='map'`` also ``max_scaled_gradient``, that gradient in Laplace standard
-        deviations, :mod:`gplvm.models._rflvm.map_fit`).
+        deviations, :mod:`gplvm.models.rflvm.map_fit`).
     """
 
     def __init__(self, n_components: int = 2, likelihood: str = "poisson", n_features: int = 100,
@@ -263,7 +263,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
             require_float64(f"RFLVM(likelihood={kind!r}) fits (Pólya-gamma draws)")
         self._check_data(Y, kind)
         self.n_features_in_ = Y.shape[1]
-        # the sampler sees the kept columns only (:mod:`._rflvm.columns`)
+        # the sampler sees the kept columns only (:mod:`.columns`)
         Ys = self._standardise_fit(Y, kind, dropped)
         self.n_outputs_ = lik.latent_dim(Ys.shape[1])
         spec = self._spec(kind, self.n_outputs_, times is not None)
@@ -300,7 +300,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
 
     @holding_checkpoint
     def _fit_map(self, init):
-        """``inference='map'`` (:mod:`gplvm.models._rflvm.map_fit`): the chains' modes as the
+        """``inference='map'`` (:mod:`gplvm.models.rflvm.map_fit`): the chains' modes as the
         fitted draws (``converged_``: :meth:`_check_convergence`)."""
         result, self.mode_start_ = map_result(self._spec_, self._data_, init)
         self._set_fitted(result)
@@ -436,7 +436,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
     def _standardise_fit(self, Y, kind: str, dropped=None):
         """Sets ``mean_`` and ``scale_`` of all D columns (centring and scaling only for the
         Gaussian with ``standardize``), the ``dropped`` ones coded in them
-        (:mod:`._rflvm.columns`), with the one-line notice naming them; returns the kept
+        (:mod:`.columns`), with the one-line notice naming them; returns the kept
         columns standardised, what the sampler reads.  In the float32 mode (gplvm.config)
         predictions in original units are float32 too."""
         dropped = np.zeros(Y.shape[1], bool) if dropped is None else dropped
@@ -503,7 +503,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
     def _check_convergence(self, quiet: bool) -> None:
         """``convergence_`` (:func:`.convergence_figures`) and ``converged_``: with
         ``n_iter='auto'`` its rule (:func:`.has_converged`); with ``inference='map'`` every
-        mode search within :data:`~gplvm.models._rflvm.map_fit.SCALED_TOLERANCE` Laplace sds
+        mode search within :data:`~gplvm.models.rflvm.map_fit.SCALED_TOLERANCE` Laplace sds
         of a stationary point; else split R-hat (Gelman et al. 2013, §11.4) of the
         log-likelihood after burn-in below 1.1; a ``ConvergenceWarning`` when it is not."""
         if self.inference == "map":    # no chains to diagnose: the mode searches' own test
@@ -688,7 +688,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
     def dropped_columns_(self) -> np.ndarray:
         """Indices of the columns kept out of the fit (constant Gaussian columns, or columns
         with no observed entry); they come back on output as their constant (variance 0) or
-        NaN (:mod:`gplvm.models._rflvm.columns`)."""
+        NaN (:mod:`gplvm.models.rflvm.columns`)."""
         check_is_fitted(self, "X_mean_")
         return np.flatnonzero(~kept_columns(self.scale_))
 
@@ -705,7 +705,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
 
     @classmethod
     def _upgrade_fitted(cls, fitted: dict, format_version: int, params: dict | None = None) -> dict:
-        """Attributes of a file saved by an earlier gplvm (:mod:`._rflvm.legacy`)."""
+        """Attributes of a file saved by an earlier gplvm (:mod:`.legacy`)."""
         burn_in = (params or {}).get("burn_in", cls().burn_in)
         return upgrade_fitted(fitted, format_version, burn_in)
 

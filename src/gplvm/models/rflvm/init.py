@@ -11,9 +11,9 @@ from scipy.special import gammaln
 
 from gplvm._pytree import to_device
 from gplvm.inference.mcmc._block import Block
-from gplvm.models._rflvm.dispersion import crt_layout
-from gplvm.models._rflvm.joint import init_tuning
-from gplvm.models._rflvm.spec import RFLVMData, RFLVMSpec, RFLVMState
+from gplvm.models.rflvm.dispersion import crt_layout
+from gplvm.models.rflvm.joint import init_tuning
+from gplvm.models.rflvm.spec import RFLVMData, RFLVMSpec, RFLVMState
 from gplvm.samplers.dp_mixture import default_niw_prior, dp_init
 
 Array = jax.Array

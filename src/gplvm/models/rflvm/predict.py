@@ -21,8 +21,8 @@ from jax import lax
 from jax.scipy.special import logsumexp
 
 from gplvm.inference.mcmc import ess_init, ess_step
-from gplvm.models._rflvm.features import design
-from gplvm.models._rflvm.loglik import full_log_lik, likelihood_object, row_log_lik
+from gplvm.models.rflvm.features import design
+from gplvm.models.rflvm.loglik import full_log_lik, likelihood_object, row_log_lik
 
 Array = jax.Array
 
