@@ -133,8 +133,8 @@ def test_optimal_q_u_gives_the_collapsed_bound():
     np.testing.assert_allclose(L_lib, L, rtol=1e-7, atol=1e-9)
     # a natural-gradient step of size 1 on all rows lands on it from anywhere
     _, _, _, _, a0, L0 = _problem(seed=5, missing=False)
-    a_nat, L_nat = svi.natural_step(jnp.asarray(a0), jnp.asarray(L0), psi1, psi2, K, Y, NOISE,
-                                    1.0, 1.0)
+    a_nat, L_nat = svi.natural_step(svi.WhitenedQ(jnp.asarray(a0), jnp.asarray(L0)), psi1,
+                                    psi2, Y, svi.Hyper(K, NOISE), 1.0, 1.0)
     np.testing.assert_allclose(a_nat, a, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(L_nat, L, rtol=1e-7, atol=1e-9)
     rng = np.random.default_rng(1)

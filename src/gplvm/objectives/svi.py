@@ -95,8 +95,27 @@ class RowSums(NamedTuple):
     kl: jnp.ndarray
 
 
-def expected_log_lik(psi0, psi1, psi2, Kuu, Y0, cols: ColumnWeights, noise_var, a, L,
-                     jitter=0.0):
+class Hyper(NamedTuple):
+    """The values besides q(U) and the Ψ-statistics that the bound's algebra reads.
+
+    ``Kuu`` (M, M) the kernel at the inducing inputs, ``noise_var`` σ² and ``jitter`` the
+    value added to K_uu's diagonal (chosen outside jit by the jitter policy).
+    """
+
+    Kuu: jnp.ndarray
+    noise_var: jnp.ndarray
+    jitter: float = 0.0
+
+
+class WhitenedQ(NamedTuple):
+    """The whitened q(U) of the module docstring: ``a`` (M, D) the means a_d of q(v_d) and ``L``
+    (M, M) the lower-triangular factor of their shared covariance L Lᵀ."""
+
+    a: jnp.ndarray
+    L: jnp.ndarray
+
+
+def expected_log_lik(psi0, psi1, psi2, Y0, cols: ColumnWeights, hyper: Hyper, q: WhitenedQ):
     """Σ_d Σ_{n∈O_d} E[log N(y_nd | f_nd, σ²)] of the module docstring, for the rows given.
 
     Only unbatched LAPACK calls (one matrix each, see :mod:`gplvm.objectives.collapsed`): the
@@ -104,28 +123,30 @@ def expected_log_lik(psi0, psi1, psi2, Kuu, Y0, cols: ColumnWeights, noise_var, 
 
     Args:
         psi0: (G,) ψ0 per row weighting; psi1: (B, M); psi2: (G, M, M).
-        Kuu: (M, M); Y0: (B, D) rows with missing entries 0; cols: :func:`column_weights`.
-        noise_var: σ²; a: (M, D) whitened means; L: (M, M) whitened covariance factor.
-        jitter: added to K_uu's diagonal.
+        Y0: (B, D) rows with missing entries 0; cols: :func:`column_weights`.
+        hyper: K_uu, σ² and the jitter (:class:`Hyper`).
+        q: the whitened q(U) (:class:`WhitenedQ`).
     """
     return _expected_log_lik(psi0, psi2, lambda V: jnp.sum(Y0 * (psi1 @ V), axis=0),
-                             jnp.sum(Y0**2, axis=0), cols.column_group, cols.n_obs, Kuu,
-                             noise_var, a, L, jitter)
+                             jnp.sum(Y0**2, axis=0), cols, hyper, q)
 
 
-def expected_log_lik_from_sums(sums: RowSums, Kuu, noise_var, a, L, jitter=0.0):
+def expected_log_lik_from_sums(sums: RowSums, hyper: Hyper, q: WhitenedQ):
     """:func:`expected_log_lik` from the rows' sums (:class:`RowSums`): y_dᵀΨ1 v_d as the
     d-th column of (Ψ1ᵀY) ∘ V summed (the same number, its additions in another order).
     G = 1 (complete rows) or G = D (a weighting per column)."""
     column_group = jnp.arange(sums.yy.shape[0]) if sums.psi2.shape[0] > 1 else jnp.zeros(
         sums.yy.shape[0], dtype=int)
     return _expected_log_lik(sums.psi0, sums.psi2, lambda V: jnp.sum(sums.psi1_Y * V, axis=0),
-                             sums.yy, column_group, sums.n_obs, Kuu, noise_var, a, L, jitter)
+                             sums.yy, ColumnWeights(None, column_group, sums.n_obs), hyper, q)
 
 
-def _expected_log_lik(psi0, psi2, cross_of, yy, column_group, n_obs, Kuu, noise_var, a, L,
-                      jitter):
-    """The algebra of :func:`expected_log_lik`; ``cross_of(V)`` gives (D,) y_dᵀ Ψ1 v_d."""
+def _expected_log_lik(psi0, psi2, cross_of, yy, cols: ColumnWeights, hyper: Hyper,
+                      q: WhitenedQ):
+    """The algebra of :func:`expected_log_lik`; ``cross_of(V)`` gives (D,) y_dᵀ Ψ1 v_d, ``cols``
+    the columns' groups and observed counts (its ``weights`` are not read)."""
+    Kuu, noise_var, jitter = hyper
+    a, L = q
     beta = 1.0 / noise_var
     M = Kuu.shape[0]
     Lu = jnp.linalg.cholesky(Kuu + jitter * jnp.eye(M))
@@ -137,10 +158,10 @@ def _expected_log_lik(psi0, psi2, cross_of, yy, column_group, n_obs, Kuu, noise_
     if psi2.shape[0] == 1:      # complete rows: one Ψ2 for every column
         quad = jnp.sum(V * (psi2[0] @ V), axis=0)                      # (D,) v_dᵀ Ψ2 v_d
     else:
-        quad = jnp.einsum("md,dmk,kd->d", V, psi2[column_group], V)
-    g = column_group
+        quad = jnp.einsum("md,dmk,kd->d", V, psi2[cols.column_group], V)
+    g = cols.column_group
     cross = cross_of(V)                                                # (D,) y_dᵀ Ψ1 v_d
-    per_column = (-0.5 * n_obs * jnp.log(2 * math.pi * noise_var)
+    per_column = (-0.5 * cols.n_obs * jnp.log(2 * math.pi * noise_var)
                   - 0.5 * beta * (yy - 2.0 * cross + quad + trace_g[g] + psi0[g]))
     return jnp.sum(per_column)
 
@@ -179,7 +200,7 @@ def _moments(Lam, eta):
     return Sigma @ eta, jnp.linalg.cholesky(0.5 * (Sigma + Sigma.T))
 
 
-def natural_step(a, L, psi1, psi2, Kuu, Y0, noise_var, scale, step, jitter=0.0):
+def natural_step(q: WhitenedQ, psi1, psi2, Y0, hyper: Hyper, scale, step):
     r"""One natural-gradient step of size ρ on the whitened q(U) (complete rows; Hensman, Fusi
     & Lawrence 2013, eqs. 9–10).
 
@@ -191,15 +212,23 @@ def natural_step(a, L, psi1, psi2, Kuu, Y0, noise_var, scale, step, jitter=0.0):
     c = N/B the minibatch scale (ρ = 1 and c = 1 on all rows give
     :func:`optimal_whitened_q_u`).
 
+    Args:
+        q: the current whitened q(U) (:class:`WhitenedQ`).
+        psi1: (B, M); psi2: (M, M) summed over the rows; Y0: (B, D) complete rows.
+        hyper: K_uu, σ² and the jitter (:class:`Hyper`).
+        scale: c = N/B; step: ρ.
+
     Returns:
         The new a (M, D) and L (M, M).
     """
-    return natural_step_from_sums(a, L, psi1.T @ Y0, psi2, Kuu, noise_var, scale, step, jitter)
+    return natural_step_from_sums(q, psi1.T @ Y0, psi2, hyper, scale, step)
 
 
-def natural_step_from_sums(a, L, psi1_Y, psi2, Kuu, noise_var, scale, step, jitter=0.0):
+def natural_step_from_sums(q: WhitenedQ, psi1_Y, psi2, hyper: Hyper, scale, step):
     """:func:`natural_step` given the rows' sums Ψ1ᵀY (M, D) and Ψ2 (M, M) (for rows split
     over devices, :func:`gplvm.inference.sharding.svi_row_sums`)."""
+    a, L = q
+    Kuu, noise_var, jitter = hyper
     L_inv = solve_triangular(L, jnp.eye(L.shape[0]))
     Lam = L_inv.T @ L_inv
     Lam_target, eta_target = _natural_target(psi1_Y, psi2, Kuu, scale / noise_var, jitter)

@@ -77,22 +77,34 @@ def _natural_q_u(g, sums, scale, setup, step):
     added over a mesh's)."""
     kernel = setup.kernel.from_unconstrained(g["kernel"])
     psi1_Y, psi2 = sums
-    a, L = svi.natural_step_from_sums(g["a"], svi.chol_from_raw(g["L"]), psi1_Y, psi2,
-                                      kernel(g["Z"]), softplus(g["noise_var"]), scale, step,
-                                      setup.jitter)
+    a, L = svi.natural_step_from_sums(
+        svi.WhitenedQ(g["a"], svi.chol_from_raw(g["L"])), psi1_Y, psi2,
+        svi.Hyper(kernel(g["Z"]), softplus(g["noise_var"]), setup.jitter), scale, step)
     return {**g, "a": a, "L": svi.raw_from_chol(L)}
 
 
+class _Rates(NamedTuple):
+    """The numbers of a step besides the parameters and the data: ``scale`` N/B, Adam's
+    ``learning_rate`` and ``natural``, the size of the natural-gradient step on q(U) (0: none).
+    Traced arguments, so every fit of the same shapes shares one compilation."""
+
+    scale: float
+    learning_rate: jax.Array
+    natural: jax.Array
+
+
 @partial(jax.jit, static_argnames="mesh")
-def _step(g, g_state, xl, xl_state, Y0, observed, scale, setup, learning_rate, natural,
-          mesh=None):
+def _step(g, g_state, xl, xl_state, batch, setup, rates: _Rates, mesh=None):
     """One compiled step: the minibatch bound's gradient, Adam on the global parameters and,
-    row by row with each row's own state, on the batch's local parameters.  With complete
-    rows and ``natural`` > 0, q(U) instead takes a natural-gradient step of that size (its
-    Adam update is discarded).  The learning rate and step are arguments, so every fit of the
-    same shapes shares one compilation.  A step whose bound or gradient is not finite changes
-    nothing (and is counted by the caller).  With a mesh the batch's rows are split over its
-    devices (:func:`gplvm.models.gplvm_family.svi_bound.batch_terms`)."""
+    row by row with each row's own state, on the batch's local parameters.  ``batch`` is
+    (Y0, observed) as :class:`~.svi_init.Standardised` reads the rows (observed None for
+    complete rows).  With complete rows and ``rates.natural`` > 0, q(U) instead takes a
+    natural-gradient step of that size (its Adam update is discarded).  A step whose bound or
+    gradient is not finite changes nothing (and is counted by the caller).  With a mesh (a
+    static argument) the batch's rows are split over its devices
+    (:func:`gplvm.models.gplvm_family.svi_bound.batch_terms`)."""
+    Y0, observed = batch
+    scale, learning_rate, natural = rates
     (value, sums), (dg, dxl) = jax.value_and_grad(_negative, argnums=(0, 1), has_aux=True)(
         g, xl, Y0, observed, scale, setup, mesh)
     g_new, g_state_new = _adam_step(g, dg, g_state, learning_rate)
@@ -179,10 +191,10 @@ class _Minibatches:
     its commit, which writes the step's results into the resume point ``run`` (its host arrays
     in place) all together or not at all (:func:`gplvm.inference.run.atomic`)."""
 
-    def __init__(self, rows_of, n_rows, run, local, local_state, consts):
+    def __init__(self, rows_of, n_rows, run, local, local_state, rates: _Rates, mesh):
         self.rows_of, self.n_rows, self.local, self.local_state = rows_of, n_rows, local, \
             local_state
-        self.scale, self.learning_rate, self.natural, self.mesh = consts
+        self.rates, self.mesh = rates, mesh
         self.g = jax.tree_util.tree_map(jnp.asarray, run["g"])
         self.g_state = restored_opt_state(ADAM.init(self.g), run["g_state"])
         if self.mesh is not None:  # replicated on the mesh from the start: one compilation
@@ -199,11 +211,10 @@ class _Minibatches:
 
     def step(self, key, run):
         index = self._batches(run)[run["step_in_epoch"]]
-        Y0, observed = self.rows_of(index)
         (g, g_state, xl, xl_state), value, ok = _step(
             self.g, self.g_state, _gather(self.local, index), _gather(self.local_state, index),
-            Y0, observed, self.scale, _step_setup(run["setup"], run["n_step"]),
-            self.learning_rate, self.natural, self.mesh)
+            self.rows_of(index), _step_setup(run["setup"], run["n_step"]), self.rates,
+            self.mesh)
         xl, xl_state = jax.device_get((xl, xl_state))
         pending = (index, g, g_state, xl, xl_state, float(value), bool(ok))
         epoch_ends = run["step_in_epoch"] + 1 == len(self.batches)
@@ -262,8 +273,8 @@ def run_svi(est, rows_of: Standardised, n_rows: int, run: dict, n_epochs: int,
     local_state = jax.tree_util.tree_structure(ADAM.init(
         {"X_mean": jnp.zeros(Q), "X_var": jnp.zeros(Q)})).unflatten(list(run["local_state"]))
     steps = _Minibatches(rows_of, n_rows, run, local, local_state,
-                         (n_rows / batch_size, jnp.asarray(float(est.learning_rate)),
-                          jnp.asarray(float(NATURAL_STEP)), mesh))
+                         _Rates(n_rows / batch_size, jnp.asarray(float(est.learning_rate)),
+                                jnp.asarray(float(NATURAL_STEP))), mesh)
     per_epoch = n_rows // batch_size
     total, done = n_epochs * per_epoch, len(run["history"]) * per_epoch + run["step_in_epoch"]
     bar = Progress(total, "BayesianGPLVM (svi)", bool(est.progress), initial=done)

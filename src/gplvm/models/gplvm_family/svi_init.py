@@ -137,9 +137,12 @@ def _pca_start(rows_of, n_rows: int, Q: int, rng: np.random.Generator):
 
 
 @jax.jit
-def _start_q_u(kernel, Z, X_mean, X_var, rule, Y0, noise_var, scale, jitter):
-    _, psi1, psi2 = psi_statistics(kernel, Z, X_mean, X_var, rule=rule)
-    return svi.optimal_whitened_q_u(psi1, psi2, kernel(Z), Y0, noise_var, scale, jitter)
+def _start_q_u(setup: SviSetup, Z, X_mean, X_var, Y0, noise_var, scale):
+    """The optimal whitened q(U) given q(X) on the rows Y0, scaled by ``scale`` = N/n; the
+    kernel (constrained), rule and jitter are ``setup``'s."""
+    _, psi1, psi2 = psi_statistics(setup.kernel, Z, X_mean, X_var, rule=setup.rule)
+    return svi.optimal_whitened_q_u(psi1, psi2, setup.kernel(Z), Y0, noise_var, scale,
+                                    setup.jitter)
 
 
 def initial_state(est, rows_of, n_rows: int, key) -> SviStart:
@@ -160,8 +163,8 @@ def initial_state(est, rows_of, n_rows: int, key) -> SviStart:
     noise0 = est.init_noise_fraction * float(np.var(values))
     X_var0 = initial_variances((n_rows, Q), est.init_X_var, key)
     setup = SviSetup(kernel, resolve_rule(est.psi_rule, key), initial_jitter(kernel, Z0))
-    a, L = _start_q_u(kernel, jnp.asarray(Z0), jnp.asarray(X0[sub]), jnp.asarray(X_var0[sub]),
-                      setup.rule, Y_sub, noise0, n_rows / len(sub), setup.jitter)
+    a, L = _start_q_u(setup, jnp.asarray(Z0), jnp.asarray(X0[sub]), jnp.asarray(X_var0[sub]),
+                      Y_sub, noise0, n_rows / len(sub))
     g = {"Z": jnp.asarray(Z0), "kernel": kernel.unconstrained(),
          "noise_var": inverse_softplus(jnp.asarray(noise0)), "a": a,
          "L": svi.raw_from_chol(L)}
