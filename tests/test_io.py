@@ -158,6 +158,26 @@ def test_rflvm_round_trip(rflvm, tmp_path):
     assert_same_outputs(model.impute(Y_new), loaded.impute(Y_new))
 
 
+def test_a_format_4_rflvm_file_has_its_standardisation_read_as_y_mean_and_y_std(rflvm,
+                                                                                   tmp_path):
+    # format 4 and below named them mean_ and scale_ (format 5: one name per meaning)
+    model, Y = rflvm
+    path = tmp_path / "rflvm.gplvm"
+    model.save(path)
+
+    def as_format_4(document):
+        document["format_version"] = 4
+        fitted = document["fitted"]
+        fitted["mean_"], fitted["scale_"] = fitted.pop("Y_mean_"), fitted.pop("Y_std_")
+
+    _rewrite(path, as_format_4)
+    loaded = gplvm.load(path)
+    assert loaded._upgraded_from_format_ == 4 and not hasattr(loaded, "mean_")
+    np.testing.assert_array_equal(loaded.Y_mean_, model.Y_mean_)
+    np.testing.assert_array_equal(loaded.Y_std_, model.Y_std_)
+    assert_same_outputs(model.impute(Y[:4]), loaded.impute(Y[:4]))
+
+
 def assert_latent_verbs_agree(model, loaded, Y, Y_new, X):
     """transform / predict / impute / score / sample give the same outputs after loading."""
     assert_same_outputs(model.transform(Y_new, return_var=True),

@@ -229,7 +229,7 @@ def test_gaussian_score_is_in_the_units_of_the_data(gaussian_fit):
     base.transform_steps = 0
     moved = copy.deepcopy(base)
     a, c = 5000.0, 1000.0
-    moved.mean_, moved.scale_ = a + c * model.mean_, c * model.scale_
+    moved.Y_mean_, moved.Y_std_ = a + c * model.Y_mean_, c * model.Y_std_
     Y = d.Y[:20].copy()
     Y[0, :10] = np.nan                                  # missing entries carry no Jacobian
     n_obs = np.sum(~np.isnan(Y))

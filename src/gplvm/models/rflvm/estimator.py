@@ -161,7 +161,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         W_samples_, beta_samples_ (stored draws, flattened over chains, aligned frame for W);
         noise_var_ (Gaussian, per column, original units); dispersion_ (NB, per column);
         dropped_columns_ (indices of the columns kept out of the fit, above; they have
-        ``scale_`` 0 and ``mean_`` their constant, or both NaN, and zero columns in
+        ``Y_std_`` 0 and ``Y_mean_`` their constant, or both NaN, and zero columns in
         ``beta_samples_``);
         history_ (chains, sweeps) log-likelihood per sweep; sampler_info_ (dict of
         (chains, sweeps) arrays: ``accept_W`` the fraction of frequency proposals accepted,
@@ -434,7 +434,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         return write
 
     def _standardise_fit(self, Y, kind: str, dropped=None):
-        """Sets ``mean_`` and ``scale_`` of all D columns (centring and scaling only for the
+        """Sets ``Y_mean_`` and ``Y_std_`` of all D columns (centring and scaling only for the
         Gaussian with ``standardize``), the ``dropped`` ones coded in them
         (:mod:`.columns`), with the one-line notice naming them; returns the kept
         columns standardised, what the sampler reads.  In the float32 mode (gplvm.config)
@@ -442,9 +442,9 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         dropped = np.zeros(Y.shape[1], bool) if dropped is None else dropped
         if dropped.any():
             dropped_columns_notice("RFLVM", Y, dropped)
-        self.mean_, self.scale_ = column_standardisation(Y, dropped,
+        self.Y_mean_, self.Y_std_ = column_standardisation(Y, dropped,
                                                          kind == "gaussian" and self.standardize)
-        return standardise_kept(Y, self.mean_, self.scale_)
+        return standardise_kept(Y, self.Y_mean_, self.Y_std_)
 
     def _initial_latents(self, Ys, kind: str, key, offset=None):
         Q = int(self.n_components)
@@ -489,11 +489,11 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         self.X_var_ = np.var(self.X_samples_.reshape(-1, *self.X_samples_.shape[2:]), axis=0)
         self.W_samples_ = self._draws_["W"]
         # per-column figures over all D columns; the draws (``_draws_``) are the kept columns'
-        kept = kept_columns(self.scale_)
+        kept = kept_columns(self.Y_std_)
         self.beta_samples_ = widen(self._draws_["beta"], kept)
         kind = self._spec_.likelihood
-        nv = widen(self._draws_["noise_var"].mean(0), kept)       # · scale_²: 0, or NaN
-        self.noise_var_ = nv * self.scale_**2 if kind == "gaussian" else None
+        nv = widen(self._draws_["noise_var"].mean(0), kept)       # · Y_std_²: 0, or NaN
+        self.noise_var_ = nv * self.Y_std_**2 if kind == "gaussian" else None
         self.dispersion_ = (widen(self._draws_["dispersion"].mean(0), kept, np.nan)
                             if kind == "negative_binomial" else None)
         self.relevance_ = np.mean(self._draws_["W"] ** 2, axis=(0, 1))
@@ -558,7 +558,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
             if offset.shape[0] != Y.shape[0]:
                 raise ValueError(f"offset has {offset.shape[0]} entries but Y has {Y.shape[0]} "
                                  f"rows; pass one offset per row")
-        Ys = standardise_kept(Y, self.mean_, self.scale_)   # dropped columns: ignored
+        Ys = standardise_kept(Y, self.Y_mean_, self.Y_std_)   # dropped columns: ignored
         return Y, prepare_data(spec, Ys, offset, None, self._data_.kernel, None)
 
     def _new_latents(self, Y, data):
@@ -566,7 +566,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         W, beta, nv, disp = self._map_draws(subset=True)
         # keyed by the row as the model sees it (standardised), so data that standardise to the
         # same rows (a·Y + b) get the same random numbers
-        Ys = standardise_kept(Y, self.mean_, self.scale_)
+        Ys = standardise_kept(Y, self.Y_mean_, self.Y_std_)
         keys = pred.row_keys(as_key(self.random_state), Ys, np.asarray(data.offset))
         return pred.infer_new_latents(keys, self._spec_.likelihood, self._spec_.intercept,
                                       int(self.transform_steps), data.Y, data.observed,
@@ -603,10 +603,10 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
 
         mean, var = map_rows(moments, np.asarray(X))
         # the dropped columns' value 0 becomes their constant (variance 0) or NaN
-        kept = kept_columns(self.scale_)
-        mean = widen(mean, kept) * self.scale_ + self.mean_
+        kept = kept_columns(self.Y_std_)
+        mean = widen(mean, kept) * self.Y_std_ + self.Y_mean_
         if return_var:
-            return mean, widen(var, kept) * self.scale_**2
+            return mean, widen(var, kept) * self.Y_std_**2
         return mean
 
     inverse_transform = predict
@@ -628,7 +628,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
             W, beta, nv, disp = self._map_draws(subset=True)
         mean = np.asarray(_per_draw_means(self, Xs, W, beta, nv, disp, data.offset,
                                           data.trials).mean(0))
-        mean = widen(mean, kept_columns(self.scale_)) * self.scale_ + self.mean_
+        mean = widen(mean, kept_columns(self.Y_std_)) * self.Y_std_ + self.Y_mean_
         return np.where(np.isnan(Y), mean, Y)
 
     def _is_training_data(self, Y, data) -> bool:
@@ -648,8 +648,8 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
                                       data.trials)
         # Standardised Gaussian densities back to original units: −Σ log scale_j per entry
         # (of the kept columns: the dropped ones are not scored)
-        kept = kept_columns(self.scale_)
-        jac = np.sum(np.where(np.isnan(Y[:, kept]), 0.0, np.log(self.scale_[kept])))
+        kept = kept_columns(self.Y_std_)
+        jac = np.sum(np.where(np.isnan(Y[:, kept]), 0.0, np.log(self.Y_std_[kept])))
         return float(lp) - float(jac)
 
     @in_model_precision
@@ -673,7 +673,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
              else jnp.asarray(check_latent_points(X, Q)))
         s = jax.random.randint(k_draw, (X.shape[0],), 0, W.shape[0])
         psi = pred.linear_predictor_per_row(X, s, W, beta, self._spec_.intercept)
-        kept = kept_columns(self.scale_)
+        kept = kept_columns(self.Y_std_)
         trials = (self._data_.trials[:1] if n_trials is None
                   else jnp.broadcast_to(jnp.asarray(narrow(n_trials, self.n_features_in_, kept),
                                                     float), psi.shape))
@@ -682,7 +682,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         lik = likelihood_object(kind, jnp.broadcast_to(trials, psi.shape)
                                 if kind != "multinomial" else trials[:, :1], nv[s], disp[s])
         Yn = np.asarray(lik.sample(k_y, psi))
-        return widen(Yn, kept) * self.scale_ + self.mean_, np.asarray(X)
+        return widen(Yn, kept) * self.Y_std_ + self.Y_mean_, np.asarray(X)
 
     @property
     def dropped_columns_(self) -> np.ndarray:
@@ -690,7 +690,7 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         with no observed entry); they come back on output as their constant (variance 0) or
         NaN (:mod:`gplvm.models.rflvm.columns`)."""
         check_is_fitted(self, "X_mean_")
-        return np.flatnonzero(~kept_columns(self.scale_))
+        return np.flatnonzero(~kept_columns(self.Y_std_))
 
     def to_arviz(self):
         """ArviZ ``InferenceData`` with the log-likelihood, latent pairwise distances and the

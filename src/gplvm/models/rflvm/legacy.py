@@ -22,7 +22,9 @@ earlier kind (one entry per count and rank, four arrays, before the rank-by-colu
 :func:`.dispersion.crt_layout`) is laid out again, whatever the file's format, by
 :func:`current_layouts`, which :meth:`gplvm.RFLVM.resume` calls.  Files saved before issue 30 get
 ``convergence_`` (R-hat and bulk ESS of the log-likelihood and of latent distances) computed from
-the trace and latent draws they hold.
+the trace and latent draws they hold.  Files of format 4 and below name the columns'
+standardisation ``mean_`` and ``scale_``: today ``Y_mean_`` and ``Y_std_``, as in every
+latent-variable model (docs/contract.md, "One name per meaning").
 """
 
 from __future__ import annotations
@@ -102,6 +104,10 @@ def upgrade_fitted(fitted: dict, format_version: int, burn_in: int) -> dict:
     """Today's attributes from those of a file of ``format_version`` whose model was built
     with ``burn_in`` (module docstring)."""
     fitted = _complete_convergence(current_layouts(dict(fitted)), burn_in)
+    if format_version < 5:      # before issue 33: the standardisation's names of this model
+        for old, new in (("mean_", "Y_mean_"), ("scale_", "Y_std_")):
+            if old in fitted:
+                fitted[new] = fitted.pop(old)
     if format_version >= 2 or "_result_" not in fitted:
         return fitted
     result = fitted["_result_"]
@@ -112,6 +118,6 @@ def upgrade_fitted(fitted: dict, format_version: int, burn_in: int) -> dict:
     if "_train_values_" in fitted:
         Ys = fitted.pop("_train_values_")
         fitted.pop("_train_pattern_", None)
-        fitted["_train_Y_"] = Ys * fitted["scale_"] + fitted["mean_"]
+        fitted["_train_Y_"] = Ys * fitted["Y_std_"] + fitted["Y_mean_"]
         fitted["n_features_in_"] = int(Ys.shape[1])
     return fitted
