@@ -300,3 +300,19 @@ def test_every_checkpointing_fit_runs_holding_its_checkpoint():
     for cls in (gplvm.BayesianGPLVM, gplvm.DPGPLVM, gplvm.BayesianGLM, gplvm.RFLVM,
                 gplvm.StructuredGPLVM):
         assert "checkpoint" in cls().get_params()
+
+
+def test_every_resume_has_one_signature_and_refuses_data_a_fit_keeps(tmp_path):
+    """resume(Y=None) on every estimator with a long fit (issue 33); Y is data only a fit that
+    read them from disk needs (BayesianGPLVM's SVI on a memmap), refused elsewhere."""
+    import inspect
+
+    classes = (gplvm.BayesianGPLVM, gplvm.DPGPLVM, gplvm.BayesianGLM, gplvm.RFLVM,
+               gplvm.StructuredGPLVM)
+    signatures = {str(inspect.signature(cls.resume)) for cls in classes}
+    assert signatures == {"(self, Y=None)"}, signatures
+    cls, kw, args, _ = CASES["BayesianGLM"]()
+    model = cls(**kw).fit(*args)
+    with pytest.raises(ValueError, match="keeps its data"):
+        model.resume(args[0])
+    assert model.resume() is model                       # finished: returned unchanged

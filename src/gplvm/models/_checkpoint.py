@@ -109,15 +109,22 @@ class ResumableMixin:
     #: an attribute every fitted model has (``resume`` of an unfitted one raises NotFittedError)
     _fitted_attribute = "fitted_"
 
-    def resume(self):
+    def resume(self, Y=None):
         """Finish an interrupted (or checkpointed) fit from its stored state: the result equals
         an uninterrupted fit's bit for bit (the estimator's ``checkpoint`` argument says when
         it cannot).
 
         Typical use: ``gplvm.load(path).resume()`` after a run with ``checkpoint=path`` was
         killed, or ``model.resume()`` after Ctrl-C.  A finished fit is returned unchanged.
+
+        Args:
+            Y: the data again, for a fit that read them from disk and so could not keep them
+                (``BayesianGPLVM(inference='svi')`` on a memmap or a backed AnnData); every
+                other fit keeps its data: leave it None.  Every estimator's ``resume`` has this
+                signature (docs/contract.md).
         """
         check_is_fitted(self, self._fitted_attribute)
+        refuse_data(self, Y)
         return self._run() if self._resumable() else self
 
     def _resumable(self) -> bool:
@@ -142,6 +149,15 @@ class ResumableMixin:
             vars(self).pop("_resume_", None)
         if self.checkpoint is not None:
             self.save(self.checkpoint)
+
+
+def refuse_data(model, Y) -> None:
+    """``resume(Y)`` with data, on a fit that keeps its own: a ValueError saying so."""
+    if Y is not None:
+        raise ValueError(f"{type(model).__name__}.resume(Y) takes data only for a fit that read "
+                         f"them from disk (BayesianGPLVM(inference='svi') on a memmap or a "
+                         f"backed AnnData); this fit keeps its data: call resume() without "
+                         f"arguments")
 
 
 class Interval:

@@ -252,12 +252,13 @@ class BayesianGLM(ResumableMixin, SaveMixin, BaseEstimator):
     _fitted_attribute = "weights_mean_"
     _precision_attribute = "weights_mean_"      # the precision its predictions compute in
 
-    def resume(self):
+    def resume(self, Y=None):
         """Finish an interrupted (or checkpointed) fit from its stored Adam state: the result
         equals an uninterrupted fit's bit for bit (:class:`~gplvm.models._checkpoint.
-        ResumableMixin`); warns as ``fit`` when the bound has not settled."""
+        ResumableMixin`, whose ``Y`` this fit never needs); warns as ``fit`` when the bound
+        has not settled."""
         resuming = self._resumable()
-        super().resume()
+        super().resume(Y)
         if resuming and self._unsettled():
             warn_not_converged(*self._unsettled())
         return self

@@ -36,7 +36,7 @@ from gplvm.inference.run import CheckpointTimer
 from gplvm.io import SaveMixin
 from gplvm.kernels import RBF
 from gplvm.likelihoods import get_likelihood
-from gplvm.models._checkpoint import holding_checkpoint
+from gplvm.models._checkpoint import holding_checkpoint, refuse_data
 from gplvm.models._common import check_is_fitted, in_model_precision
 from gplvm.models._rows import map_rows
 from gplvm.models.rflvm import predict as pred
@@ -335,14 +335,19 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         from gplvm.inference.sharding import make_mesh   # jax.sharding only when asked
         return make_mesh(self.devices)
 
-    def resume(self):
+    def resume(self, Y=None):
         """Finish an interrupted (or checkpointed) fit: the remaining sweeps from the stored
         chain states, joined to the draws so far; the result equals an uninterrupted fit's.
 
         Typical use: ``gplvm.load(path).resume()`` after a run with ``checkpoint=path`` was
         killed, or ``model.resume()`` after Ctrl-C.  A finished fit is returned unchanged.
+
+        Args:
+            Y: leave it None: the fit keeps its data (the argument exists so that every
+                estimator's ``resume`` has one signature, docs/contract.md).
         """
         check_is_fitted(self, "_result_")
+        refuse_data(self, Y)
         if self.inference == "map":          # nothing to continue: the modes are the fit
             return self
         # a file saved before the CRT layout changed carries the old one: lay it out again
