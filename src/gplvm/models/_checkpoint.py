@@ -9,15 +9,12 @@ optimiser's state at the last checkpoint.  ``gplvm.load(path).resume()`` continu
 gives the result of an uninterrupted run with the same seed bit for bit, because the resumed run
 replays the same compiled steps on the same numbers.  A finished fit drops ``_resume_``.
 
-Two places take a checkpoint:
-
-* inside :func:`gplvm.inference.minimise`, which hands its
-  :class:`~gplvm.inference.optimise.OptimState` to the callback of
-  :meth:`ResumableMixin._checkpointing` every ``checkpoint_interval`` seconds (``BayesianGLM``,
-  ``BayesianGPLVM``, ``StructuredGPLVM``);
-* between the steps of an estimator's own loop (``DPGPLVM``'s sweeps, the minibatch steps of
-  ``BayesianGPLVM(inference='svi')`` in :func:`gplvm.models.gplvm_family.svi_fit.run_svi`),
-  timed by :class:`Interval`.
+Every fit's loop is :func:`gplvm.inference.run.run` (issue 33), and every checkpoint write is
+timed by its one :class:`~gplvm.inference.run.CheckpointTimer`: inside
+:func:`gplvm.inference.minimise`, which hands its :class:`~gplvm.inference.optimise.OptimState`
+to the callback of :meth:`ResumableMixin._checkpointing` (``BayesianGLM``, ``BayesianGPLVM``,
+``StructuredGPLVM``), and between the steps of the other loops (``DPGPLVM``'s sweeps, the
+minibatches of ``BayesianGPLVM(inference='svi')``, the RFLVM's blocks of sweeps).
 """
 
 from __future__ import annotations
@@ -25,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import time
 from typing import Any, Callable
 
 from gplvm.models._common import check_is_fitted
@@ -158,18 +154,3 @@ def refuse_data(model, Y) -> None:
                          f"them from disk (BayesianGPLVM(inference='svi') on a memmap or a "
                          f"backed AnnData); this fit keeps its data: call resume() without "
                          f"arguments")
-
-
-class Interval:
-    """Whether ``seconds`` have passed since the last write (0: always), for loops that
-    checkpoint between their own steps."""
-
-    def __init__(self, seconds: float):
-        self.seconds, self.last = float(seconds), time.monotonic()
-
-    def due(self) -> bool:
-        """True (and the clock restarts) when the interval has passed."""
-        if time.monotonic() - self.last < self.seconds:
-            return False
-        self.last = time.monotonic()
-        return True
