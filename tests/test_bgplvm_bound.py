@@ -69,9 +69,9 @@ def ours(Y, mu, S, Z, var, ell, noise_var):
 
     groups = collapsed.group_columns(Y)
     k = RBF(lengthscale=jnp.asarray(ell), variance=var)
-    psi0, psi1, psi2 = psi_statistics(k, jnp.asarray(Z), jnp.asarray(mu), jnp.asarray(S),
-                                      rule="analytic", weights=groups.weights)
-    value, _ = collapsed.data_term(psi0, psi1, psi2, k(jnp.asarray(Z)),
+    psi = psi_statistics(k, jnp.asarray(Z), jnp.asarray(mu), jnp.asarray(S),
+                         rule="analytic", weights=groups.weights)
+    value, _ = collapsed.data_term(psi, k(jnp.asarray(Z)),
                                    jnp.asarray(np.nan_to_num(Y)), groups, noise_var, 0.0)
     return float(value - collapsed.kl_standard_normal(jnp.asarray(mu), jnp.asarray(S)))
 
@@ -103,9 +103,9 @@ def test_bound_gradients_match_finite_differences():
 
     def f(p):
         k = RBF(lengthscale=p["ell"], variance=p["var"])
-        psi0, psi1, psi2 = psi_statistics(k, p["Z"], p["mu"], p["S"], rule="analytic",
-                                          weights=groups.weights)
-        v, _ = collapsed.data_term(psi0, psi1, psi2, k(p["Z"]), Y0, groups, p["noise"], 0.0)
+        psi = psi_statistics(k, p["Z"], p["mu"], p["S"], rule="analytic",
+                             weights=groups.weights)
+        v, _ = collapsed.data_term(psi, k(p["Z"]), Y0, groups, p["noise"], 0.0)
         return v - collapsed.kl_standard_normal(p["mu"], p["S"])
 
     p = {"ell": jnp.asarray(ell), "var": jnp.asarray(var), "Z": jnp.asarray(Z),
@@ -148,13 +148,13 @@ def test_bound_with_missing_data_makes_only_unbatched_lapack_calls():
                                  weights=groups.weights)
 
     def f(p):
-        k, (psi0, psi1, psi2) = psi(p)
-        v, _ = collapsed.data_term(psi0, psi1, psi2, k(p["Z"]), Y0, groups, p["noise"], 1e-8)
+        k, stats = psi(p)
+        v, _ = collapsed.data_term(stats, k(p["Z"]), Y0, groups, p["noise"], 1e-8)
         return v - collapsed.kl_standard_normal(p["mu"], p["S"])
 
     def q_u(p):
-        k, (psi0, psi1, psi2) = psi(p)
-        _, parts = collapsed.data_term(psi0, psi1, psi2, k(p["Z"]), Y0, groups, p["noise"], 1e-8)
+        k, stats = psi(p)
+        _, parts = collapsed.data_term(stats, k(p["Z"]), Y0, groups, p["noise"], 1e-8)
         return collapsed.optimal_q_u(parts, groups, p["noise"])
 
     p = {"ell": jnp.asarray(ell), "var": jnp.asarray(var), "Z": jnp.asarray(Z),

@@ -94,8 +94,9 @@ def np_latent(s):
 def kron_bound(s, spatial_kernels, coords, inducing):
     k = s["latent"]
     psi = psi_statistics(k, s["Z"], s["X_mean"], s["X_var"])
-    return float(kronecker.bound(psi, k(s["Z"]), s["X_mean"], s["X_var"], spatial_kernels,
-                                 coords, jnp.asarray(s["Y"]), s["noise_var"], inducing))
+    spatial = kronecker.spatial_factors(spatial_kernels, coords, inducing)
+    return float(kronecker.bound(psi, k(s["Z"]), s["X_mean"], s["X_var"], spatial,
+                                 jnp.asarray(s["Y"]), s["noise_var"]))
 
 
 # -------------------------------------------------------------------------------- the bound
@@ -150,8 +151,8 @@ def test_coincidence_kernel_is_the_bayesian_gplvm(setup, var_c):
     Y_flat = jnp.asarray(s["Y"].reshape(N_XI, -1))
     groups = collapsed.group_columns(Y_flat)
     k = RBF(lengthscale=s["latent"].lengthscale, variance=s["latent"].variance * var_c)
-    psi0, psi1, psi2 = psi_statistics(k, s["Z"], s["X_mean"], s["X_var"], weights=groups.weights)
-    value, _ = collapsed.data_term(psi0, psi1, psi2, k(s["Z"]), Y_flat, groups, s["noise_var"])
+    psi = psi_statistics(k, s["Z"], s["X_mean"], s["X_var"], weights=groups.weights)
+    value, _ = collapsed.data_term(psi, k(s["Z"]), Y_flat, groups, s["noise_var"])
     ref = float(value - collapsed.kl_standard_normal(s["X_mean"], s["X_var"]))
     assert got == pytest.approx(ref, rel=RTOL)
 
@@ -169,9 +170,9 @@ def _objective(s, make_kernels, coords, inducing):
     def f(u):
         latent = RBF(lengthscale=jnp.exp(u["ell"]), variance=jnp.exp(u["var"]))
         psi = psi_statistics(latent, u["Z"], u["mu"], jnp.exp(u["S"]))
-        return kronecker.bound(psi, latent(u["Z"]), u["mu"], jnp.exp(u["S"]),
-                               make_kernels(u["spatial"]), coords, jnp.asarray(s["Y"]),
-                               jnp.exp(u["noise"]), inducing)
+        spatial = kronecker.spatial_factors(make_kernels(u["spatial"]), coords, inducing)
+        return kronecker.bound(psi, latent(u["Z"]), u["mu"], jnp.exp(u["S"]), spatial,
+                               jnp.asarray(s["Y"]), jnp.exp(u["noise"]))
     return f
 
 
@@ -469,6 +470,7 @@ def _dense_pieces(s, at_pixels):
 
 def _route_value(s, kernel, at_pixels, missing_idx, fill):
     """The KroneckerRoute's data term with missing entries (flat indices into Y0)."""
+    from gplvm.models.gplvm_family.bound import Problem
     from gplvm.models.gplvm_family.kron_route import KroneckerRoute
     k = s["latent"]
     psi0, psi1, psi2 = psi_statistics(k, s["Z"], s["X_mean"], s["X_var"])
@@ -477,9 +479,9 @@ def _route_value(s, kernel, at_pixels, missing_idx, fill):
                            jnp.asarray(missing_idx))
     Y0 = np.where(np.isin(np.arange(s["Y"].size), missing_idx).reshape(N_XI, -1), np.nan,
                   s["Y"].reshape(N_XI, -1))
-    value, _ = route.data_term(psi0[None], psi1, psi2[None], k(s["Z"]),
-                               jnp.asarray(np.nan_to_num(Y0)), None, s["noise_var"], 0.0,
-                               None, (kernel.unconstrained(), jnp.asarray(fill)))
+    problem = Problem(jnp.asarray(np.nan_to_num(Y0)), None, None, k, None, route, 0.0)
+    value, _ = route.data_term((psi0[None], psi1, psi2[None]), k(s["Z"]), s["noise_var"],
+                               problem, (kernel.unconstrained(), jnp.asarray(fill)))
     return float(value)
 
 

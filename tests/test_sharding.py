@@ -53,7 +53,7 @@ SCRIPT = textwrap.dedent("""
         groups = collapsed.group_columns(Y)
         psi = psi_statistics(p["kernel"], p["Z"], p["X_mean"], p["X_var"], rule=rule,
                              weights=groups.weights)
-        value, _ = collapsed.data_term(*psi, p["kernel"](p["Z"]),
+        value, _ = collapsed.data_term(psi, p["kernel"](p["Z"]),
                                        jnp.asarray(np.nan_to_num(Y)), groups, p["noise_var"])
         return value - collapsed.kl_standard_normal(p["X_mean"], p["X_var"])
 

@@ -390,29 +390,15 @@ def svi_row_sums(kernel, Z, X_mean, X_var, Y0, observed, mesh: Mesh, rule=None):
     return sharded(kernel, Z, *arrays, rule)
 
 
-def data_term(kernel, noise_var, Z, X_mean, X_var, data: ShardedData, rule=None, jitter=0.0,
-              column_weights=None):
-    """:func:`gplvm.objectives.collapsed.data_term` with its sums over rows split over the mesh:
-    (1) the sums on every device, added; (2) the M × M algebra of the unsharded bound.
-
-    Args:
-        kernel, Z, X_mean, X_var, data, rule: as in :func:`row_statistics`.
-        noise_var, jitter, column_weights: as in :func:`~gplvm.objectives.collapsed.data_term`.
-
-    Returns:
-        Σ_d w_d F_d, the :class:`~gplvm.objectives.collapsed.BoundParts` (for q(U)),
-        KL(q(X) ‖ N(0, I)), and Ψ1 (N_pad, M) split by rows.
-    """
-    sums, kl, psi1 = row_statistics(kernel, Z, X_mean, X_var, data, rule)              # (1)
-    value, parts = collapsed.data_term_from_sums(sums, kernel(Z), data.groups, noise_var,
-                                                 jitter, column_weights)              # (2)
-    return value, parts, kl, psi1
-
-
 def _bound(params: dict, data: ShardedData, rule=None, jitter=0.0):
-    """The collapsed bound (seed 001 eq. 32): the sharded data term minus the KL of q(X)."""
-    value, _, kl, _ = data_term(params["kernel"], params["noise_var"], params["Z"],
-                                params["X_mean"], params["X_var"], data, rule, jitter)
+    """The collapsed bound (seed 001 eq. 32): the sharded data term minus the KL of q(X),
+    (1) the sums over rows on every device, added; (2) the M × M algebra of the unsharded
+    bound (:func:`gplvm.objectives.collapsed.data_term_from_sums`)."""
+    kernel = params["kernel"]
+    sums, kl, _ = row_statistics(kernel, params["Z"], params["X_mean"], params["X_var"], data,
+                                 rule)                                                # (1)
+    value, _ = collapsed.data_term_from_sums(sums, kernel(params["Z"]), data.groups,
+                                             params["noise_var"], jitter)             # (2)
     return value - kl
 
 

@@ -104,7 +104,7 @@ def row_sums(psi0, psi1, psi2, Y0) -> RowSums:
     return RowSums(psi0, psi1.T @ Y0, psi2, jnp.sum(Y0**2, axis=0), jnp.sum(Y0**2))
 
 
-def data_term(psi0, psi1, psi2, Kuu, Y0, groups: MissingGroups, noise_var, jitter=0.0,
+def data_term(psi, Kuu, Y0, groups: MissingGroups, noise_var, jitter=0.0,
               column_weights=None):
     """Σ_d w_d F_d of the module docstring, and the factors reused for q(U).
 
@@ -115,9 +115,9 @@ def data_term(psi0, psi1, psi2, Kuu, Y0, groups: MissingGroups, noise_var, jitte
     :func:`data_term_from_sums`.
 
     Args:
-        psi0: (G,) ψ0 summed over each group's observed rows.
-        psi1: (N, M).
-        psi2: (G, M, M) Ψ2 summed over each group's observed rows.
+        psi: (ψ0, Ψ1, Ψ2) as :func:`gplvm.expectations.psi_statistics` returns them with the
+            groups' weights: ψ0 (G,) and Ψ2 (G, M, M) summed over each group's observed rows,
+            Ψ1 (N, M).
         Kuu: (M, M) inducing covariance.
         Y0: (N, D) data with missing entries set to 0.
         groups: from :func:`group_columns`.
@@ -128,7 +128,7 @@ def data_term(psi0, psi1, psi2, Kuu, Y0, groups: MissingGroups, noise_var, jitte
     Returns:
         The weighted sum, and :class:`BoundParts`.
     """
-    return data_term_from_sums(row_sums(psi0, psi1, psi2, Y0), Kuu, groups, noise_var, jitter,
+    return data_term_from_sums(row_sums(*psi, Y0), Kuu, groups, noise_var, jitter,
                                column_weights)
 
 

@@ -179,8 +179,7 @@ def data_term(factors: Sequence[KronFactor], Y, noise_var):
             - 0.5 * beta * jnp.sum(Yf**2) + 0.5 * beta**2 * quad)
 
 
-def bound(psi, Kuu, X_mean, X_var, spatial_kernels, coords, Y, noise_var, inducing=None,
-          jitter=0.0, spatial_jitter=0.0):
+def bound(psi, Kuu, X_mean, X_var, spatial: Sequence[KronFactor], Y, noise_var, jitter=0.0):
     """The collapsed bound of seed 003 eq. 13 under the iid prior p(X⁽ξ⁾) = N(0, I).
 
     Args:
@@ -188,11 +187,11 @@ def bound(psi, Kuu, X_mean, X_var, spatial_kernels, coords, Y, noise_var, induci
             :func:`gplvm.expectations.psi_statistics` (Ψ2 summed over the images).
         Kuu: the latent kernel at its inducing inputs (m_ξ, m_ξ).
         X_mean, X_var: q(X⁽ξ⁾)'s means and variances (n_ξ, Q), for the KL.
-        spatial_kernels, coords, inducing, spatial_jitter: :func:`spatial_factors`.
+        spatial: the spatial factors, ``spatial_factors(kernels, coords, inducing, jitter)``
+            (:func:`spatial_factors`).
         Y, noise_var: :func:`data_term`.  jitter: K_uu,ξ's jitter.
     """
-    factors = [latent_factor(*psi, Kuu, jitter)]
-    factors += spatial_factors(spatial_kernels, coords, inducing, spatial_jitter)
+    factors = [latent_factor(*psi, Kuu, jitter)] + list(spatial)
     return data_term(factors, Y, noise_var) - kl_standard_normal(X_mean, X_var)
 
 

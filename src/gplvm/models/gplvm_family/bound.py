@@ -10,7 +10,7 @@ same shapes.  Estimators choose the pieces; the functions here do not know which
 
 With ``sharded`` set (``BayesianGPLVM(devices=...)``) the sums over rows — ψ0, Ψ1ᵀY, Ψ2, Σ y²
 and the KL of the iid q(X) — are computed block by block on the devices of a mesh and added
-(:func:`gplvm.inference.sharding.data_term`); the M × M algebra is the same.
+(:func:`sharded_data_term`); the M × M algebra is the same.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import jax.numpy as jnp
 
 from gplvm.expectations import psi_statistics
 from gplvm.inference import sharding
-from gplvm.objectives.collapsed import BoundParts, MissingGroups
+from gplvm.objectives.collapsed import BoundParts, MissingGroups, data_term_from_sums
 from gplvm.registry import register
 from gplvm.transforms import softplus
 
@@ -84,24 +84,26 @@ def data_term(kernel_u, noise_u, Z, X_mean, X_var, problem: Problem, route_u=Non
     """
     kernel = problem.kernel.from_unconstrained(kernel_u)                          # (1)
     noise_var = softplus(noise_u)
-    psi0, psi1, psi2 = psi_statistics(kernel, Z, X_mean, X_var, rule=problem.rule,
-                                      weights=problem.groups.weights)             # (2)
+    psi = psi_statistics(kernel, Z, X_mean, X_var, rule=problem.rule,
+                         weights=problem.groups.weights)                          # (2)
     Kuu = kernel(Z)
-    value, parts = problem.route.data_term(psi0, psi1, psi2, Kuu, problem.Y0, problem.groups,
-                                           noise_var, problem.jitter,
-                                           problem.column_weights, route_u)       # (3)
-    return value, parts, Unpacked(kernel, noise_var, X_mean, X_var, psi1)
+    value, parts = problem.route.data_term(psi, Kuu, noise_var, problem, route_u)  # (3)
+    return value, parts, Unpacked(kernel, noise_var, X_mean, X_var, psi[1])
 
 
 def sharded_data_term(kernel_u, noise_u, Z, X_mean, X_var, problem: Problem):
     """:func:`data_term` with the sums over rows split over ``problem.sharded``'s mesh, and
-    the KL of q(X) under N(0, I) added over the mesh too (both from
-    :func:`gplvm.inference.sharding.data_term`); Ψ1 loses the padded rows."""
+    the KL of q(X) under N(0, I) added over the mesh too: (1) the sums on every device, added
+    (:func:`gplvm.inference.sharding.row_statistics`); (2) the M × M algebra of the unsharded
+    bound (:func:`gplvm.objectives.collapsed.data_term_from_sums`).  Ψ1 loses the padded
+    rows."""
     kernel = problem.kernel.from_unconstrained(kernel_u)
     noise_var = softplus(noise_u)
-    value, parts, kl, psi1 = sharding.data_term(kernel, noise_var, Z, X_mean, X_var,
-                                                problem.sharded, problem.rule, problem.jitter,
-                                                problem.column_weights)
+    data = problem.sharded
+    sums, kl, psi1 = sharding.row_statistics(kernel, Z, X_mean, X_var, data,
+                                             problem.rule)                        # (1)
+    value, parts = data_term_from_sums(sums, kernel(Z), data.groups, noise_var,
+                                       problem.jitter, problem.column_weights)    # (2)
     return value, parts, Unpacked(kernel, noise_var, X_mean, X_var,
                                   psi1[:X_mean.shape[0]]), kl
 

@@ -71,8 +71,9 @@ class KroneckerRoute:
         flags = jnp.zeros(shape[0] * shape[1]).at[self.missing].set(1.0)
         return flags.reshape(shape[0], -1, self.n_channels).sum(-1)
 
-    def factors(self, psi0, psi1, psi2, Kuu, jitter, route_u):
+    def factors(self, psi, Kuu, jitter, route_u):
         """The latent factor (ψ0 and Ψ2 of the one column group), then the spatial ones."""
+        psi0, psi1, psi2 = psi
         latent = kronecker.latent_factor(psi0[0], psi1, psi2[0], Kuu, jitter)
         return [latent] + kronecker.spatial_factors(self.spatial_kernels(route_u), self.coords,
                                                     list(self.inducing), self.spatial_jitter)
@@ -81,14 +82,16 @@ class KroneckerRoute:
         """Y0 (n_ξ, n_s·D) as (n_ξ, n_s, D), channels last."""
         return Y0.reshape(Y0.shape[0], -1, self.n_channels)
 
-    def data_term(self, psi0, psi1, psi2, Kuu, Y0, groups, noise_var, jitter,
-                  column_weights=None, route_u=None):
+    def data_term(self, psi, Kuu, noise_var, problem, route_u=None):
         """The Kronecker data term (seed 003 eq. 13 without the KL) and its :class:`KronParts`.
 
-        ``groups`` must be one complete group and ``column_weights`` None; missing entries
-        are completed by their means plus the mean-field term (:mod:`.kronecker_missing`)."""
-        del groups, column_weights
-        factors = self.factors(psi0, psi1, psi2, Kuu, jitter, route_u)
+        ``problem`` (:class:`~.bound.Problem`) gives ``Y0`` and the K_uu ``jitter``; its
+        ``groups`` must be one complete group and its ``column_weights`` None (not read);
+        missing entries are completed by their means plus the mean-field term
+        (:mod:`.kronecker_missing`).  ``psi``, ``Kuu``, ``noise_var``, ``route_u``: as
+        :meth:`.route.DenseRoute.data_term`."""
+        Y0 = problem.Y0
+        factors = self.factors(psi, Kuu, problem.jitter, route_u)
         Y = self.images(self.completed(Y0, route_u))
         value = kronecker.data_term(factors, Y, noise_var)
         if self.missing is not None:
