@@ -14,6 +14,8 @@ with a closed-form ``psi1``, and White×anything (zero: white noise has no cross
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -245,8 +247,18 @@ def _constant_cross(c, psi1_other, W, M):
     return jnp.broadcast_to(row[:, None, :], (W.shape[0], M, M))
 
 
-def _pair_psi2(a, b, Z, mu, S, W, psi1_a, psi1_b, chunk_size):
-    """Σ_n w_gn E[a(x_n, z_j) b(x_n, z_j')], or None when no closed form is implemented."""
+class _Term(NamedTuple):
+    """A summand of the kernel and its Ψ1 (N, M), which the cross terms with a Constant and
+    between an RBF and a Linear kernel read."""
+
+    kernel: AbstractKernel
+    psi1: jax.Array
+
+
+def _pair_psi2(term_a: _Term, term_b: _Term, Z, mu, S, W, chunk_size):
+    """Σ_n w_gn E[a(x_n, z_j) b(x_n, z_j')] for the kernels a, b of two summands (with their
+    Ψ1, :class:`_Term`), or None when no closed form is implemented."""
+    (a, psi1_a), (b, psi1_b) = term_a, term_b
     M = Z.shape[0]
     ta, tb = type(a), type(b)
     if ta is White or tb is White:
@@ -303,10 +315,11 @@ def analytic_psi(kernel: AbstractKernel, Z: Float[Array, "M Q"], mu: Float[Array
     terms = additive_terms(kernel)
     psi1s = [_PSI1[type(t)](t, Z, mu, S) for t in terms]
     psi0 = W @ sum(_PSI0[type(t)](t, mu, S) for t in terms)
+    pairs = [_Term(t, p) for t, p in zip(terms, psi1s)]
     psi2 = 0.0
-    for i, a in enumerate(terms):
+    for i in range(len(terms)):
         for j in range(i, len(terms)):
-            C = _pair_psi2(a, terms[j], Z, mu, S, W, psi1s[i], psi1s[j], chunk_size)
+            C = _pair_psi2(pairs[i], pairs[j], Z, mu, S, W, chunk_size)
             # a cross term appears twice in E[(Σ_t k_t)(Σ_t k_t)ᵀ]: C and its transpose
             psi2 = psi2 + (C if i == j else C + jnp.swapaxes(C, 1, 2))
     return psi0, sum(psi1s), psi2

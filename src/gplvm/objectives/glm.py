@@ -27,6 +27,7 @@ q(w) = (1/K) Σ_k N(w | m_k, Ψ_k), Ψ_k diagonal (eq. 21).  The bound (eqs. 22�
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -73,7 +74,15 @@ def expected_log_lik(key, Phi, y, m, psi, likelihood, n_samples: int = 10):
     return jnp.sum(ll) / (n_samples * m.shape[0])
 
 
-def elbo(key, Phi_batch, y_batch, n_total: int, m, psi, prior_var, likelihood,
+class Mixture(NamedTuple):
+    """q(w) = (1/K) Σ_k N(w | m_k, Ψ_k) of eq. 21: the means ``m`` and the diagonals ``psi`` of
+    the covariances, (K, M) each."""
+
+    m: jax.Array
+    psi: jax.Array
+
+
+def elbo(key, Phi_batch, y_batch, n_total: int, q: Mixture, prior_var, likelihood,
          n_samples: int = 10):
     """The stochastic bound of eq. 27 on one minibatch (to be maximised).
 
@@ -81,11 +90,12 @@ def elbo(key, Phi_batch, y_batch, n_total: int, m, psi, prior_var, likelihood,
         key: ``jax.random`` key for the reparameterised draws.
         Phi_batch: features of the minibatch (B, M); y_batch: its targets (B,).
         n_total: N, the full data size (the N/B boost of eq. 6).
-        m, psi: mixture means and diagonal variances, (K, M) each.
+        q: the mixture q(w) (:class:`Mixture`).
         prior_var: Λ's diagonal (M,).
         likelihood: a :mod:`gplvm.likelihoods` object.
         n_samples: L, draws per data point and component.
     """
+    m, psi = q
     data = expected_log_lik(key, Phi_batch, y_batch, m, psi, likelihood, n_samples)
     data = n_total / Phi_batch.shape[0] * data
     return data + expected_log_prior(m, psi, prior_var) + entropy_lower_bound(m, psi)

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -75,6 +75,22 @@ def _combine(weighted, lam, Q, P_list, h):
     return H.T
 
 
+class _Residuals(NamedTuple):
+    """What the forward pass of :func:`_diagonal` keeps for its backward pass: the spatial
+    eigenpairs (``lam``, ``Q``), the pixel projections ``P_list``, the latent factor's ``C`` and
+    ``P_xi``, β, and the resolvents ``h`` (Π m_p, n_ξ) and ``Y`` = R(λ_b)P_ξ
+    (Π m_p, m_ξ, n_ξ) of :func:`_resolvents`."""
+
+    lam: list
+    Q: list
+    P_list: list
+    C: jnp.ndarray
+    P_xi: jnp.ndarray
+    beta: jnp.ndarray
+    h: jnp.ndarray
+    Y: jnp.ndarray
+
+
 @partial(jax.custom_vjp, nondiff_argnums=(0,))
 def _diagonal(weighted, S_list, P_list, C, P_xi, beta):
     lam, Q = psd_eigh(S_list)
@@ -84,7 +100,8 @@ def _diagonal(weighted, S_list, P_list, C, P_xi, beta):
 def _diagonal_fwd(weighted, S_list, P_list, C, P_xi, beta):
     lam, Q = psd_eigh(S_list)
     h, Y = _resolvents(lam, C, P_xi, beta, keep=True)
-    return _combine(weighted, lam, Q, P_list, h), (lam, Q, P_list, C, P_xi, beta, h, Y)
+    return _combine(weighted, lam, Q, P_list, h), _Residuals(lam, Q, P_list, C, P_xi, beta, h,
+                                                             Y)
 
 
 def _others(vectors, p):
@@ -92,7 +109,7 @@ def _others(vectors, p):
     return _outer_except(vectors, p).reshape(-1)
 
 
-def _spectral_cotangents(weighted, lam, Q, P_list, C, P_xi, beta, G, Y):
+def _spectral_cotangents(weighted, res: _Residuals, G):
     r"""∂/∂S_p of Σ_ij G_ij H_ij by Daleckii–Krein, without dividing by eigenvalue gaps.
 
     At fixed eigenpairs of the other factors (product α and weight ω_o of their eigenvalues),
@@ -105,8 +122,10 @@ def _spectral_cotangents(weighted, lam, Q, P_list, C, P_xi, beta, G, Y):
 
     smooth through λ_a = λ_c (the derivative there).  The cotangent is Q_p(Σ F ∘ M)Q_pᵀ with
     M_ac = Σ_j G_ij T_p[a, j_p] T_p[c, j_p] Π_{q≠p} T_q[b_q, j_q]² (T_p = Q_pᵀP_p); ``Y`` the
-    forward pass's R(λ_b)P_ξ (:func:`_resolvents`).
+    forward pass's R(λ_b)P_ξ (:func:`_resolvents`), from the :class:`_Residuals` ``res``.
     """
+    lam, Q, P_list, C, P_xi, beta, Y = res.lam, res.Q, res.P_list, res.C, res.P_xi, res.beta, \
+        res.Y
     sizes = [w.shape[0] for w in lam]
     Y = Y.reshape(*sizes, *P_xi.shape)
     CY = jnp.einsum("kl,...ln->...kn", C, Y)
@@ -156,7 +175,7 @@ def _diagonal_bwd(weighted, res, G):
     g_P_xi = 2.0 * jnp.sum(weighted_Y, axis=0)
     g_C = -beta * jnp.einsum("b,bki,bli->kl", lam_b, weighted_Y, Y)
     g_beta = -jnp.einsum("b,bki,kl,bli->", lam_b, weighted_Y, C, Y)
-    g_S = _spectral_cotangents(weighted, lam, Q, P_list, C, P_xi, beta, G, Y)
+    g_S = _spectral_cotangents(weighted, res, G)
     return g_S, g_P, g_C, g_P_xi, g_beta
 
 
