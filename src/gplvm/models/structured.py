@@ -321,7 +321,7 @@ class StructuredGPLVM(ResumableMixin, AbstractGPLVM):
         def extras(observed_rows):
             # the solver pads a single image to two identical rows; repeat its sums to match
             reps = observed_rows.shape[0] // len(Ys)
-            return tuple(jnp.asarray(np.concatenate([s] * reps)) for s in stats)
+            return (stats._make(jnp.asarray(np.concatenate([s] * reps)) for s in stats),)
 
         return infer_rows(sf.row_objective, fixed, Ys, X_start, X_var_start,
                           self.transform_max_iter, row_extras=extras)

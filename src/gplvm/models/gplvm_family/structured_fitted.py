@@ -204,10 +204,11 @@ def _spatial_dense(fitted: FittedStructured):
     return K_s, V_s, K_u
 
 
-class _Targets(NamedTuple):
-    """Where a conditioned prediction is wanted: per factor K(X*_p, Z_p) and k_p(X*_p, X*_p),
-    the spatial prior between those pixels and the training ones (n*_s, n_s), and their
-    spatial map ⊗V_p (n*_s, Π m_p)."""
+class _Pixels(NamedTuple):
+    """Pixels at which a conditioned prediction reads the fitted field: per factor K(X*_p, Z_p)
+    and k_p(X*_p, X*_p), the spatial prior between those pixels and the training ones
+    (n*_s, n_s), and their spatial map ⊗V_p (n*_s, Π m_p).  At the training pixels themselves
+    these are K_u, K_diag, K_s and V_s."""
 
     K_u: list
     K_diag: list
@@ -215,15 +216,27 @@ class _Targets(NamedTuple):
     V: jnp.ndarray
 
 
+class _Latent(NamedTuple):
+    """What conditioning reads from the fitted model besides the pixels: the latent kernel, its
+    inducing inputs Z, the posterior (:class:`~gplvm.objectives.kronecker.KronPosterior`) and
+    σ²."""
+
+    kernel: Any
+    Z: jnp.ndarray
+    post: kronecker.KronPosterior
+    noise_var: jnp.ndarray
+
+
 @jax.jit
-def _condition_one(x, y0, observed, kernel, Z, post, K_u, K_diag, K_s, V_s, noise_var,
-                   target):
-    """One image at latent point x: the joint predictive N(μ, Σ) over its training pixels and
-    the target pixels (eqs. 30–31; Σ = k_ξ(x, x)K_s − V_s diag(c) V_sᵀ with c the
-    latent-weighted variance reduction), then each channel's target pixels conditioned on its
-    observed ones, μ_* + Σ_*O(Σ_OO + σ²I)⁻¹(y_O − μ_O).  The unobserved rows and columns of
+def _condition_one(x, y0, observed, latent: _Latent, train: _Pixels, target: _Pixels):
+    """One image at latent point x: the joint predictive N(μ, Σ) over its training pixels
+    (``train``) and the target pixels (eqs. 30–31; Σ = k_ξ(x, x)K_s − V_s diag(c) V_sᵀ with c
+    the latent-weighted variance reduction), then each channel's target pixels conditioned on
+    its observed ones, μ_* + Σ_*O(Σ_OO + σ²I)⁻¹(y_O − μ_O).  The unobserved rows and columns of
     Σ_OO + σ²I are replaced by the identity (so one n_s × n_s Cholesky serves any mask under
     jit)."""
+    kernel, Z, post, noise_var = latent
+    K_u, K_diag, K_s, V_s = train
     X = x[None]
     k_u, k_diag = [kernel(X, Z)], [kernel.diag(X)]
     mean, _ = kronecker.predict_points(post, k_u + list(K_u), k_diag + list(K_diag))
@@ -247,16 +260,16 @@ def _condition_one(x, y0, observed, kernel, Z, post, K_u, K_diag, K_s, V_s, nois
     return jnp.stack(means, 1), jnp.stack(variances, 1)
 
 
-def _targets(fitted: FittedStructured, coords, K_s, V_s) -> _Targets:
-    """The :class:`_Targets` of new pixel coordinates (None: the training pixels)."""
+def _targets(fitted: FittedStructured, coords, K_s, V_s) -> _Pixels:
+    """The :class:`_Pixels` of new pixel coordinates (None: the training pixels)."""
     if coords is None:
         K_u, K_diag = spatial_inputs(fitted)
-        return _Targets(K_u, K_diag, K_s, V_s)
+        return _Pixels(K_u, K_diag, K_s, V_s)
     K_u, K_diag = spatial_inputs(fitted, coords)
     V = kron([kronecker.new_input_map(fitted.post, p + 1, K) for p, K in enumerate(K_u)])
     K_cross = kron([_point_kernel(k, True)[0](jnp.asarray(c_new), jnp.asarray(c))
                     for k, c_new, c in zip(fitted.spatial, coords, fitted.coords)])
-    return _Targets(K_u, K_diag, K_cross, V)
+    return _Pixels(K_u, K_diag, K_cross, V)
 
 
 def condition_on_observed(fitted: FittedStructured, X, Y0, observed, coords=None):
@@ -266,14 +279,14 @@ def condition_on_observed(fitted: FittedStructured, X, Y0, observed, coords=None
     test image); original units, (N*, n*_s·D) each.  One image at a time, so a row's result
     does not depend on the others."""
     K_s, V_s, K_u = _spatial_dense(fitted)
-    K_diag = spatial_inputs(fitted)[1]
+    train = _Pixels(K_u, spatial_inputs(fitted)[1], K_s, V_s)
     target = _targets(fitted, coords, K_s, V_s)
+    latent = _Latent(fitted.kernel, fitted.Z, fitted.post, fitted.noise_var)
     D = fitted.n_channels
     means, variances = [], []
     for x, y, o in zip(np.asarray(X, dtype=float), np.asarray(Y0), np.asarray(observed)):
         m, v = _condition_one(jnp.asarray(x), jnp.asarray(y.reshape(-1, D)),
-                              jnp.asarray(o.reshape(-1, D), dtype=float), fitted.kernel,
-                              fitted.Z, fitted.post, K_u, K_diag, K_s, V_s, fitted.noise_var,
+                              jnp.asarray(o.reshape(-1, D), dtype=float), latent, train,
                               target)
         means.append(np.asarray(m))
         variances.append(np.asarray(v))
@@ -328,15 +341,16 @@ class RowFixed(NamedTuple):
     noise_var: jnp.ndarray
 
 
-def row_objective(u: dict, fixed: RowFixed, y0, observed, n_obs, yy, b, R, k_sum):
+def row_objective(u: dict, fixed: RowFixed, y0, observed, sums: kronecker.NewImageStatistics):
     """The negative new-image bound ℒ* − KL(q(x*) ‖ N(0, I)) of one image (seed 003 eq. 37
-    corrected), from its pixel sums (:func:`gplvm.objectives.kronecker.new_image_statistics`,
-    which already hold y0 and the observed mask)."""
+    corrected), from its pixel sums ``sums`` (one image's row of
+    :func:`gplvm.objectives.kronecker.new_image_statistics`, which already hold y0 and the
+    observed mask)."""
     del y0, observed
     X_mean, X_var = u["X_mean"][None], softplus(u["X_var"])[None]
     psi0, psi1, psi2 = psi_statistics(fixed.kernel, fixed.Z, X_mean, X_var, rule=fixed.rule,
                                       weights=jnp.eye(1))
-    stats = kronecker.NewImageStatistics(n_obs[None], yy[None], b[None], R[None], k_sum[None])
+    stats = kronecker.NewImageStatistics(*(s[None] for s in sums))
     value = kronecker.new_image_term_from_statistics(stats, psi0, psi1, psi2, fixed.noise_var)
     return -(value[0] - kl_standard_normal(X_mean, X_var))
 
@@ -346,13 +360,14 @@ def _statistics_rows(rows, post, K_u, K_diag):
     Y0, observed = rows
     n = Y0.shape[0]
     D = post.coef.shape[-1]
-    return tuple(kronecker.new_image_statistics(post, K_u, K_diag, Y0.reshape(n, -1, D),
-                                                observed.reshape(n, -1, D)))
+    return kronecker.new_image_statistics(post, K_u, K_diag, Y0.reshape(n, -1, D),
+                                          observed.reshape(n, -1, D))
 
 
-def row_statistics(fitted: FittedStructured, Y0, observed):
-    """Per new image its pixel sums, in fixed blocks of rows (a row's sums do not depend on the
-    other rows in the call)."""
+def row_statistics(fitted: FittedStructured, Y0, observed) -> kronecker.NewImageStatistics:
+    """Per new image its pixel sums (:class:`~gplvm.objectives.kronecker.NewImageStatistics`
+    of NumPy arrays), in fixed blocks of rows (a row's sums do not depend on the other rows in
+    the call)."""
     K_u, K_diag = spatial_inputs(fitted)
     return map_rows(_statistics_rows, (np.asarray(Y0), np.asarray(observed)), fitted.post,
                     K_u, K_diag)
