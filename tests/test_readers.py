@@ -9,7 +9,7 @@ import h5py
 import numpy as np
 import pytest
 
-from gplvm.io.readers import DataFileError, as_times, read_annotation, read_data
+from gplvm.io.readers import DataFileError, TextOptions, as_times, read_annotation, read_data
 
 Y = np.array([[1.5, -2.0, 3.25], [0.0, np.nan, 7.0], [np.nan, 4.5, -1e-3], [2.0, 1.0, 0.5]])
 
@@ -48,17 +48,18 @@ def test_numeric_index_detected_by_its_empty_header_cell(tmp_path):
 def test_headerless_tsv_and_a_missing_token(tmp_path):
     path = tmp_path / "d.tsv"
     path.write_text(_csv(Y, sep="\t", missing="-999"))
-    table = read_data(path, missing=("-999",))
+    table = read_data(path, text=TextOptions(missing=("-999",)))
     _same(table.Y, Y)
     assert table.row_ids == ["0", "1", "2", "3"] and table.columns == ["0", "1", "2"]
-    assert np.isnan(read_data(path, header=False).Y).sum() == 0     # -999 is a number then
+    no_header = TextOptions(header=False)
+    assert np.isnan(read_data(path, text=no_header).Y).sum() == 0     # -999 is a number then
 
 
 def test_whitespace_txt_and_flags_overriding_detection(tmp_path):
     path = tmp_path / "d.txt"
     path.write_text("x y\n1 2\n3 4\n")
     _same(read_data(path).Y, [[1, 2], [3, 4]])
-    table = read_data(path, header=True, index_col=True)
+    table = read_data(path, text=TextOptions(header=True, index_col=True))
     assert table.row_ids == ["1", "3"] and table.columns == ["y"]
     _same(table.Y, [[2], [4]])
 
@@ -66,7 +67,7 @@ def test_whitespace_txt_and_flags_overriding_detection(tmp_path):
 def test_annotation_columns_are_set_aside(tmp_path):
     path = tmp_path / "d.csv"
     path.write_text("cell,g1,stage,t\nc1,1.0,2C,0.5\nc2,,4C,1.5\nc3,3.0,2C,2.5\n")
-    table = read_data(path, annotations=("stage", "t"))
+    table = read_data(path, text=TextOptions(annotations=("stage", "t")))
     _same(table.Y, [[1.0], [np.nan], [3.0]])
     assert table.columns == ["g1"]
     assert list(read_annotation("stage", table, "labels")) == ["2C", "4C", "2C"]
@@ -94,13 +95,14 @@ def test_a_misspelt_annotation_column_is_named_with_the_columns_there_are(tmp_pa
     path = tmp_path / "wine.csv"
     path.write_text("alcohol,ash,cultivar\n13.2,2.4,a\n12.1,2.0,b\n")
     with pytest.raises(DataFileError) as err:
-        read_data(path, annotations=("Cultivar",), required=("Cultivar",))
+        read_data(path, text=TextOptions(annotations=("Cultivar",), required=("Cultivar",)))
     assert str(err.value) == ("no column 'Cultivar' in wine.csv, and no file of that name (did "
                               "you mean 'cultivar'?); its columns are: alcohol, ash, cultivar")
     path.write_text("13.2,2.4\n12.1,2.0\n")
     with pytest.raises(DataFileError, match="no header row, so its columns are numbered: 0, 1$"):
-        read_data(path, annotations=("Cultivar",), required=("Cultivar",))
-    table = read_data(path, annotations=("1",), required=("1",))      # a number names one
+        read_data(path, text=TextOptions(annotations=("Cultivar",), required=("Cultivar",)))
+    # a number names one
+    table = read_data(path, text=TextOptions(annotations=("1",), required=("1",)))
     assert table.columns == ["0"] and list(table.obs["1"]) == ["2.4", "2.0"]
 
 
@@ -211,7 +213,7 @@ def test_a_semicolon_table_with_decimal_commas(tmp_path):
     default ',' it fails with a message that names ``--delimiter ';'``."""
     path = tmp_path / "eu.csv"
     path.write_text("id;g1;g2\nr1;1,5;-0,25\nr2;3;4,5e2\nr3;;7\n")
-    table = read_data(path, delimiter=";")
+    table = read_data(path, text=TextOptions(delimiter=";"))
     _same(table.Y, [[1.5, -0.25], [3.0, 450.0], [np.nan, 7.0]])
     assert table.row_ids == ["r1", "r2", "r3"] and table.columns == ["g1", "g2"]
     with pytest.raises(DataFileError, match="pass --delimiter ';'"):
@@ -229,9 +231,9 @@ def test_delimiter_is_one_character(tmp_path, delimiter, accepted):
     path.write_text(_csv(Y[:2], sep=accepted or ","))
     if accepted is None:
         with pytest.raises(DataFileError, match="--delimiter .*give the one character"):
-            read_data(path, delimiter=delimiter)
+            read_data(path, text=TextOptions(delimiter=delimiter))
     else:
-        _same(read_data(path, delimiter=delimiter).Y, Y[:2])
+        _same(read_data(path, text=TextOptions(delimiter=delimiter)).Y, Y[:2])
 
 
 def test_a_folder_or_a_truncated_archive_is_named_as_such(tmp_path):

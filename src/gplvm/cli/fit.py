@@ -18,7 +18,7 @@ import numpy as np
 
 from gplvm.anndata import library_size_offset, library_size_record
 from gplvm.cli import models, output
-from gplvm.io.readers import as_times, read_annotation, read_data
+from gplvm.io.readers import TextOptions, as_times, read_annotation, read_data
 from gplvm.summary import latent_columns, model_summary
 
 PLOT_DPI = 110
@@ -82,10 +82,10 @@ def add_parser(sub) -> None:
 def read_table(args, annotations=(), required=None):
     """The data file of ``args``; ``required``: the annotations that must be found (default
     all: a misspelt column is reported as such, not as a non-numeric one)."""
-    return read_data(args.data, key=args.key, layer=args.layer, header=args.header,
-                     index_col=args.index_col, delimiter=args.delimiter,
-                     missing=tuple(args.missing), annotations=annotations,
-                     required=annotations if required is None else required)
+    text = TextOptions(header=args.header, index_col=args.index_col, delimiter=args.delimiter,
+                       missing=tuple(args.missing), annotations=tuple(annotations),
+                       required=tuple(annotations if required is None else required))
+    return read_data(args.data, key=args.key, layer=args.layer, text=text)
 
 
 def log(args, message: str) -> None:

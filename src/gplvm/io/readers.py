@@ -18,14 +18,15 @@ import re
 import zipfile
 import zlib
 from pathlib import Path
+from typing import NamedTuple, Optional
 
 import numpy as np
 
 from gplvm.io.h5ad import read_h5ad
 from gplvm.io.table import DataFileError, Table
 
-__all__ = ["DataFileError", "Table", "read_data", "read_annotation", "as_times", "MISSING_TOKENS",
-           "TABLE_SUFFIXES", "SUFFIXES"]
+__all__ = ["DataFileError", "Table", "TextOptions", "read_data", "read_annotation", "as_times",
+           "MISSING_TOKENS", "TABLE_SUFFIXES", "SUFFIXES"]
 
 #: cells that mean "missing" in a text table, besides any ``missing=`` tokens
 MISSING_TOKENS = ("", "NA", "NaN", "nan", "N/A")
@@ -33,8 +34,32 @@ TABLE_SUFFIXES = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".txt": None}
 SUFFIXES = (*TABLE_SUFFIXES, ".npy", ".npz", ".h5ad")
 
 
-def read_data(path, *, key=None, layer=None, header=None, index_col=None, delimiter=None,
-              missing=(), annotations=(), required=()) -> Table:
+class TextOptions(NamedTuple):
+    """How :func:`read_data` reads a text table (``.csv``, ``.tsv``/``.tab``, ``.txt``); the
+    other kinds of file ignore it.
+
+    Attributes:
+        header, index_col: ``True``/``False`` to say whether the first row is a header and the
+            first column row ids; ``None`` detects them (a header has a non-numeric cell; an
+            index column is non-numeric and unique, or has an empty header cell).
+        delimiter: the cell separator (default by extension; ``\\t`` or ``tab`` for a tab).
+        missing: extra cell values that mean "missing" (besides :data:`MISSING_TOKENS`).
+        annotations: names of columns to set aside as per-row annotations (labels, time
+            stamps) instead of data.
+        required: those of ``annotations`` that must be a column or else an existing file
+            (what the user asked for; a saved fit's annotation names may be absent from new
+            data).
+    """
+
+    header: Optional[bool] = None
+    index_col: Optional[bool] = None
+    delimiter: Optional[str] = None
+    missing: tuple = ()
+    annotations: tuple = ()
+    required: tuple = ()
+
+
+def read_data(path, *, key=None, layer=None, text: TextOptions = TextOptions()) -> Table:
     """Read a data file by its extension.
 
     Args:
@@ -42,18 +67,9 @@ def read_data(path, *, key=None, layer=None, header=None, index_col=None, delimi
             ``.h5ad``.
         key: the array of a ``.npz`` archive (needed when it holds several).
         layer: the AnnData layer to read instead of ``X``.
-        header, index_col: text tables: ``True``/``False`` to say whether the first row is a
-            header and the first column row ids; ``None`` detects them (a header has a
-            non-numeric cell; an index column is non-numeric and unique, or has an empty
-            header cell).
-        delimiter: text tables: the cell separator (default by extension).
-        missing: extra cell values of text tables that mean "missing" (besides
-            :data:`MISSING_TOKENS`).
-        annotations: text tables: names of columns to set aside as per-row annotations
-            (labels, time stamps) instead of data.
-        required: text tables: those of ``annotations`` that must be a column or else an
-            existing file (what the user asked for; a saved fit's annotation names may be absent
-            from new data).
+        text: how to read a text table (:class:`TextOptions`: header, index column,
+            delimiter, missing-value tokens, annotation columns), e.g.
+            ``read_data("counts.csv", text=TextOptions(missing=("-999",)))``.
 
     Raises:
         DataFileError: the file is absent, empty, ragged, non-numeric or of an unknown kind.
@@ -67,15 +83,17 @@ def read_data(path, *, key=None, layer=None, header=None, index_col=None, delimi
                             f"{', '.join(SUFFIXES)} file")
     if not path.is_file():
         raise DataFileError(f"{path}: no such file")
-    delimiter = _checked_delimiter(delimiter)
+    delimiter = _checked_delimiter(text.delimiter)
     if suffix == ".h5ad":
         return read_h5ad(path, layer=layer)
     if suffix in (".npy", ".npz"):
         return _read_array(path, key)
     if delimiter is None:
         delimiter = TABLE_SUFFIXES[suffix]
-    return _read_text(path, delimiter, header, index_col, (*MISSING_TOKENS, *missing),
-                      tuple(annotations), tuple(required))
+    return _read_text(path, text._replace(delimiter=delimiter,
+                                          missing=(*MISSING_TOKENS, *text.missing),
+                                          annotations=tuple(text.annotations),
+                                          required=tuple(text.required)))
 
 
 # ----------------------------------------------------------------------------- arrays
@@ -161,12 +179,13 @@ def _checked_delimiter(delimiter):
     return text
 
 
-def _read_text(path: Path, delimiter, header, index_col, missing, annotations,
-               required=()) -> Table:
+def _read_text(path: Path, text: TextOptions) -> Table:
+    """The table of ``path`` read as ``text`` says (its delimiter resolved, its missing tokens
+    complete)."""
     try:
-        return _parse_text(path, delimiter, header, index_col, missing, annotations, required)
+        return _parse_text(path, text)
     except DataFileError as err:
-        hint = _delimiter_hint(path, delimiter)
+        hint = _delimiter_hint(path, text.delimiter)
         if hint is None:
             raise
         raise DataFileError(f"{err}; {hint}") from None
@@ -190,9 +209,9 @@ def _delimiter_hint(path: Path, delimiter):
     return None
 
 
-def _parse_text(path: Path, delimiter, header, index_col, missing, annotations,
-                required=()) -> Table:
-    rows, delimiter = _text_rows(path, delimiter)
+def _parse_text(path: Path, text: TextOptions) -> Table:
+    header, index_col, _, missing, annotations, required = text
+    rows, delimiter = _text_rows(path, text.delimiter)
     if delimiter == ";":     # a semicolon table writes decimal commas: 1,5 is 1.5
         rows = [(line, [_decimal_point(c) for c in cells]) for line, cells in rows]
     width = len(rows[0][1])
