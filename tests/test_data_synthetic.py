@@ -6,7 +6,7 @@ from scipy.spatial.distance import cdist
 from scipy.special import expit, softmax
 from sklearn.datasets import make_s_curve as sk_make_s_curve
 
-from gplvm.data import LIKELIHOODS, lorenz_trajectory, make_lorenz, make_s_curve
+from gplvm.data import LIKELIHOODS, MapPrior, lorenz_trajectory, make_lorenz, make_s_curve
 
 N, J = 200, 30  # smaller than the paper's 500 x 100 to keep the tests fast
 
@@ -105,6 +105,8 @@ def test_s_curve_is_deterministic_given_the_seed():
     ({"likelihood": "multinomial", "n_outputs": 1}, "n_outputs"),
     ({"noise_std": -1.0}, "noise_std"),
     ({"n_trials": 0}, "n_trials"),
+    ({"prior": MapPrior(lengthscale=-1.0)}, "lengthscale"),
+    ({"prior": MapPrior(jitter=0.0)}, "jitter"),
 ])
 def test_s_curve_rejects_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):

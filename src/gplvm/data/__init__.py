@@ -10,12 +10,13 @@ from gplvm.data.loaders import (DATA_DIR_ENV, Dataset, default_data_dir, load_br
                                 load_frey_faces, load_fx_exchange_rates, load_hippocampus, load_mesc,
                                 load_montreal_bikes, load_newsgroups, load_oil_flow, load_spam,
                                 load_usps, load_usps_twos, load_yale_faces)
-from gplvm.data.synthetic import (LIKELIHOODS, SyntheticData, lorenz_trajectory, make_lorenz,
-                                  make_s_curve)
+from gplvm.data.synthetic import (LIKELIHOODS, MapPrior, SyntheticData, lorenz_trajectory,
+                                  make_lorenz, make_s_curve)
 
 __all__ = ["DATA_DIR_ENV", "Dataset", "default_data_dir", "load_bridges", "load_cmu_mocap_walkjog",
            "load_congress109", "load_digits", "load_frey_faces", "load_fx_exchange_rates",
            "load_hippocampus", "load_mesc",
            "load_montreal_bikes", "load_newsgroups", "load_oil_flow", "load_spam", "load_usps",
            "load_usps_twos", "load_yale_faces",
-           "LIKELIHOODS", "SyntheticData", "lorenz_trajectory", "make_lorenz", "make_s_curve"]
+           "LIKELIHOODS", "MapPrior", "SyntheticData", "lorenz_trajectory", "make_lorenz",
+           "make_s_curve"]

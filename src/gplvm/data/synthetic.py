@@ -29,8 +29,8 @@ from gplvm.typing import Float, Real, ScalarLike
 #: A count checked by ``_check_int`` (a Python or NumPy integer; the check gives the ValueError).
 Count = int | np.integer
 
-__all__ = ["SyntheticData", "LIKELIHOODS", "make_s_curve", "make_lorenz", "lorenz_trajectory",
-           "rbf_gram"]
+__all__ = ["SyntheticData", "MapPrior", "LIKELIHOODS", "make_s_curve", "make_lorenz",
+           "lorenz_trajectory", "rbf_gram"]
 
 LIKELIHOODS = ("gaussian", "poisson", "bernoulli", "binomial", "negative_binomial",
                "multinomial")
@@ -56,6 +56,20 @@ class SyntheticData(NamedTuple):
     times: Float[np.ndarray, " N"]
     likelihood: str
     params: Mapping[str, Any]
+
+
+class MapPrior(NamedTuple):
+    """The GP prior of the S-curve's maps f_j (:func:`make_s_curve`, step 2).
+
+    Attributes:
+        lengthscale: RBF length-scale (1 in seed 000).
+        variance: RBF signal variance (1 in seed 000).
+        jitter: relative diagonal jitter for the Cholesky factor of the Gram matrix.
+    """
+
+    lengthscale: float = 1.0
+    variance: float = 1.0
+    jitter: float = 1e-8
 
 
 def _check_int(value: object, name: str, minimum: int) -> int:
@@ -155,16 +169,16 @@ def _emit(rng: np.random.Generator, F: Float[np.ndarray, "N J"], likelihood: str
 
 
 def make_s_curve(likelihood: str = "gaussian", n_samples: Count = 500, n_outputs: Count = 100,
-                 random_state: int | None = 0, *, lengthscale: float = 1.0,
-                 variance: float = 1.0, noise_std: float = 0.5, n_trials: Count = 10,
-                 total_count: Count = 100, jitter: float = 1e-8) -> SyntheticData:
+                 random_state: int | None = 0, *, noise_std: float = 0.5,
+                 n_trials: Count = 10, total_count: Count = 100,
+                 prior: MapPrior = MapPrior()) -> SyntheticData:
     """The S-curve GPLVM data set of seed 000, §4 (and Figs. 1, 2, 6).
 
     Generating process (reference code ``gen_s_curve``):
 
     1. ``t ~ U(-3pi/2, 3pi/2)``, sorted; ``X = standardise([sin t, sign(t)(cos t - 1)])``.
-    2. ``f_j ~ GP(0, k)`` with ``k`` RBF(``lengthscale``, ``variance``), j = 1..J, evaluated
-       at X: ``F`` has shape (N, J).
+    2. ``f_j ~ GP(0, k)`` with ``k`` RBF(``prior.lengthscale``, ``prior.variance``),
+       j = 1..J, evaluated at X: ``F`` has shape (N, J).
     3. Emissions, elementwise unless stated:
 
        ======================  ============================================  ==============
@@ -184,12 +198,11 @@ def make_s_curve(likelihood: str = "gaussian", n_samples: Count = 500, n_outputs
         n_samples: N, the number of rows (>= 2).
         n_outputs: J, the number of columns (>= 1; >= 2 for ``multinomial``).
         random_state: seed of the ``numpy.random.Generator`` behind every draw.
-        lengthscale: RBF length-scale of the map prior (1 in seed 000).
-        variance: RBF signal variance (1 in seed 000).
         noise_std: Gaussian noise standard deviation (0.5 in the reference code).
         n_trials: trials per entry for ``binomial``.
         total_count: counts per row for ``multinomial`` (100 in the reference code).
-        jitter: relative diagonal jitter for the Cholesky factor of the Gram matrix.
+        prior: the maps' GP prior (:class:`MapPrior`: RBF length-scale and variance, 1 and 1
+            in seed 000, and the Cholesky jitter), e.g. ``prior=MapPrior(lengthscale=0.5)``.
 
     Returns:
         :class:`SyntheticData` with ``Y`` (N, J), ``X`` (N, 2) with standardised columns,
@@ -202,6 +215,7 @@ def make_s_curve(likelihood: str = "gaussian", n_samples: Count = 500, n_outputs
     J = _check_int(n_outputs, "n_outputs", 2 if likelihood == "multinomial" else 1)
     n_trials = _check_int(n_trials, "n_trials", 1)
     total_count = _check_int(total_count, "total_count", 1)
+    lengthscale, variance, jitter = prior
     for value, name in ((lengthscale, "lengthscale"), (variance, "variance"),
                         (noise_std, "noise_std"), (jitter, "jitter")):
         _check_positive(value, name)
