@@ -1,11 +1,16 @@
-"""Declarative checks of every estimator's constructor arguments (issue 16, item 1).
+"""Declarative checks of every estimator's constructor arguments (issue 16, item 1): the
+vocabulary of rules.
 
-``RULES[name]`` holds one :class:`Rule` per constructor argument of the estimator ``name``;
-:func:`check_params` runs them at the start of ``fit`` (and :func:`check_argument` on the
-arguments of ``sample``), before any computation, and raises a ``ValueError`` that names the
-estimator, the argument, the value received, what is wrong and the fix (STYLE.md 9).  A new
-estimator adds its table here; ``tests/test_bad_input_matrix.py`` checks that every
-constructor argument of every estimator has a rule.
+Each estimator class declares ``_parameter_constraints``, one :class:`Rule` per constructor
+argument (scikit-learn's ``_parameter_constraints`` style, issue 33), built from the rules and
+rule makers here (:func:`integer`, :func:`real`, :func:`optional`, :func:`choice`,
+:func:`pair`, ``POSITIVE_INT``, ``FLAG``, ...; :data:`GPLVM_FAMILY` for the arguments the GPLVM
+family shares), and checks across arguments in ``_parameter_relations``.  :func:`check_params`
+runs them at the start of ``fit`` (and :func:`check_argument` on the arguments of
+``sample``), before any computation, and raises a ``ValueError`` that names the estimator, the
+argument, the value received, what is wrong and the fix (STYLE.md 9).
+``tests/test_bad_input_matrix.py`` checks that every constructor argument of every estimator
+has a rule.
 """
 
 from __future__ import annotations
@@ -57,7 +62,7 @@ class Rule:
     example: Optional[str] = None
 
 
-def _int(low: int, even: bool = False) -> Rule:
+def integer(low: int, even: bool = False) -> Rule:
     def problem(value, est):
         if not _is_int(value):
             return f"{type(value).__name__} is not an integer"
@@ -68,7 +73,7 @@ def _int(low: int, even: bool = False) -> Rule:
     return Rule(f"an even integer >= {low}" if even else what, problem)
 
 
-def _real(low: float, high: float = np.inf, closed_low: bool = False) -> Rule:
+def real(low: float, high: float = np.inf, closed_low: bool = False) -> Rule:
     def problem(value, est):
         x = _as_real(value)
         if x is None:
@@ -86,17 +91,17 @@ def _real(low: float, high: float = np.inf, closed_low: bool = False) -> Rule:
     return Rule(what, problem)
 
 
-POSITIVE_INT, NON_NEGATIVE_INT = _int(1), _int(0)
-POSITIVE, NON_NEGATIVE, FRACTION = _real(0.0), _real(0.0, closed_low=True), _real(0.0, 1.0)
+POSITIVE_INT, NON_NEGATIVE_INT = integer(1), integer(0)
+POSITIVE, NON_NEGATIVE, FRACTION = real(0.0), real(0.0, closed_low=True), real(0.0, 1.0)
 
 
-def _optional(rule: Rule, example: Optional[str] = None) -> Rule:
+def optional(rule: Rule, example: Optional[str] = None) -> Rule:
     return Rule(rule.expected + " or None",
                 lambda value, est: None if value is None else rule.problem(value, est),
                 example or rule.example)
 
 
-def _choice(*options: str) -> Rule:
+def choice(*options: str) -> Rule:
     def problem(value, est):
         return None if isinstance(value, str) and value in options else "not an option"
     return Rule("one of " + ", ".join(repr(o) for o in options), problem)
@@ -272,66 +277,16 @@ N_COMPONENTS_AUTO = Rule("'auto' or a positive integer", lambda value, est: None
                          if isinstance(value, str) and value == "auto"
                          else POSITIVE_INT.problem(value, est))
 
-_GPLVM_FAMILY = {
+GPLVM_FAMILY = {
     "n_components": N_COMPONENTS_AUTO, "n_inducing": POSITIVE_INT, "kernel": LATENT_KERNEL,
     "psi_rule": PSI_RULE, "standardize": FLAG, "max_iter": POSITIVE_INT,
-    "init_X_var": _optional(POSITIVE, "0.1"), "init_noise_fraction": FRACTION,
+    "init_X_var": optional(POSITIVE, "0.1"), "init_noise_fraction": FRACTION,
     "time_kernel": TIME_KERNEL, "transform_max_iter": POSITIVE_INT,
     "random_state": RANDOM_STATE, "progress": FLAG,
     "checkpoint": CHECKPOINT, "checkpoint_interval": NON_NEGATIVE,
 }
 
-#: estimator name → {constructor argument: rule}
-RULES: dict[str, dict[str, Rule]] = {
-    "BayesianGPLVM": {**_GPLVM_FAMILY, "optimizer": _choice("lbfgs", "lbfgsb", "adam"),
-                      "inference": _choice("collapsed", "svi"),
-                      "batch_size": _optional(POSITIVE_INT, "256"),
-                      "learning_rate": POSITIVE, "devices": DEVICES},
-    "DPGPLVM": {**_GPLVM_FAMILY, "truncation": _int(2),
-                "alpha_prior": pair("(shape s1, rate s2)", both_positive=True),
-                "kernel_prior_scale": POSITIVE,
-                "noise_prior": pair("(log median precision, log-scale sd)",
-                                    both_positive=False),
-                "n_warmup": NON_NEGATIVE_INT, "steps_per_update": POSITIVE_INT,
-                "merge_every": POSITIVE_INT, "merge_steps": POSITIVE_INT,
-                "max_merge_trials": NON_NEGATIVE_INT, "tol": NON_NEGATIVE,
-                "init": _choice("columns", "random"), "n_init_steps": NON_NEGATIVE_INT,
-                "n_init": POSITIVE_INT},
-    "StructuredGPLVM": {**{k: v for k, v in _GPLVM_FAMILY.items() if k != "kernel"},
-                        "latent_kernel": LATENT_KERNEL, "spatial_kernel": SPATIAL_KERNEL,
-                        "grid": GRID, "spatial_inducing": SPATIAL_INDUCING},
-    "RFLVM": {"n_components": POSITIVE_INT, "likelihood": LIKELIHOOD,
-              "n_features": _int(2, even=True), "n_iter": N_ITER_AUTO,
-              "max_iter": POSITIVE_INT, "ess_target": POSITIVE_INT,
-              "burn_in": NON_NEGATIVE_INT, "n_chains": POSITIVE_INT, "thin": POSITIVE_INT,
-              "max_stored": POSITIVE_INT, "learn_kernel": FLAG,
-              "kernel": _optional(STATIONARY_KERNEL, "gplvm.kernels.RBF(lengthscale=1.0)"),
-              "n_clusters": POSITIVE_INT, "beta_prior_var": POSITIVE,
-              "intercept_prior_var": POSITIVE, "n_inducing_times": POSITIVE_INT,
-              "init": _choice("pca", "random"), "x_steps": POSITIVE_INT,
-              "map_sweeps": MAP_SWEEPS, "transform_steps": NON_NEGATIVE_INT,
-              "block_size": POSITIVE_INT, "standardize": FLAG, "random_state": RANDOM_STATE,
-              "progress": FLAG, "checkpoint": CHECKPOINT,
-              "checkpoint_interval": NON_NEGATIVE,
-              "nb_beta": _choice("polya_gamma", "slice"), "sampler": _choice("gibbs", "nuts"),
-              "inference": _choice("mcmc", "map"),
-              "devices": DEVICES},
-    "BayesianLinearRegression": {
-        "features": FEATURES, "n_features": POSITIVE_INT, "ard": FLAG,
-        "noise_var": _optional(POSITIVE, "0.1"), "prior_var": PRIOR_VAR, "optimize": FLAG,
-        "n_restarts": NON_NEGATIVE_INT, "max_iter": POSITIVE_INT, "tol": NON_NEGATIVE,
-        "standardize": FLAG, "random_state": RANDOM_STATE, "progress": FLAG},
-    "BayesianGLM": {
-        "likelihood": LIKELIHOOD, "features": FEATURES, "n_mixture": POSITIVE_INT,
-        "n_features": POSITIVE_INT, "ard": FLAG, "n_samples": POSITIVE_INT,
-        "batch_size": _optional(POSITIVE_INT, "256"), "n_iter": POSITIVE_INT,
-        "learning_rate": POSITIVE, "prior_var": POSITIVE, "n_predict_samples": POSITIVE_INT,
-        "standardize": FLAG, "random_state": RANDOM_STATE, "progress": FLAG,
-        "checkpoint": CHECKPOINT, "checkpoint_interval": NON_NEGATIVE},
-}
-
-
-def _burn_in_below_n_iter(est) -> Optional[tuple[str, str]]:
+def burn_in_below_n_iter(est) -> Optional[tuple[str, str]]:
     if isinstance(est.n_iter, str):            # 'auto' (the rule of n_iter passed)
         if est.burn_in < est.max_iter:
             return None
@@ -343,8 +298,6 @@ def _burn_in_below_n_iter(est) -> Optional[tuple[str, str]]:
                        f"sweeps after burn-in (paper: n_iter=2000, burn_in=1000)")
 
 
-#: estimator name → checks across arguments, each (argument, message) or None
-RELATIONS: dict[str, tuple] = {"RFLVM": (_burn_in_below_n_iter,)}
 
 
 def _fix(owner, name: str, rule: Rule) -> str:
@@ -365,18 +318,21 @@ def _message(owner, name: str, value, problem: str, rule: Rule) -> str:
 
 
 def check_params(estimator) -> None:
-    """Check every constructor argument of ``estimator`` against ``RULES`` (no computation).
+    """Check every constructor argument of ``estimator`` against its class's
+    ``_parameter_constraints`` (argument → :class:`Rule`), then the checks across arguments in
+    ``_parameter_relations`` (each ``relation(estimator)`` → (argument, message) or None); no
+    computation.
 
     Raises:
         ValueError: naming the estimator, the argument, the value, what is wrong and the fix.
     """
     name = type(estimator).__name__
-    for arg, rule in RULES[name].items():
+    for arg, rule in type(estimator)._parameter_constraints.items():
         value = getattr(estimator, arg)
         problem = rule.problem(value, estimator)
         if problem is not None:
             raise ValueError(_message(estimator, arg, value, problem, rule))
-    for relation in RELATIONS.get(name, ()):
+    for relation in getattr(type(estimator), "_parameter_relations", ()):
         found = relation(estimator)
         if found is not None:
             raise ValueError(f"{name}: {found[1]}")

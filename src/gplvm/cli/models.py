@@ -102,10 +102,9 @@ def components_value(text: str):
 
 def takes_auto(cls) -> bool:
     """Whether the estimator ``cls`` takes ``n_components='auto'`` (its parameter rule,
-    :mod:`gplvm._params`): the GPLVM family, where ARD switches off the unused dimensions."""
-    from gplvm._params import RULES
-
-    rule = RULES.get(cls.__name__, {}).get("n_components")
+    ``cls._parameter_constraints``): the GPLVM family, where ARD switches off the unused
+    dimensions."""
+    rule = getattr(cls, "_parameter_constraints", {}).get("n_components")
     return rule is not None and rule.problem("auto", None) is None
 
 

@@ -15,6 +15,7 @@ from typing import Optional
 
 import numpy as np
 
+from gplvm._params import DEVICES, GPLVM_FAMILY, POSITIVE, POSITIVE_INT, choice, optional
 from gplvm._random import as_key
 from gplvm.inference import sharding
 from gplvm.kernels import AbstractKernel
@@ -118,6 +119,12 @@ class BayesianGPLVM(CollapsedRun, SviMixin, ResumableMixin, AbstractGPLVM):
         (a fixed number of epochs), and every verb (transform, impute, score, predict,
         sample) reads the learnt q(U), not the collapsed optimum.
     """
+
+    #: one rule per constructor argument (:mod:`gplvm._params`)
+    _parameter_constraints = {**GPLVM_FAMILY, "optimizer": choice("lbfgs", "lbfgsb", "adam"),
+        "inference": choice("collapsed", "svi"),
+        "batch_size": optional(POSITIVE_INT, "256"),
+        "learning_rate": POSITIVE, "devices": DEVICES}
 
     def __init__(self, n_components: int = 2, n_inducing: int = 30,
                  kernel: AbstractKernel | None = None, psi_rule=None, standardize: bool = True,

@@ -22,6 +22,8 @@ from typing import Optional
 import jax.numpy as jnp
 import numpy as np
 
+from gplvm._params import (GPLVM_FAMILY, NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT,
+                          choice, integer, pair)
 from gplvm._validation import as_2d_float
 from gplvm.kernels import AbstractKernel
 from gplvm.models._checkpoint import ResumableMixin
@@ -115,6 +117,18 @@ class DPGPLVM(DPStarts, DPFittedAttributes, ResumableMixin, AbstractGPLVM):
         converged_; n_merges_; jitter_ (added to K_uu's diagonal: at least 10⁻⁶ of its mean
         diagonal, see ``JITTER_FLOOR``); fitted_ (what every verb reads).
     """
+
+    #: one rule per constructor argument (:mod:`gplvm._params`)
+    _parameter_constraints = {**GPLVM_FAMILY, "truncation": integer(2),
+        "alpha_prior": pair("(shape s1, rate s2)", both_positive=True),
+        "kernel_prior_scale": POSITIVE,
+        "noise_prior": pair("(log median precision, log-scale sd)",
+        both_positive=False),
+        "n_warmup": NON_NEGATIVE_INT, "steps_per_update": POSITIVE_INT,
+        "merge_every": POSITIVE_INT, "merge_steps": POSITIVE_INT,
+        "max_merge_trials": NON_NEGATIVE_INT, "tol": NON_NEGATIVE,
+        "init": choice("columns", "random"), "n_init_steps": NON_NEGATIVE_INT,
+        "n_init": POSITIVE_INT}
 
     def __init__(self, n_components: int = 10, n_inducing: int = 25, truncation: int = 10,
                  kernel: AbstractKernel | None = None, psi_rule=None, standardize: bool = True,

@@ -20,7 +20,8 @@ from sklearn.utils._tags import ClassifierTags, RegressorTags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 
-from gplvm._params import check_params
+from gplvm._params import (CHECKPOINT, FEATURES, FLAG, LIKELIHOOD, NON_NEGATIVE, POSITIVE,
+                          POSITIVE_INT, RANDOM_STATE, check_params, optional)
 from gplvm._pytree import replace
 from gplvm._random import as_key
 from gplvm._validation import check_counts
@@ -136,6 +137,15 @@ class BayesianGLM(ResumableMixin, SaveMixin, BaseEstimator):
         per step), n_iter_, converged_ (see :func:`gplvm.models._glm_core.bound_settled`),
         interrupted_ (Ctrl-C stopped the fit early), n_features_in_.
     """
+
+    #: one rule per constructor argument (:mod:`gplvm._params`)
+    _parameter_constraints = {
+        "likelihood": LIKELIHOOD, "features": FEATURES, "n_mixture": POSITIVE_INT,
+        "n_features": POSITIVE_INT, "ard": FLAG, "n_samples": POSITIVE_INT,
+        "batch_size": optional(POSITIVE_INT, "256"), "n_iter": POSITIVE_INT,
+        "learning_rate": POSITIVE, "prior_var": POSITIVE, "n_predict_samples": POSITIVE_INT,
+        "standardize": FLAG, "random_state": RANDOM_STATE, "progress": FLAG,
+        "checkpoint": CHECKPOINT, "checkpoint_interval": NON_NEGATIVE}
 
     def __init__(self, likelihood="gaussian", features: AbstractFeatureMap | None = None,
                  n_mixture: int = 10, n_features: int = 400, ard: bool = True,

@@ -14,7 +14,8 @@ import numpy as np
 from scipy.stats import norm
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from gplvm._params import check_params
+from gplvm._params import (FEATURES, FLAG, NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT,
+                          PRIOR_VAR, RANDOM_STATE, check_params, optional)
 from gplvm._random import as_key
 from gplvm.features import AbstractFeatureMap
 from gplvm.inference import minimise
@@ -72,6 +73,13 @@ class BayesianLinearRegression(SaveMixin, RegressorMixin, BaseEstimator):
         in factored form; see :meth:`weights_posterior`), history_, n_iter_, converged_,
         interrupted_, n_features_in_.
     """
+
+    #: one rule per constructor argument (:mod:`gplvm._params`)
+    _parameter_constraints = {
+        "features": FEATURES, "n_features": POSITIVE_INT, "ard": FLAG,
+        "noise_var": optional(POSITIVE, "0.1"), "prior_var": PRIOR_VAR, "optimize": FLAG,
+        "n_restarts": NON_NEGATIVE_INT, "max_iter": POSITIVE_INT, "tol": NON_NEGATIVE,
+        "standardize": FLAG, "random_state": RANDOM_STATE, "progress": FLAG}
 
     def __init__(self, features: AbstractFeatureMap | None = None, n_features: int = 400,
                  ard: bool = True, noise_var=None, prior_var=None, optimize: bool = True,

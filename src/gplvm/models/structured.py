@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from gplvm._params import GPLVM_FAMILY, GRID, LATENT_KERNEL, SPATIAL_INDUCING, SPATIAL_KERNEL
 from gplvm._random import as_key
 from gplvm.inference import minimise
 from gplvm.kernels import AbstractKernel
@@ -92,6 +93,11 @@ class StructuredGPLVM(ResumableMixin, AbstractGPLVM):
         converged_; interrupted_; elbo_; jitter_; n_features_in_ (n_pixels · channels);
         fitted_ (:class:`~gplvm.models.gplvm_family.structured_fitted.FittedStructured`).
     """
+
+    #: one rule per constructor argument (:mod:`gplvm._params`)
+    _parameter_constraints = {**{k: v for k, v in GPLVM_FAMILY.items() if k != "kernel"},
+        "latent_kernel": LATENT_KERNEL, "spatial_kernel": SPATIAL_KERNEL,
+        "grid": GRID, "spatial_inducing": SPATIAL_INDUCING}
 
     def __init__(self, n_components: int = 30, n_inducing: int = 100,
                  latent_kernel: AbstractKernel | None = None, spatial_kernel=None, grid=None,

@@ -23,7 +23,10 @@ from sklearn.exceptions import ConvergenceWarning
 
 from gplvm._config import float_dtype
 from gplvm._pytree import to_device
-from gplvm._params import POSITIVE_INT, RANDOM_STATE, check_argument, check_params
+from gplvm._params import (CHECKPOINT, DEVICES, FLAG, LIKELIHOOD, MAP_SWEEPS, NON_NEGATIVE,
+                          NON_NEGATIVE_INT, N_ITER_AUTO, POSITIVE, POSITIVE_INT, RANDOM_STATE,
+                          STATIONARY_KERNEL, burn_in_below_n_iter, check_argument, check_params,
+                          choice, integer, optional)
 from gplvm._random import as_key
 from gplvm._validation import (
     as_1d_float, as_2d_float, check_magnitude, check_new_values, column_standardisation,
@@ -179,6 +182,25 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         ``inference='map'`` also ``max_scaled_gradient``, that gradient in Laplace standard
         deviations, :mod:`gplvm.models.rflvm.map_fit`).
     """
+
+    #: one rule per constructor argument (:mod:`gplvm._params`)
+    _parameter_constraints = {"n_components": POSITIVE_INT, "likelihood": LIKELIHOOD,
+        "n_features": integer(2, even=True), "n_iter": N_ITER_AUTO,
+        "max_iter": POSITIVE_INT, "ess_target": POSITIVE_INT,
+        "burn_in": NON_NEGATIVE_INT, "n_chains": POSITIVE_INT, "thin": POSITIVE_INT,
+        "max_stored": POSITIVE_INT, "learn_kernel": FLAG,
+        "kernel": optional(STATIONARY_KERNEL, "gplvm.kernels.RBF(lengthscale=1.0)"),
+        "n_clusters": POSITIVE_INT, "beta_prior_var": POSITIVE,
+        "intercept_prior_var": POSITIVE, "n_inducing_times": POSITIVE_INT,
+        "init": choice("pca", "random"), "x_steps": POSITIVE_INT,
+        "map_sweeps": MAP_SWEEPS, "transform_steps": NON_NEGATIVE_INT,
+        "block_size": POSITIVE_INT, "standardize": FLAG, "random_state": RANDOM_STATE,
+        "progress": FLAG, "checkpoint": CHECKPOINT,
+        "checkpoint_interval": NON_NEGATIVE,
+        "nb_beta": choice("polya_gamma", "slice"), "sampler": choice("gibbs", "nuts"),
+        "inference": choice("mcmc", "map"),
+        "devices": DEVICES}
+    _parameter_relations = (burn_in_below_n_iter,)
 
     def __init__(self, n_components: int = 2, likelihood: str = "poisson", n_features: int = 100,
                  n_iter: int = 2000, burn_in: int = 1000, n_chains: int = 4, thin: int = 1,
