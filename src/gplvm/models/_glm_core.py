@@ -35,8 +35,9 @@ def neg_elbo(batch_size: int, n_samples: int):
             idx = jax.random.choice(k_batch, N, (batch_size,), replace=False)
             X, y = X[idx], y[idx]
         fm, lk, prior = unpack(u, fmap, lik)
-        q = glm_objective.Mixture(u["m"], softplus(u["psi"]))
-        return -glm_objective.elbo(k_mc, fm(X), y, N, q, prior, lk, n_samples)
+        return -glm_objective.elbo(k_mc, fm(X), y, N,
+                                   glm_objective.Mixture(u["m"], softplus(u["psi"])), prior, lk,
+                                   n_samples)
 
     return objective
 

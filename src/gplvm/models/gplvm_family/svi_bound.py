@@ -72,17 +72,21 @@ def batch_terms_and_sums(g: dict, xl: dict, Y0, observed, setup: SviSetup, mesh=
     noise_var = softplus(g["noise_var"])
     X_mean, X_var = xl["X_mean"], softplus(xl["X_var"])
     L = svi.chol_from_raw(g["L"])
-    hyper, q = svi.Hyper(kernel(g["Z"]), noise_var, setup.jitter), svi.WhitenedQ(g["a"], L)
+    q = svi.WhitenedQ(g["a"], L)
+    # K_uu after the Ψ-statistics, in this order: XLA's CPU backend orders (and so rounds) the
+    # gradient's sums by the program's order, and moving it changes the fit's last digits
     if mesh is not None:
         sums = sharding.svi_row_sums(kernel, g["Z"], X_mean, X_var, Y0, observed, mesh,
                                      setup.rule)
-        ell = svi.expected_log_lik_from_sums(sums, hyper, q)
+        ell = svi.expected_log_lik_from_sums(
+            sums, svi.Hyper(kernel(g["Z"]), noise_var, setup.jitter), q)
         natural = None if observed is not None else (sums.psi1_Y, sums.psi2[0])
         return ell - sums.kl, svi.kl_q_u(g["a"], L), natural
     cols = svi.column_weights(observed, Y0.shape[1], Y0.shape[0])
     psi0, psi1, psi2 = psi_statistics(kernel, g["Z"], X_mean, X_var, rule=setup.rule,
                                       weights=cols.weights)
-    ell = svi.expected_log_lik(psi0, psi1, psi2, Y0, cols, hyper, q)
+    ell = svi.expected_log_lik(psi0, psi1, psi2, Y0, cols,
+                               svi.Hyper(kernel(g["Z"]), noise_var, setup.jitter), q)
     natural = None if observed is not None else (psi1.T @ Y0, psi2[0])
     return ell - kl_standard_normal(X_mean, X_var), svi.kl_q_u(g["a"], L), natural
 
