@@ -14,7 +14,7 @@ from gplvm import BayesianGPLVM
 from gplvm._validation import DroppedColumnsWarning
 from gplvm.baselines import ColumnMeanImputer
 from gplvm.expectations import psi_statistics
-from gplvm.inference import minimise
+from gplvm.inference import OptimOptions, minimise
 from gplvm.metrics import affine_r2
 from gplvm.models.gplvm_family import collapsed_run as bgplvm_module  # its optimiser runs
 from gplvm.models.gplvm_family.init import initial_variances
@@ -240,8 +240,9 @@ def test_lbfgsb_is_scipys_l_bfgs_b_and_finds_the_minimum():
     minimize(f_and_grad, [-1.2, 1.0], jac=True, method="L-BFGS-B", options={"maxiter": 3},
              callback=lambda xk: path.append(xk.copy()))
     ours = []
-    minimise(_rosenbrock, ROSENBROCK_START, method="lbfgsb", n_iter=3, progress=False,
-             args=(1.5,), callback=lambda i, p, v: ours.append([p["x"], p["y"]]))
+    minimise(_rosenbrock, ROSENBROCK_START, args=(1.5,), method="lbfgsb", n_iter=3,
+             progress=False,
+             options=OptimOptions(callback=lambda i, p, v: ours.append([p["x"], p["y"]])))
     np.testing.assert_allclose(np.array(ours, dtype=float), np.array(path), rtol=1e-10)
     res = minimise(_rosenbrock, ROSENBROCK_START, method="lbfgsb", n_iter=500, progress=False,
                    args=(1.5,))
@@ -260,8 +261,8 @@ def test_lbfgsb_interrupt_keeps_the_iterations_done():
             raise KeyboardInterrupt
 
     with pytest.warns(RuntimeWarning, match="interrupted after 7"):
-        part = minimise(_rosenbrock, ROSENBROCK_START, method="lbfgsb", n_iter=12,
-                        progress=False, args=(1.0,), callback=ctrl_c)
+        part = minimise(_rosenbrock, ROSENBROCK_START, args=(1.0,), method="lbfgsb", n_iter=12,
+                        progress=False, options=OptimOptions(callback=ctrl_c))
     assert part.interrupted and part.n_iter == 7
     np.testing.assert_array_equal(part.history, full.history[:7])
     np.testing.assert_allclose(float(_rosenbrock(part.params, 1.0)), full.history[7],
@@ -305,7 +306,7 @@ def test_lbfgsb_stalled_line_search_continues_with_optax(monkeypatch):
 
     monkeypatch.setattr(scipy.optimize, "minimize", spy)
     res = minimise(_flat_bottomed_rosenbrock, ROSENBROCK_START, method="lbfgsb", n_iter=100,
-                   patience=20, progress=False)
+                   progress=False, options=OptimOptions(patience=20))
     assert len(calls) >= 2
     for result in calls:   # every SciPy run ended on a failed line search, none converged
         assert result.status == 2 or "RELATIVE REDUCTION" in str(result.message).upper()
@@ -358,8 +359,8 @@ def test_interrupted_fit_keeps_its_iterations_and_is_usable(monkeypatch):
         if i == 4:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(bgplvm_module, "minimise",
-                        lambda fun, params, **k: real(fun, params, callback=ctrl_c, **k))
+    monkeypatch.setattr(bgplvm_module, "minimise", lambda fun, params, *, options, **k: real(
+        fun, params, options=options._replace(callback=ctrl_c), **k))
     with pytest.warns(RuntimeWarning, match="interrupted after 5"):
         part = BayesianGPLVM(**kw).fit(Y)
     assert part.interrupted_ and part.n_iter_ == 5

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import gplvm
-from gplvm.inference.optimise import minimise
+from gplvm.inference.optimise import OptimOptions, minimise
 from gplvm.models.gplvm_family import collapsed_run as bgplvm_module  # its optimiser runs
 from gplvm.models import glm as glm_module
 from gplvm.models import structured as structured_module
@@ -68,8 +68,8 @@ def _stop_at(monkeypatch, module, exc):
         if i == K:
             raise exc
 
-    monkeypatch.setattr(module, "minimise", lambda *a, **kw: real(*a, **{**kw,
-                                                                       "callback": callback}))
+    monkeypatch.setattr(module, "minimise", lambda *a, options, **kw: real(
+        *a, options=options._replace(callback=callback), **kw))
     return lambda: monkeypatch.setattr(module, "minimise", real)
 
 
@@ -153,8 +153,8 @@ def _dp_stop_after(monkeypatch, n_steps, exc):
         if count[0] == n_steps:
             raise exc
 
-    monkeypatch.setattr(dp_fit, "minimise", lambda *a, **kw: real(*a, **{**kw,
-                                                                       "callback": callback}))
+    monkeypatch.setattr(dp_fit, "minimise", lambda *a, options=OptimOptions(), **kw: real(
+        *a, options=options._replace(callback=callback), **kw))
     return lambda: monkeypatch.setattr(dp_fit, "minimise", real) or count[0]
 
 
@@ -205,12 +205,14 @@ def test_minimise_continues_bit_for_bit_from_any_checkpoint(method):
     one taken as the stopping test is met included (the run then stops at once)."""
     start = {"x": jnp.asarray(-1.2), "y": jnp.asarray(1.0)}
     fun = _noisy_rosenbrock if method == "adam" else _rosenbrock
-    opts = dict(method=method, n_iter=60, progress=False, learning_rate=0.05, patience=3)
+    opts = dict(method=method, n_iter=60, progress=False)
+    step = OptimOptions(learning_rate=0.05, patience=3)
     states = []
-    full = minimise(fun, start, checkpoint=states.append, checkpoint_interval=0, **opts)
+    full = minimise(fun, start, options=step._replace(checkpoint=states.append,
+                                                      checkpoint_interval=0), **opts)
     assert len(states) == full.n_iter
     for state in states[::7] + states[-1:]:
-        again = minimise(fun, start, start=state, **opts)
+        again = minimise(fun, start, options=step._replace(start=state), **opts)
         np.testing.assert_array_equal(again.history, full.history)
         assert again.converged == full.converged and again.n_iter == full.n_iter
         for name in start:

@@ -32,7 +32,7 @@ import numpy as np
 import pytest
 
 import gplvm
-from gplvm.inference.optimise import NonFiniteObjectiveError, minimise
+from gplvm.inference.optimise import NonFiniteObjectiveError, OptimOptions, minimise
 from gplvm.models import glm as glm_module
 
 START = {"x": jnp.asarray(-1.2), "y": jnp.asarray(1.0)}
@@ -101,9 +101,9 @@ def _run(method, fault, k):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            result = minimise(_objective(method, fault), START, method=method, n_iter=60,
-                              learning_rate=0.01, progress=False, args=(flag,),
-                              callback=callback)
+            result = minimise(_objective(method, fault), START, args=(flag,), method=method,
+                              n_iter=60, progress=False,
+                              options=OptimOptions(learning_rate=0.01, callback=callback))
         except NonFiniteObjectiveError as err:
             result = err
     return result, iterates, [w for w in caught if issubclass(w.category, RuntimeWarning)]
@@ -147,10 +147,10 @@ def test_runs_without_faults_are_unchanged(method):
     """
     fun = _objective(method, "nan")
     plain = (lambda p, key: _rosenbrock(p)) if method == "adam" else _rosenbrock
-    clean = minimise(fun, START, method=method, n_iter=40, progress=False, learning_rate=0.01,
-                     args=(np.zeros(()),))
-    reference = minimise(plain, START, method=method, n_iter=40, progress=False,
-                         learning_rate=0.01)
+    step = OptimOptions(learning_rate=0.01)
+    clean = minimise(fun, START, args=(np.zeros(()),), method=method, n_iter=40,
+                     progress=False, options=step)
+    reference = minimise(plain, START, method=method, n_iter=40, progress=False, options=step)
     assert len(clean.history) == len(reference.history)
     np.testing.assert_allclose(clean.history, reference.history, rtol=1e-9, atol=1e-12)
     for name in START:
@@ -182,7 +182,7 @@ def test_glm_fit_with_a_fault_keeps_the_last_finite_state(monkeypatch):
     kw = dict(n_features=10, n_mixture=2, n_iter=20, random_state=0, progress=False)
     real, k = glm_module.minimise, 6
 
-    def with_fault(fun, params, *, args, **options):
+    def with_fault(fun, params, *, args, options, **rest):
         flag = np.zeros(())
 
         def faulty(p, key, flag, *rest):
@@ -192,14 +192,15 @@ def test_glm_fit_with_a_fault_keeps_the_last_finite_state(monkeypatch):
             if i == k - 1:
                 flag[...] = np.nan
 
-        return real(faulty, params, args=(flag, *args), callback=callback, **options)
+        return real(faulty, params, args=(flag, *args),
+                    options=options._replace(callback=callback), **rest)
 
-    def interrupted_at(fun, params, **options):
+    def interrupted_at(fun, params, *, options, **rest):
         def callback(i, p, value):
             if i == k - 1:
                 raise KeyboardInterrupt
 
-        return real(fun, params, callback=callback, **options)
+        return real(fun, params, options=options._replace(callback=callback), **rest)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -233,12 +234,13 @@ def test_bgplvm_fit_with_a_persistent_fault_keeps_the_last_finite_state(monkeypa
     kw = dict(n_components=2, n_inducing=5, max_iter=8, random_state=0, progress=False)
     real, k, flag = bgplvm_module.minimise, 5, np.zeros(())
 
-    def with_fault(fun, params, *, args, **options):
+    def with_fault(fun, params, *, args, options, **rest):
         def callback(i, p, value):
             if i == k - 1:
                 flag[...] = np.nan
 
-        return real(_bound_with_flag, params, args=(flag, *args), callback=callback, **options)
+        return real(_bound_with_flag, params, args=(flag, *args),
+                    options=options._replace(callback=callback), **rest)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -267,8 +269,8 @@ def test_bgplvm_non_finite_at_the_start_climbs_the_jitter_ladder_then_names_the_
     from gplvm.models.gplvm_family import collapsed_run as bgplvm_module
     Y = np.random.default_rng(1).normal(size=(20, 4))
     real, flag = bgplvm_module.minimise, np.full((), np.nan)
-    monkeypatch.setattr(bgplvm_module, "minimise", lambda fun, params, *, args, **options:
-                        real(_bound_with_flag, params, args=(flag, *args), **options))
+    monkeypatch.setattr(bgplvm_module, "minimise", lambda fun, params, *, args, **rest:
+                        real(_bound_with_flag, params, args=(flag, *args), **rest))
     with warnings.catch_warnings(record=True) as caught, \
             pytest.raises(NonFiniteObjectiveError, match="starting parameters"):
         warnings.simplefilter("always")

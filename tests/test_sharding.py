@@ -405,7 +405,8 @@ FIT_SCRIPT = textwrap.dedent("""
     def stop(i, params, value):
         if i == 15:
             raise KeyboardInterrupt
-    bg.minimise = lambda *a, **k: real_minimise(*a, **{**k, "callback": stop})
+    bg.minimise = lambda *a, options, **k: real_minimise(
+        *a, options=options._replace(callback=stop), **k)
     part = gplvm.BayesianGPLVM(devices=4, checkpoint=out + "/part.npz", **kw).fit(Y)
     bg.minimise = real_minimise
     part_resumed = gplvm.load(out + "/part.npz").resume()

@@ -3,6 +3,7 @@ with its rows sharded over devices and processes (:mod:`.sharding`)."""
 
 from gplvm.inference import mcmc, sharding
 from gplvm.inference.mcmc import ChainResult, run_chains
-from gplvm.inference.optimise import OptimResult, minimise
+from gplvm.inference.optimise import OptimOptions, OptimResult, minimise
 
-__all__ = ["ChainResult", "OptimResult", "mcmc", "minimise", "run_chains", "sharding"]
+__all__ = ["ChainResult", "OptimOptions", "OptimResult", "mcmc", "minimise", "run_chains",
+           "sharding"]

@@ -34,6 +34,12 @@ so that
   at most every ``checkpoint_interval`` seconds, the result carries the last one, and
   ``start=`` continues a run from it, bit for bit for the optax methods (estimators'
   ``checkpoint=path`` and ``resume()``, issue 16).
+
+What a call says often (the objective, its data, the method, the iterations, the bar) are
+:func:`minimise`'s own arguments; the rest (Adam's step size, the stopping test's tolerance and
+patience, an explicit optax transformation, the PRNG key, the callback, the state to continue
+from and the checkpoint with its interval) is one :class:`OptimOptions`, so that
+``minimise(fun, u, args=(problem,), n_iter=200, desc="BayesianGPLVM")`` reads as it runs.
 """
 
 from __future__ import annotations
@@ -71,6 +77,44 @@ class OptimState(NamedTuple):
     key: Any
     history: np.ndarray
     quiet: int
+
+
+class OptimOptions(NamedTuple):
+    """:func:`minimise`'s less common arguments; every field has the default of a plain run.
+
+    Attributes:
+        learning_rate: Adam's step size (ignored by the L-BFGS methods, which line-search).
+        tol, patience: the L-BFGS methods stop when the relative change of the objective stays
+            below ``tol`` for ``patience`` consecutive iterations; Adam runs all ``n_iter``
+            (its objective is noisy).
+        optimizer: an explicit optax transformation overriding the default of ``"lbfgs"`` or
+            ``"adam"``.
+        key: a ``jax.random`` key for stochastic objectives (default ``PRNGKey(0)``).
+        callback: called as ``callback(i, params, value)`` after each iteration, with the
+            updated parameters and the objective before the update.
+        start: an :class:`OptimState` (a result's ``state``, or one given to ``checkpoint``) to
+            continue from instead of ``params``: its history counts towards ``n_iter``.  With
+            ``"lbfgs"`` or ``"adam"`` (and the same ``fun``, ``args``, ``optimizer`` and
+            ``n_iter``) the continued run is bit for bit the uninterrupted one: the optax state,
+            the PRNG key and the stopping test's count are restored.  SciPy's L-BFGS-B keeps
+            its curvature memory and line-search state inside a Fortran routine that cannot be
+            saved, so ``"lbfgsb"`` restarts from the state's parameters with an empty memory:
+            the same optimum in general, not the same iterates.
+        checkpoint: called as ``checkpoint(state)`` with the :class:`OptimState` after an
+            iteration, at most every ``checkpoint_interval`` seconds (every iteration when 0),
+            so that a killed process loses at most that much work.
+        checkpoint_interval: seconds between calls of ``checkpoint``.
+    """
+
+    learning_rate: float = 0.01
+    tol: float = 1e-9
+    patience: int = 10
+    optimizer: Optional[optax.GradientTransformation] = None
+    key: Optional[jax.Array] = None
+    callback: Optional[Callable[[int, Any, float], None]] = None
+    start: Optional[OptimState] = None
+    checkpoint: Optional[Callable[[OptimState], None]] = None
+    checkpoint_interval: float = 60.0
 
 
 class OptimResult(NamedTuple):
@@ -473,15 +517,9 @@ def _lbfgsb_phase(fit: _Fit, state: _Iterate) -> str:
     return "ended"
 
 
-def minimise(fun: Callable, params, *, method: str = "lbfgs", n_iter: int = 1000,
-             learning_rate: float = 0.01, tol: float = 1e-9, patience: int = 10,
-             key: Optional[jax.Array] = None, progress: bool = True, desc: str = "fit",
-             optimizer: Optional[optax.GradientTransformation] = None,
-             args: tuple = (),
-             callback: Optional[Callable[[int, Any, float], None]] = None,
-             start: Optional[OptimState] = None,
-             checkpoint: Optional[Callable[[OptimState], None]] = None,
-             checkpoint_interval: float = 60.0) -> OptimResult:
+def minimise(fun: Callable, params, *, args: tuple = (), method: str = "lbfgs",
+             n_iter: int = 1000, progress: bool = True, desc: str = "fit",
+             options: OptimOptions = OptimOptions()) -> OptimResult:
     """Minimise ``fun`` over a pytree of parameters.
 
     Args:
@@ -491,31 +529,17 @@ def minimise(fun: Callable, params, *, method: str = "lbfgs", n_iter: int = 1000
             compiled functions are cached per ``fun``, so a module-level ``fun`` compiles once
             per shape for every fit.
         params: initial unconstrained parameters (any pytree of float arrays).
+        args: the further arguments of ``fun``.
         method: ``"lbfgs"`` (optax), ``"lbfgsb"`` (SciPy's L-BFGS-B) or ``"adam"``.
         n_iter: the most iterations.
-        learning_rate: Adam's step size (ignored by the L-BFGS methods, which line-search).
-        tol: the L-BFGS methods stop when the relative change of the objective stays below
-            ``tol`` for ``patience`` consecutive iterations; Adam runs all ``n_iter`` (its
-            objective is noisy).
-        key: a ``jax.random`` key for stochastic objectives.
         progress: show a tqdm progress bar: a timed "compiling" phase, then the iterations
             with the current objective.
-        optimizer: an explicit optax transformation overriding the default of ``"lbfgs"`` or
-            ``"adam"``.
-        callback: called as ``callback(i, params, value)`` after each iteration, with the
-            updated parameters and the objective before the update.
-        start: an :class:`OptimState` (a result's ``state``, or one given to ``checkpoint``) to
-            continue from instead of ``params``: its history counts towards ``n_iter``.  With
-            ``"lbfgs"`` or ``"adam"`` (and the same ``fun``, ``args``, ``optimizer`` and
-            ``n_iter``) the continued run is bit for bit the uninterrupted one: the optax state,
-            the PRNG key and the stopping test's count are restored.  SciPy's L-BFGS-B keeps
-            its curvature memory and line-search state inside a Fortran routine that cannot be
-            saved, so ``"lbfgsb"`` restarts from the state's parameters with an empty memory:
-            the same optimum in general, not the same iterates.
-        checkpoint: called as ``checkpoint(state)`` with the :class:`OptimState` after an
-            iteration, at most every ``checkpoint_interval`` seconds (every iteration when 0),
-            so that a killed process loses at most that much work.
-        checkpoint_interval: seconds between calls of ``checkpoint``.
+        desc: the bar's label, and the run's name in warnings.
+        options: the rest (:class:`OptimOptions`: Adam's learning rate, the stopping test's
+            ``tol`` and ``patience``, an explicit optax ``optimizer``, the PRNG ``key``, a
+            per-iteration ``callback``, the ``start`` state to continue from, and the
+            ``checkpoint`` with its ``checkpoint_interval``), e.g.
+            ``options=OptimOptions(learning_rate=0.05, callback=print)``.
 
     Returns:
         :class:`OptimResult` with the final (or last finite) parameters, the history (the
@@ -533,14 +557,17 @@ def minimise(fun: Callable, params, *, method: str = "lbfgs", n_iter: int = 1000
     if method not in METHODS:
         raise ValueError(f"method={method!r}; use 'lbfgs' or 'lbfgsb' (deterministic "
                          f"objectives) or 'adam' (stochastic objectives)")
-    if optimizer is not None and method == "lbfgsb":
-        raise ValueError("optimizer= sets an optax transformation; use method='lbfgs' or "
-                         "'adam' with it, not 'lbfgsb'")
+    o = options
+    if o.optimizer is not None and method == "lbfgsb":
+        raise ValueError("OptimOptions(optimizer=...) sets an optax transformation; use "
+                         "method='lbfgs' or 'adam' with it, not 'lbfgsb'")
+    start, checkpoint, key = o.start, o.checkpoint, o.key
     state = _starting(_strong(params if start is None else start.params), start)
     timer = CheckpointTimer(None if checkpoint is None else
-                            lambda state: checkpoint(_snapshot(state)), checkpoint_interval)
-    fit = _Fit(_Settings(fun, args, method, learning_rate, optimizer, n_iter, tol, patience),
-               callback, Progress(n_iter, desc, progress, initial=len(state.history)), timer,
+                            lambda state: checkpoint(_snapshot(state)), o.checkpoint_interval)
+    fit = _Fit(_Settings(fun, args, method, o.learning_rate, o.optimizer, n_iter, o.tol,
+                         o.patience),
+               o.callback, Progress(n_iter, desc, progress, initial=len(state.history)), timer,
                state)
     end, interrupted, fault = None, False, None
     try:

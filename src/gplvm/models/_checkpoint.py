@@ -24,6 +24,7 @@ import functools
 import os
 from typing import Any, Callable
 
+from gplvm.inference.optimise import OptimOptions, OptimState
 from gplvm.models._common import check_is_fitted
 
 _HELD: dict = {}    # resolved checkpoint path -> [lock file descriptor, depth]
@@ -127,16 +128,19 @@ class ResumableMixin:
         """Whether a run was stopped before its end (``_resume_`` holds where)."""
         return getattr(self, "_resume_", None) is not None
 
-    def _checkpointing(self, record: Callable[[Any], None]) -> dict:
-        """The ``checkpoint`` and ``checkpoint_interval`` arguments of
-        :func:`gplvm.inference.minimise`: ``record(state)`` sets the fitted attributes of the
-        iterate (flagged interrupted) and ``_resume_``, then the model is saved."""
+    def _checkpointing(self, record: Callable[[Any], None],
+                       start: OptimState | None = None) -> OptimOptions:
+        """The :class:`~gplvm.inference.OptimOptions` of a run of
+        :func:`gplvm.inference.minimise` that continues from ``start`` (None: from its
+        parameters) and checkpoints every ``checkpoint_interval`` seconds: ``record(state)``
+        sets the fitted attributes of the iterate (flagged interrupted) and ``_resume_``, then
+        the model is saved.  An estimator adds its own options with ``_replace``."""
         def write(state):
             record(state)
             self.save(self.checkpoint)
 
-        return {"checkpoint": None if self.checkpoint is None else write,
-                "checkpoint_interval": float(self.checkpoint_interval)}
+        return OptimOptions(start=start, checkpoint=None if self.checkpoint is None else write,
+                            checkpoint_interval=float(self.checkpoint_interval))
 
     def _end_run(self, interrupted: bool) -> None:
         """After a run: a finished one keeps nothing to resume (nor the data held for it);

@@ -281,12 +281,12 @@ class BayesianGLM(ResumableMixin, SaveMixin, BaseEstimator):
         X, lik = run["X"], run["likelihood"]
         B = min(X.shape[0], 256) if self.batch_size is None else int(min(self.batch_size,
                                                                          X.shape[0]))
-        res = minimise(core.neg_elbo(B, int(self.n_samples)), run["u0"], method="adam",
-                       n_iter=int(self.n_iter),
-                       optimizer=core.optimizer(float(self.learning_rate), int(self.n_iter)),
-                       key=run["key"], progress=self.progress, desc=f"BayesianGLM ({lik.name})",
-                       args=(run["features"], lik, X, run["y"]), start=run["state"],
-                       **self._checkpointing(self._record_checkpoint))
+        options = self._checkpointing(self._record_checkpoint, run["state"])._replace(
+            optimizer=core.optimizer(float(self.learning_rate), int(self.n_iter)), key=run["key"])
+        res = minimise(core.neg_elbo(B, int(self.n_samples)), run["u0"],
+                       args=(run["features"], lik, X, run["y"]), method="adam",
+                       n_iter=int(self.n_iter), progress=self.progress,
+                       desc=f"BayesianGLM ({lik.name})", options=options)
         self._set_fitted(res.params, res.history, res.interrupted)
         if res.interrupted:
             self._resume_ = {**run, "state": res.state}

@@ -18,7 +18,7 @@ from gplvm._params import (FEATURES, FLAG, NON_NEGATIVE, NON_NEGATIVE_INT, POSIT
                           PRIOR_VAR, RANDOM_STATE, check_params, optional)
 from gplvm._random import as_key
 from gplvm.features import AbstractFeatureMap
-from gplvm.inference import minimise
+from gplvm.inference import OptimOptions, minimise
 from gplvm.inference.optimise import NonFiniteObjectiveError
 from gplvm.io import SaveMixin
 from gplvm.registry import register
@@ -173,9 +173,9 @@ class BayesianLinearRegression(SaveMixin, RegressorMixin, BaseEstimator):
         for r in range(int(self.n_restarts) + 1):
             start = u0 if r == 0 else _perturb(u0, jax.random.fold_in(key, r))
             try:
-                res = minimise(_neg_lml, start, method="lbfgs", n_iter=int(self.max_iter),
-                               tol=float(self.tol), progress=self.progress,
-                               desc=f"BLR fit {r + 1}", args=(fmap, Xj, ys))
+                res = minimise(_neg_lml, start, args=(fmap, Xj, ys), method="lbfgs",
+                               n_iter=int(self.max_iter), progress=self.progress,
+                               desc=f"BLR fit {r + 1}", options=OptimOptions(tol=float(self.tol)))
             except NonFiniteObjectiveError as err:  # no finite marginal likelihood there:
                 failed = err                            # skip this start
                 continue

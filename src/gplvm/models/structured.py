@@ -186,9 +186,9 @@ class StructuredGPLVM(ResumableMixin, AbstractGPLVM):
         """L-BFGS from the start (or the stored state) in ``_resume_``; sets the fitted
         attributes and saves the checkpoint."""
         run = self._resume_
-        result = minimise(negative_bound, run["u"], method="lbfgs", n_iter=int(self.max_iter),
-                          progress=self.progress, desc="StructuredGPLVM", args=(run["problem"],),
-                          start=run["state"], **self._checkpointing(self._record_checkpoint))
+        result = minimise(negative_bound, run["u"], args=(run["problem"],), method="lbfgs",
+                          n_iter=int(self.max_iter), progress=self.progress, desc="StructuredGPLVM",
+                          options=self._checkpointing(self._record_checkpoint, run["state"]))
         if result.n_iter >= self.max_iter and not result.converged and not result.interrupted:
             warnings.warn(f"StructuredGPLVM: L-BFGS stopped at max_iter={self.max_iter} before "
                           f"the bound converged; raise max_iter", ConvergenceWarning,

@@ -59,10 +59,10 @@ class CollapsedRun:
         fun = negative_bound_keyed if self.optimizer == "adam" else negative_bound
 
         def rung(u, problem, state, n_iter, histories):
-            return minimise(fun, u, method=self.optimizer, n_iter=n_iter,
-                            learning_rate=self.learning_rate, progress=self.progress,
-                            desc="BayesianGPLVM", args=(problem,), start=state,
-                            **self._checkpointing(self._recorder(problem, histories)))
+            options = self._checkpointing(self._recorder(problem, histories), state)._replace(
+                learning_rate=self.learning_rate)
+            return minimise(fun, u, args=(problem,), method=self.optimizer, n_iter=n_iter,
+                            progress=self.progress, desc="BayesianGPLVM", options=options)
 
         ladder = climb(rung, run["u"], self._with_rows(run), run["state"], run["earlier"],
                        int(self.max_iter), "BayesianGPLVM")

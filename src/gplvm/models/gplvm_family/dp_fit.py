@@ -126,9 +126,9 @@ class _Run:
         state = self.state if state is None else state
         while True:
             try:
-                result = minimise(atoms.negative_gp_part, u, n_iter=n_steps, progress=False,
-                                  desc="DPGPLVM",
-                                  args=(self.problem, state.phi, self.priors.atom))
+                result = minimise(atoms.negative_gp_part, u,
+                                  args=(self.problem, state.phi, self.priors.atom),
+                                  n_iter=n_steps, progress=False, desc="DPGPLVM")
             except NonFiniteObjectiveError as err:   # non-finite at u: a larger jitter next
                 result = err.result
             stopped_early = (result.n_iter < n_steps and not result.converged

@@ -46,8 +46,8 @@ def per_column_fit(u: dict, problem: Problem, prior: atoms.AtomPrior, n_steps: i
     first = atoms.atom(u["kernel"], 0)
     u_cols = dict(u, kernel=atoms.stack_atoms([first] * D),
                   noise_var=jnp.full(D, u["noise_var"][0]))
-    result = minimise(atoms.negative_gp_part, u_cols, n_iter=n_steps, progress=False,
-                      desc="DPGPLVM init", args=(problem, jnp.eye(D), prior))
+    result = minimise(atoms.negative_gp_part, u_cols, args=(problem, jnp.eye(D), prior),
+                      n_iter=n_steps, progress=False, desc="DPGPLVM init")
     if result.interrupted:  # Ctrl-C: stop the fit, not go on from a truncated start
         raise KeyboardInterrupt
     return result.params
