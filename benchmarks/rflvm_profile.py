@@ -271,8 +271,7 @@ def make_steps(spec: RFLVMSpec):
         steps["W"] = w_step
 
     def x_step(key, state, data):
-        return sw._update_latents(key, spec, data, state, state.Y_fill if kind == "gaussian"
-                                  else data.Y, jnp.zeros(1))[0].X
+        return sw._update_latents(key, spec, data, state, jnp.zeros(1))[0].X
 
     def dp_step(key, state, data):
         a, b = spec.alpha_prior

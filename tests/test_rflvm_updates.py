@@ -24,7 +24,7 @@ from gplvm.models.rflvm.frequencies import (update_frequencies_collapsed,
                                              update_frequencies_given_beta)
 from gplvm.inference.mcmc import ess_init, ess_step
 from gplvm.models.rflvm.latents import _row_ll_on, update_x_static
-from gplvm.models.rflvm.spec import RFLVMData
+from gplvm.models.rflvm.spec import MapParams, RFLVMData, RFLVMSpec
 from gplvm.kernels import RBF
 from gplvm.samplers import polya_gamma
 
@@ -360,10 +360,12 @@ def test_latent_row_slice_matches_grid_posterior():
     psi = np.asarray(design(jnp.asarray(x_true), W, True) @ beta)
     y = rng.poisson(np.exp(psi)).astype(float)
     data = _data(y)
+    spec = RFLVMSpec(likelihood="poisson", n_components=1, n_freq=2, n_outputs=6,
+                     intercept=True, n_x_steps=40)
+    theta = MapParams(W, beta, jnp.ones(6), jnp.ones(6))
 
     def chain(key):
-        return update_x_static(key, jnp.zeros((1, 1)), "poisson", data, jnp.asarray(y), W,
-                               beta, jnp.ones(6), jnp.ones(6), True, n_steps=40)[0][0, 0]
+        return update_x_static(key, jnp.zeros((1, 1)), spec, data, theta)[0][0, 0]
 
     draws = np.asarray(jax.jit(jax.vmap(chain))(jax.random.split(jax.random.PRNGKey(13),
                                                                    N_CHAINS)))
@@ -410,7 +412,9 @@ def test_compacted_slices_take_the_single_loops_path():
     beta = jnp.asarray(rng.normal(size=(P, D)))
     Y = jnp.asarray(rng.poisson(3.0, (N, D)).astype(float))
     data = _data(Y, offset=0.3 * rng.normal(size=(N, 1)))
-    on = _row_ll_on("poisson", data, Y, W, beta, jnp.ones(D), jnp.ones(D), True)
+    spec = RFLVMSpec(likelihood="poisson", n_components=1, n_freq=2, n_outputs=D,
+                     intercept=True)
+    on = _row_ll_on(spec, data, MapParams(W, beta, jnp.ones(D), jnp.ones(D)))
     X, nu = (jnp.asarray(rng.normal(size=(N, 1))) for _ in range(2))
     single, compacted = jax.jit(lambda k: _single_loop_and_compacted(k, X, on(None), on, nu))(
         jax.random.PRNGKey(0))

@@ -32,6 +32,7 @@ from gplvm.inference.mcmc import ess_init, ess_step, mh_init, mh_step
 from gplvm.linalg import jitter_floor
 from gplvm.models.rflvm.features import design
 from gplvm.models.rflvm.loglik import row_log_lik
+from gplvm.models.rflvm.spec import MapParams, RFLVMData, RFLVMSpec
 
 Array = jax.Array
 
@@ -41,37 +42,46 @@ TIME_PRIOR_MEAN = np.array([-2.3, 0.0])
 TIME_PRIOR_SD = np.array([1.0, 1.0])
 
 
-def _row_ll_on(kind, data, Y, W, beta, noise_var, dispersion, intercept):
-    """``rows -> (X_rows -> log p(y_n | x_n, W, β) for those rows)``; ``rows`` None for all.
+def _row_ll_on(spec: RFLVMSpec, data: RFLVMData, theta: MapParams):
+    """``rows -> (X_rows -> log p(y_n | x_n, θ) for those rows)``; ``rows`` None for all.
 
     A row's log-likelihood needs its own data only (O(M·D) per row), so the slice sampler can
     evaluate just the rows still shrinking (:func:`gplvm.inference.mcmc.elliptical_slice`).
+
+    Args:
+        spec: the likelihood (``spec.likelihood``) and whether β has an intercept row.
+        data: the rows' ``Y``, ``observed``, ``offset`` and ``trials`` (the sweep passes its
+            :class:`.spec.RFLVMData`, so X is conditioned on the observed entries only).
+        theta: the map (W, β, σ², r) that X is conditioned on.
     """
     def on(rows):
         take = (lambda a: a) if rows is None else (lambda a: a[rows])
-        Y_r, obs_r, offset_r, trials_r = map(take, (Y, data.observed, data.offset, data.trials))
+        Y_r, obs_r, offset_r, trials_r = map(take, (data.Y, data.observed, data.offset,
+                                                    data.trials))
 
         def fn(X):
-            psi = design(X, W, intercept) @ beta + offset_r
-            return row_log_lik(kind, Y_r, psi, obs_r, trials_r, noise_var, dispersion)
+            psi = design(X, theta.W, spec.intercept) @ theta.beta + offset_r
+            return row_log_lik(spec.likelihood, Y_r, psi, obs_r, trials_r, theta.noise_var,
+                               theta.dispersion)
         return fn
     return on
 
 
-def _row_ll_fn(kind, data, Y, W, beta, noise_var, dispersion, intercept):
-    return _row_ll_on(kind, data, Y, W, beta, noise_var, dispersion, intercept)(None)
+def _row_ll_fn(spec: RFLVMSpec, data: RFLVMData, theta: MapParams):
+    return _row_ll_on(spec, data, theta)(None)
 
 
-def update_x_static(key: Array, X: Array, kind, data, Y, W, beta, noise_var, dispersion,
-                    intercept: bool, n_steps: int = 1) -> tuple[Array, Array]:
-    """``n_steps`` elliptical-slice updates of every row of X under N(0, I).
+def update_x_static(key: Array, X: Array, spec: RFLVMSpec, data: RFLVMData,
+                    theta: MapParams) -> tuple[Array, Array]:
+    """``spec.n_x_steps`` elliptical-slice updates of every row of X under N(0, I), given the
+    map ``theta`` (``spec``, ``data``: as :func:`_row_ll_on` reads them).
 
     Returns:
         (X, mean number of points evaluated on the ellipse per row and step, Σ_n log p(y_n |
         x_n, ·) at the new X in :func:`.loglik.psi_log_lik`'s terms — the slice's own
         values, which the sweep's trace reuses).
     """
-    on = _row_ll_on(kind, data, Y, W, beta, noise_var, dispersion, intercept)
+    on = _row_ll_on(spec, data, theta)
     fn = on(None)
 
     def step(carry, key):
@@ -85,19 +95,19 @@ def update_x_static(key: Array, X: Array, kind, data, Y, W, beta, noise_var, dis
                 jnp.mean(info.n_proposals.astype(X.dtype)))
 
     (X, log_lik), n_proposals = lax.scan(step, (X, jnp.zeros((), X.dtype)),
-                                         jax.random.split(key, n_steps))
+                                         jax.random.split(key, spec.n_x_steps))
     return X, jnp.mean(n_proposals), log_lik
 
 
-def map_x_static(X: Array, kind, data, Y, W, beta, noise_var, dispersion, intercept: bool,
-                 n_steps: int = 5) -> Array:
-    """Move every row of X uphill on log p(y_n | x_n, W, β) + log N(x_n | 0, I).
+def map_x_static(X: Array, spec: RFLVMSpec, data: RFLVMData, theta: MapParams) -> Array:
+    """Move every row of X uphill on log p(y_n | x_n, θ) + log N(x_n | 0, I), by
+    ``spec.map_steps`` steps.
 
     Each step goes along the row's gradient g (capped at unit length) by the best of the step
     sizes 4^0 .. 4^-5, or stays put if none improves: a per-row backtracking line search done
     as one batched evaluation, so no step size needs tuning.  Used only during burn-in.
     """
-    fn = _row_ll_fn(kind, data, Y, W, beta, noise_var, dispersion, intercept)
+    fn = _row_ll_fn(spec, data, theta)
 
     def log_post(X):
         return fn(X) - 0.5 * jnp.sum(X**2, axis=1)
@@ -115,7 +125,7 @@ def map_x_static(X: Array, kind, data, Y, W, beta, noise_var, dispersion, interc
         better = vals[best, rows] > log_post(X)
         return jnp.where(better[:, None], cands[best, rows], X), None
 
-    X, _ = lax.scan(step, X, None, length=n_steps)
+    X, _ = lax.scan(step, X, None, length=spec.map_steps)
     return X
 
 
@@ -169,16 +179,17 @@ def time_prior_log_density(X: Array, B: Array, d: Array, whitener=None) -> Array
     return jnp.sum(-0.5 * (N * jnp.log(2 * jnp.pi) + logdet + quad))
 
 
-def update_x_dynamic(key: Array, X: Array, time_params: Array, kind, data, Y, W, beta,
-                     noise_var, dispersion, intercept: bool, inducing_times: Array,
-                     n_steps: int = 1):
-    """Elliptical slice on each column of X under the GP time prior, then the time kernel.
+def update_x_dynamic(key: Array, X: Array, time_params: Array, spec: RFLVMSpec,
+                     data: RFLVMData, theta: MapParams, inducing_times: Array):
+    """Elliptical slice on each column of X under the GP time prior (time stamps
+    ``data.time``, inducing times ``inducing_times``), then the time kernel, ``spec.n_x_steps``
+    times, given the map ``theta`` (``spec``, ``data``: as :func:`_row_ll_on` reads them).
 
     Returns:
         (X, time_params, mean number of points evaluated on the ellipse per column and step).
     """
     t = data.time
-    fn_rows = _row_ll_fn(kind, data, Y, W, beta, noise_var, dispersion, intercept)
+    fn_rows = _row_ll_fn(spec, data, theta)
 
     def column_step(carry, inputs):
         X, B, d = carry
@@ -203,16 +214,17 @@ def update_x_dynamic(key: Array, X: Array, time_params: Array, kind, data, Y, W,
         return (X, params), jnp.mean(n_proposals)
 
     (X, time_params), n_proposals = lax.scan(sweep, (X, time_params),
-                                             jax.random.split(key, n_steps))
+                                             jax.random.split(key, spec.n_x_steps))
     return X, time_params, jnp.mean(n_proposals)
 
 
-def map_x_dynamic(X: Array, time_params: Array, kind, data, Y, W, beta, noise_var, dispersion,
-                  intercept: bool, inducing_times: Array, n_steps: int = 5) -> Array:
-    """Move X uphill on log p(Y | X, W, β) + Σ_q log N(x_q | 0, C) (the burn-in warm-up of
-    the dynamic model; the rows are coupled by the time prior, so one step size for all of X
-    is chosen by the same batched backtracking as :func:`map_x_static`)."""
-    fn_rows = _row_ll_fn(kind, data, Y, W, beta, noise_var, dispersion, intercept)
+def map_x_dynamic(X: Array, time_params: Array, spec: RFLVMSpec, data: RFLVMData,
+                  theta: MapParams, inducing_times: Array) -> Array:
+    """Move X uphill on log p(Y | X, θ) + Σ_q log N(x_q | 0, C) by ``spec.map_steps`` steps
+    (the burn-in warm-up of the dynamic model; the rows are coupled by the time prior, so one
+    step size for all of X is chosen by the same batched backtracking as
+    :func:`map_x_static`)."""
+    fn_rows = _row_ll_fn(spec, data, theta)
     B, d = time_prior_factors(data.time, inducing_times, time_params)
     whitener = time_prior_whitener(B, d)
 
@@ -231,7 +243,7 @@ def map_x_dynamic(X: Array, time_params: Array, kind, data, Y, W, beta, noise_va
         best = jnp.argmax(vals)
         return jnp.where(vals[best] > log_post(X), cands[best], X), None
 
-    X, _ = lax.scan(step, X, None, length=n_steps)
+    X, _ = lax.scan(step, X, None, length=spec.map_steps)
     return X
 
 

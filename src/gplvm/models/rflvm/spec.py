@@ -139,6 +139,32 @@ class RFLVMData(NamedTuple):
     log_factorial: Any = None
 
 
+class MapParams(NamedTuple):
+    """The parameters θ = (W, β, σ², r) of the map x ↦ p(y | x) (seed 000, eq. 21): what a
+    latent point is conditioned on, in the X step and in predictions for new rows.
+
+    One draw has W (M/2, Q), beta (P, D), noise_var (D,), dispersion (D,); the predictions of
+    :mod:`.predict` take S stored draws stacked on a leading axis (S, ...).  A NamedTuple, so
+    a pytree: ``jax.vmap`` over stored draws maps every field at once.
+
+    Attributes:
+        W: frequencies.
+        beta: weights.
+        noise_var: Gaussian noise variances σ_j² (ones for other likelihoods).
+        dispersion: negative-binomial r_j (ones for other likelihoods).
+    """
+
+    W: Array
+    beta: Array
+    noise_var: Array
+    dispersion: Array
+
+    @classmethod
+    def of(cls, state: "RFLVMState") -> "MapParams":
+        """The map of one chain's current position."""
+        return cls(state.W, state.beta, state.noise_var, state.dispersion)
+
+
 @register("gplvm.state.RFLVMState")
 class RFLVMState(NamedTuple):
     """One chain's position.

@@ -49,7 +49,7 @@ from gplvm.models.rflvm.latents import (_row_ll_fn, map_x_dynamic, map_x_static,
                                           update_x_static)
 from gplvm.models.rflvm.loglik import full_log_lik, log_lik_constant
 from gplvm.models.rflvm.scale import scale_moves
-from gplvm.models.rflvm.spec import RFLVMData, RFLVMSpec, RFLVMState
+from gplvm.models.rflvm.spec import MapParams, RFLVMData, RFLVMSpec, RFLVMState
 from gplvm.models.rflvm.weights import (collapsed_terms, sample_beta_pg,
                                          sample_beta_pg_column, sample_noise_var,
                                          sample_beta_gaussian)
@@ -151,7 +151,7 @@ def _sweep_gaussian(key, spec, data, state, inducing_times):
         # X given the observed entries only (the missing ones integrated out), then the
         # missing entries redrawn at the new X: a partially collapsed step followed by the
         # draw it needs.
-        state, log_lik = _update_latents(k_x, spec, data, state, data.Y, inducing_times)
+        state, log_lik = _update_latents(k_x, spec, data, state, inducing_times)
     beta = state.beta
 
     def fill():
@@ -230,28 +230,27 @@ def _sweep_counts(key, spec, data, state, inducing_times):
                                              spec.likelihood, data, state.noise_var,
                                              state.dispersion, Phi, F)
     state = state._replace(W=W, accept_W=_fraction(n_acc, spec.n_freq, Phi.dtype))
-    return _update_latents(k_x, spec, data, state, data.Y, inducing_times)
+    return _update_latents(k_x, spec, data, state, inducing_times)
 
 
-def _update_latents(key, spec, data, state, Y, inducing_times):
-    """X by elliptical slice (or, in the first ``spec.map_sweeps`` sweeps, uphill), with the
-    mean number of ellipse points per block (NaN in a MAP sweep).
+def _update_latents(key, spec, data, state, inducing_times):
+    """X given the map θ = (W, β, σ², r) and the observed entries of ``data``, by elliptical
+    slice (or, in the first ``spec.map_sweeps`` sweeps, uphill), with the mean number of
+    ellipse points per block (NaN in a MAP sweep).
 
     Returns:
         (state, Σ over observed entries of :func:`.loglik.psi_log_lik` at the new X, or None
         for the dynamic model, whose slices move columns and keep no per-row values).
     """
-    args = (spec.likelihood, data, Y, state.W, state.beta, state.noise_var, state.dispersion,
-            spec.intercept)
+    theta = MapParams.of(state)
     no_proposals = jnp.full((), jnp.nan, state.X.dtype)
     if spec.dynamic:
         def sample():
-            return update_x_dynamic(key, state.X, state.time_params, *args,
-                                    inducing_times=inducing_times, n_steps=spec.n_x_steps)
+            return update_x_dynamic(key, state.X, state.time_params, spec, data, theta,
+                                    inducing_times)
 
         def climb():
-            X = map_x_dynamic(state.X, state.time_params, *args,
-                              inducing_times=inducing_times, n_steps=spec.map_steps)
+            X = map_x_dynamic(state.X, state.time_params, spec, data, theta, inducing_times)
             # The time kernel still moves (by its Metropolis step) during the warm-up.
             k1, k2 = jax.random.split(key)
             return X, update_time_params(k1, k2, X, state.time_params, data.time,
@@ -265,11 +264,11 @@ def _update_latents(key, spec, data, state, Y, inducing_times):
         return state._replace(X=X, time_params=time_params, n_proposals_X=n_proposals), None
 
     def sample():
-        return update_x_static(key, state.X, *args, n_steps=spec.n_x_steps)
+        return update_x_static(key, state.X, spec, data, theta)
 
     def climb():
-        X = map_x_static(state.X, *args, n_steps=spec.map_steps)
-        return X, no_proposals, jnp.sum(_row_ll_fn(*args)(X))
+        X = map_x_static(state.X, spec, data, theta)
+        return X, no_proposals, jnp.sum(_row_ll_fn(spec, data, theta)(X))
 
     if spec.map_sweeps > 0:
         X, n_proposals, log_lik = lax.cond(state.n_sweeps < spec.map_sweeps, climb, sample)
