@@ -596,8 +596,8 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         Ys = standardise_kept(Y, self.Y_mean_, self.Y_std_)
         keys = pred.row_keys(as_key(self.random_state), Ys, np.asarray(data.offset))
         return pred.infer_new_latents(keys, self._spec_.likelihood, self._spec_.intercept,
-                                      int(self.transform_steps), data.Y, data.observed,
-                                      data.offset, data.trials, W, beta, nv, disp)
+                                      int(self.transform_steps), pred.Rows.of(data),
+                                      pred.MapParams(W, beta, nv, disp))
 
     @in_model_precision
     def transform(self, Y, return_var: bool = False, *, offset=None):
@@ -670,9 +670,8 @@ class RFLVM(SaveMixin, TransformerMixin, BaseEstimator):
         Y, data = self._prepare_new(Y, offset)
         Xs = self._new_latents(Y, data)
         W, beta, nv, disp = self._map_draws(subset=True)
-        lp = pred.log_predictive_rows(self._spec_.likelihood, self._spec_.intercept, Xs, W,
-                                      beta, nv, disp, data.Y, data.observed, data.offset,
-                                      data.trials)
+        lp = pred.log_predictive_rows(self._spec_.likelihood, self._spec_.intercept, Xs,
+                                      pred.MapParams(W, beta, nv, disp), pred.Rows.of(data))
         # Standardised Gaussian densities back to original units: −Σ log scale_j per entry
         # (of the kept columns: the dropped ones are not scored)
         kept = kept_columns(self.Y_std_)
@@ -766,5 +765,5 @@ def _inducing_times(times, n):
 def _per_draw_means(model, Xs, W, beta, nv, disp, offset, trials=None):
     if trials is None:
         trials = jnp.ones((Xs.shape[1], model.n_outputs_))
-    return pred.expected_y_per_draw(model._spec_.likelihood, model._spec_.intercept, Xs, W,
-                                    beta, nv, disp, offset, trials)
+    return pred.expected_y_per_draw(model._spec_.likelihood, model._spec_.intercept, Xs,
+                                    pred.MapParams(W, beta, nv, disp), offset, trials)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from functools import partial
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -23,6 +24,7 @@ from jax.scipy.special import logsumexp
 from gplvm.inference.mcmc import ess_init, ess_step
 from gplvm.models.rflvm.features import design
 from gplvm.models.rflvm.loglik import full_log_lik, likelihood_object, row_log_lik
+from gplvm.models.rflvm.spec import MapParams
 
 Array = jax.Array
 
@@ -51,14 +53,39 @@ def expected_y(kind: str, psi: Array, trials: Array, noise_var: Array, dispersio
     return lik._inverse_link(psi)
 
 
+class Rows(NamedTuple):
+    """Rows of data as p(y | ψ) reads them: the fields of :class:`.spec.RFLVMData` of the same
+    names, without those that depend on the values of the counts (``nonzero``, ``customers``:
+    their lengths vary from call to call, and each length would compile the predictions
+    again).
+
+    Attributes:
+        Y: (N, J) observations, 0 where missing.
+        observed: (N, D) 1.0 where observed.
+        offset: (N, 1) row offsets.
+        trials: (N, D) binomial trials / multinomial row totals (ones otherwise).
+    """
+
+    Y: Array
+    observed: Array
+    offset: Array
+    trials: Array
+
+    @classmethod
+    def of(cls, data) -> "Rows":
+        """The rows of an :class:`.spec.RFLVMData`."""
+        return cls(data.Y, data.observed, data.offset, data.trials)
+
+
 @partial(jax.jit, static_argnames=("kind", "intercept"))
-def expected_y_per_draw(kind, intercept, X, W, beta, noise_var, dispersion, offset, trials):
-    """E[y | ψ_s] for every stored draw s: X (S, N, Q), W (S, M/2, Q), beta (S, P, D), ...;
-    returns (S, N, J).  Averaging over s gives the posterior expected value."""
-    def one(X, W, beta, noise_var, dispersion):
-        psi = linear_predictor(X, W, beta, offset, intercept)
-        return expected_y(kind, psi, trials, noise_var, dispersion)
-    return jax.vmap(one)(X, W, beta, noise_var, dispersion)
+def expected_y_per_draw(kind, intercept, X, draws: MapParams, offset, trials):
+    """E[y | ψ_s] for every stored draw s: X (S, N, Q) and the draws of the map (W (S, M/2, Q),
+    beta (S, P, D), ...); returns (S, N, J).  Averaging over s gives the posterior expected
+    value.  ``kind`` (the likelihood's name) and ``intercept`` are static."""
+    def one(X, theta):
+        psi = linear_predictor(X, theta.W, theta.beta, offset, intercept)
+        return expected_y(kind, psi, trials, theta.noise_var, theta.dispersion)
+    return jax.vmap(one)(X, draws)
 
 
 def row_keys(key: Array, Y: np.ndarray, offset: np.ndarray) -> Array:
@@ -76,22 +103,24 @@ def row_keys(key: Array, Y: np.ndarray, offset: np.ndarray) -> Array:
 
 
 @partial(jax.jit, static_argnames=("kind", "intercept", "n_steps"))
-def infer_new_latents(keys, kind, intercept, n_steps, Y, observed, offset, trials,
-                      W, beta, noise_var, dispersion):
+def infer_new_latents(keys, kind, intercept, n_steps, rows: Rows, draws: MapParams):
     """x* for new rows under each draw's map: (S, N*, Q), the last of ``n_steps``
     elliptical-slice updates started at 0 (the prior mean).
 
-    Row i uses ``keys[i]`` (:func:`row_keys`) and its own data only: each row runs its own
-    chains (one per draw), so its latent does not depend on the other rows of the call.
+    Row i uses ``keys[i]`` (:func:`row_keys`) and its own data only (``rows``, each field
+    with N* rows): each row runs its own chains (one per stored draw of ``draws``, S on the
+    leading axis), so its latent does not depend on the other rows of the call.
     """
-    S, Q = W.shape[0], W.shape[-1]
+    S, Q = draws.W.shape[0], draws.W.shape[-1]
 
-    def per_row(key, y, obs, off, tr):
-        def per_draw(key, W, beta, noise_var, dispersion):
+    def per_row(key, row):
+        y, obs, off, tr = row
+
+        def per_draw(key, theta):
             def fn(x):                                    # (1, Q) -> (1,)
-                psi = linear_predictor(x, W, beta, off[None], intercept)
-                return row_log_lik(kind, y[None], psi, obs[None], tr[None], noise_var,
-                                   dispersion)
+                psi = linear_predictor(x, theta.W, theta.beta, off[None], intercept)
+                return row_log_lik(kind, y[None], psi, obs[None], tr[None], theta.noise_var,
+                                   theta.dispersion)
 
             def step(x, key):
                 key_nu, key_ess = jax.random.split(key)
@@ -102,19 +131,19 @@ def infer_new_latents(keys, kind, intercept, n_steps, Y, observed, offset, trial
             x, _ = lax.scan(step, jnp.zeros((1, Q)), jax.random.split(key, n_steps))
             return x[0]
 
-        return jax.vmap(per_draw)(jax.random.split(key, S), W, beta, noise_var, dispersion)
+        return jax.vmap(per_draw)(jax.random.split(key, S), draws)
 
-    X = jax.vmap(per_row)(keys, Y, observed, offset, trials)          # (N*, S, Q)
+    X = jax.vmap(per_row)(keys, rows)                                 # (N*, S, Q)
     return jnp.swapaxes(X, 0, 1)
 
 
 @partial(jax.jit, static_argnames=("kind", "intercept"))
-def log_predictive_rows(kind, intercept, X, W, beta, noise_var, dispersion, Y, observed,
-                        offset, trials):
-    """Σ_i log (1/S) Σ_s p(y_i,obs | x_i^{(s)}, θ_s): the log pointwise predictive density."""
-    def one(X, W, beta, noise_var, dispersion):
-        psi = linear_predictor(X, W, beta, offset, intercept)
-        return jnp.sum(full_log_lik(kind, Y, psi, observed, trials, noise_var, dispersion),
-                       axis=-1)
-    per_draw = jax.vmap(one)(X, W, beta, noise_var, dispersion)      # (S, N)
+def log_predictive_rows(kind, intercept, X, draws: MapParams, rows: Rows):
+    """Σ_i log (1/S) Σ_s p(y_i,obs | x_i^{(s)}, θ_s): the log pointwise predictive density of
+    ``rows``, with X (S, N, Q) and the S stored draws of the map stacked in ``draws``."""
+    def one(X, theta):
+        psi = linear_predictor(X, theta.W, theta.beta, rows.offset, intercept)
+        return jnp.sum(full_log_lik(kind, rows.Y, psi, rows.observed, rows.trials,
+                                    theta.noise_var, theta.dispersion), axis=-1)
+    per_draw = jax.vmap(one)(X, draws)                                # (S, N)
     return jnp.sum(logsumexp(per_draw, axis=0) - jnp.log(per_draw.shape[0]))
