@@ -88,7 +88,8 @@ from gplvm.models.rflvm import sweep as sw  # noqa: E402
 from gplvm.models.rflvm.dispersion import (mean_preserving_moves,  # noqa: E402
                                             update_dispersion_crt)
 from gplvm.models.rflvm.features import design  # noqa: E402
-from gplvm.models.rflvm.frequencies import (update_frequencies_collapsed,  # noqa: E402
+from gplvm.models.rflvm.frequencies import (GivenBeta,  # noqa: E402
+                                             update_frequencies_collapsed,
                                              update_frequencies_given_beta)
 from gplvm.models.rflvm.init import init_state, nb_prior_mean, prepare_data  # noqa: E402
 from gplvm.models.rflvm.spec import RFLVMSpec  # noqa: E402
@@ -205,8 +206,7 @@ def make_steps(spec: RFLVMSpec):
             k_w, k_prop = jax.random.split(key)
             prior = _w_prior(k_prop, spec, data, state)
             return update_frequencies_collapsed(k_w, prior, state.X, state.W, state.Y_fill,
-                                                state.noise_var, spec.beta_prior_var,
-                                                with_products=True)
+                                                state.noise_var, spec.beta_prior_var)
 
         def beta_step(key, state, data, products):
             # ΦᵀΦ and ΦᵀY come from the W pass, as in the sweep
@@ -265,9 +265,10 @@ def make_steps(spec: RFLVMSpec):
             k_w, k_prop = jax.random.split(key)
             Phi = design(state.X, state.W, spec.intercept)
             prior = _w_prior(k_prop, spec, data, state)
-            return update_frequencies_given_beta(k_w, prior, state.X, state.W, state.beta,
-                                                 kind, data, state.noise_var, state.dispersion,
-                                                 Phi, Phi @ state.beta)
+            given = GivenBeta(state.beta, state.noise_var, state.dispersion, Phi,
+                              Phi @ state.beta)
+            return update_frequencies_given_beta(k_w, prior, state.X, state.W, kind, data,
+                                                 given)
         steps["W"] = w_step
 
     def x_step(key, state, data):

@@ -360,7 +360,7 @@ def test_walk_metric_does_not_see_the_frequencies_it_moves():
     # w_m is the same whatever w_m is: a block's metrics (issue 14) may depend on the other
     # frequencies but not on the block's own.  An injected metric that saw the block's own terms
     # went unnoticed by the Geweke test above (max |z| 1.1): its bias is small at these sizes.
-    from gplvm.models.rflvm.frequencies import _block_metrics
+    from gplvm.models.rflvm.frequencies import GivenBeta, _block_metrics
     kind = "negative_binomial"
     rng = np.random.default_rng(3)
     X, W, beta, data, design_of = _count_problem(kind, rng)
@@ -368,7 +368,8 @@ def test_walk_metric_does_not_see_the_frequencies_it_moves():
 
     def metrics(W):
         Phi = design_of(W)
-        return np.asarray(_block_metrics(3, X, Phi, Phi @ beta, beta, kind, data, r, 6, 3))
+        given = GivenBeta(beta, jnp.ones_like(r), r, Phi, Phi @ beta)
+        return np.asarray(_block_metrics(3, X, kind, data, given, 6, 3))
 
     base = metrics(W)
     moved_block = W.at[3:].set(jnp.asarray(rng.normal(size=(3, Q + 1))))

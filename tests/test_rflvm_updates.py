@@ -20,7 +20,7 @@ from scipy.special import expit, log_expit
 from gplvm.models.rflvm import weights as wts
 from gplvm.models.rflvm import weights_ess as wess
 from gplvm.models.rflvm.features import design
-from gplvm.models.rflvm.frequencies import (update_frequencies_collapsed,
+from gplvm.models.rflvm.frequencies import (GivenBeta, update_frequencies_collapsed,
                                              update_frequencies_given_beta)
 from gplvm.inference.mcmc import ess_init, ess_step
 from gplvm.models.rflvm.latents import _row_ll_on, update_x_static
@@ -278,9 +278,10 @@ def test_frequency_metropolis_hastings_matches_grid_posterior():
 
     def update(key, W_star, W):
         Phi = design(jnp.asarray(X), W, True)
-        return update_frequencies_given_beta(key, W_star, jnp.asarray(X), W, jnp.asarray(beta),
-                                             "poisson", data, jnp.ones(1), jnp.ones(1), Phi,
-                                             Phi @ jnp.asarray(beta))[0]
+        given = GivenBeta(jnp.asarray(beta), jnp.ones(1), jnp.ones(1), Phi,
+                          Phi @ jnp.asarray(beta))
+        return update_frequencies_given_beta(key, W_star, jnp.asarray(X), W, "poisson", data,
+                                             given)[0]
 
     draws = _frequency_chains(update, seed=9)
     grid = np.linspace(-5, 5, 20001)
@@ -325,8 +326,7 @@ def test_collapsed_frequency_pass_equals_from_scratch_evaluation():
     for seed in range(4):
         key = jax.random.PRNGKey(seed)
         W_star = W + 0.3 * jax.random.normal(jax.random.PRNGKey(100 + seed), W.shape)
-        got, n_got, (gram, PtY) = update_frequencies_collapsed(key, W_star, X, W, Y, s2, s0,
-                                                               with_products=True)
+        got, n_got, (gram, PtY) = update_frequencies_collapsed(key, W_star, X, W, Y, s2, s0)
         # the products handed to the σ² and β steps are those of the new W
         Phi_new = np.asarray(design(X, got, False))
         np.testing.assert_allclose(np.asarray(gram), Phi_new.T @ Phi_new, rtol=1e-12,

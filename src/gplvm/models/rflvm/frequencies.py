@@ -191,45 +191,75 @@ def count_metrics(X: Array, h: Array, beta_sin: Array, beta_cos: Array, n_freq: 
     return jnp.einsum("nb,nq,nr->bqr", c, X, X)
 
 
-def _block_metrics(start, X: Array, Phi: Array, psi: Array, beta: Array, kind: str, data,
-                   dispersion: Array, n_freq: int, block: int) -> Array:
+class GivenBeta(NamedTuple):
+    """What the count likelihoods' W step (:func:`update_frequencies_given_beta`) holds
+    fixed besides X.
+
+    Attributes:
+        beta: (P, D) weights β.
+        noise_var: (D,) σ_j² as the likelihood reads them (ones for the count likelihoods).
+        dispersion: (D,) the negative binomial's r_j (ones for the other likelihoods).
+        Phi: (N, P) the design [φ_W(X), 1] at the current W.
+        psi: (N, D) Φβ, the linear predictor without the offset.
+
+    ``Phi`` and ``psi`` are already formed by the sweep's weight update, so the pass does not
+    recompute them; it rewrites both, column pair by column pair, as proposals are accepted.
+    """
+
+    beta: Array
+    noise_var: Array
+    dispersion: Array
+    Phi: Array
+    psi: Array
+
+
+def _block_metrics(start, X: Array, kind: str, data, given: GivenBeta, n_freq: int,
+                   block: int) -> Array:
     r""":func:`count_metrics` of frequencies start..start + ``block`` − 1 (fewer at the end),
     with the curvature at ψ₋B: ψ without the block's own terms.  ψ₋B does not change while the
     block's frequencies move, and none of them enters it, so each walk step in the block stays
-    symmetric; one N × D curvature then serves ``block`` proposals."""
+    symmetric; one N × D curvature then serves ``block`` proposals.
+
+    ``given`` holds β, r and the current Φ and ψ = Φβ (its ``noise_var`` is not read); ``data``
+    the Y, offset, trials and observed mask of :class:`.spec.RFLVMData`."""
+    beta, Phi = given.beta, given.Phi
     members = start + jnp.arange(block)
     valid = (members < n_freq)[:, None]
     members = jnp.minimum(members, n_freq - 1)
     beta_sin = jnp.where(valid, beta[members], 0.0)                      # (B, D)
     beta_cos = jnp.where(valid, beta[members + n_freq], 0.0)
-    psi_out = psi - Phi[:, members] @ beta_sin - Phi[:, members + n_freq] @ beta_cos
-    h = curvature(kind, data.Y, psi_out + data.offset, data.trials, dispersion)
+    psi_out = given.psi - Phi[:, members] @ beta_sin - Phi[:, members + n_freq] @ beta_cos
+    h = curvature(kind, data.Y, psi_out + data.offset, data.trials, given.dispersion)
     return count_metrics(X, h * data.observed, beta_sin, beta_cos, n_freq)
 
 
 def update_frequencies_given_beta(key: Array, prior: FrequencyPrior, X: Array, W: Array,
-                                  beta: Array, kind: str, data, noise_var: Array,
-                                  dispersion: Array, Phi: Array, psi: Array,
-                                  prior_fraction: float = 0.0, block: int = METRIC_BLOCK):
+                                  kind: str, data, given: GivenBeta,
+                                  prior_fraction: float = 0.0):
     """One MH pass over the M/2 frequencies with β held fixed (count likelihoods).
 
     Args:
         prior: :func:`frequency_prior`, or (M/2, Q) prior draws to propose (seed 000).
-        Phi: the current design [φ_W(X), 1] (N, P); psi: Φβ without the offset (N, D) — both
-            already formed by the sweep's weight update, so not recomputed here.
+        kind: the likelihood's name; data: the Y, offset, trials and observed mask of
+            :class:`.spec.RFLVMData`.
+        given: β, σ², r and the current Φ and Φβ (:class:`GivenBeta`).
         prior_fraction: share of the moves that propose a prior draw instead of a walk step.
-        block: frequencies that share one curvature pass (:func:`_block_metrics`).
+
+    Frequencies share one curvature pass (:func:`_block_metrics`) in blocks of
+    ``METRIC_BLOCK``.
 
     Returns:
         (W, number of accepted proposals).
     """
+    block = METRIC_BLOCK
     n_freq, Q = W.shape
+    beta = given.beta
     prior = _as_prior(prior, W)
     moves = _random_numbers(key, prior, W, prior_fraction)
 
     def ll(psi_):
         return total_log_lik(kind, data.Y, psi_ + data.offset, data.observed, data.trials,
-                             noise_var, dispersion)
+                             given.noise_var, given.dispersion)
 
     def body(m, carry):
         (W, Phi, psi, ll_cur), F, n_acc = carry
@@ -237,7 +267,8 @@ def update_frequencies_given_beta(key: Array, prior: FrequencyPrior, X: Array, W
         H = prior.precision[m]
         if moves.eps is not None:
             F = lax.cond(m % block == 0, lambda: _block_metrics(
-                m, X, Phi, psi, beta, kind, data, dispersion, n_freq, block), lambda: F)
+                m, X, kind, data, given._replace(Phi=Phi, psi=psi), n_freq, block),
+                lambda: F)
             H = H + F[m % block]
         w_new, log_prior_ratio = _propose(prior, moves, m, W[m], H)
         new = feature_pair(X, w_new, n_freq)                      # (N, 2)
@@ -258,7 +289,7 @@ def update_frequencies_given_beta(key: Array, prior: FrequencyPrior, X: Array, W
         return state.position, F, n_acc + info.accepted
 
     F0 = jnp.zeros((block, Q, Q), W.dtype)
-    init = ((W, Phi, psi, ll(psi)), F0, jnp.zeros((), jnp.int32))
+    init = ((W, given.Phi, given.psi, ll(given.psi)), F0, jnp.zeros((), jnp.int32))
     (W, *_), _, n_acc = lax.fori_loop(0, n_freq, body, init)
     return W, n_acc
 
@@ -353,8 +384,7 @@ def gaussian_metric(XtX: Array, n_outputs: int, s0: float, n_freq: int) -> Array
 
 
 def update_frequencies_collapsed(key: Array, prior: FrequencyPrior, X: Array, W: Array, Y: Array,
-                                 noise_var: Array, s0: float, prior_fraction: float = 0.5,
-                                 with_products: bool = False):
+                                 noise_var: Array, s0: float, prior_fraction: float = 0.5):
     """One MH pass over the frequencies under the Gaussian marginal with β integrated out.
 
     The W-dependent part of the collapsed log-marginal (:mod:`.weights`) is
@@ -372,8 +402,9 @@ def update_frequencies_collapsed(key: Array, prior: FrequencyPrior, X: Array, W:
     loop works on M × M and M × D quantities only.
 
     Returns:
-        (W, number of accepted proposals), and with ``with_products`` also (ΦᵀΦ, ΦᵀY) at the
-        new W, assembled from the pass's products for the σ² and β steps that follow.
+        (W, number of accepted proposals, (ΦᵀΦ, ΦᵀY) at the new W), the products assembled
+        from the pass's own for the σ² and β steps that follow (M × M selections, no new
+        product).
     """
     n_freq = W.shape[0]
     D = Y.shape[1]
@@ -413,8 +444,6 @@ def update_frequencies_collapsed(key: Array, prior: FrequencyPrior, X: Array, W:
     init = ((c0, cur0), jnp.zeros((), jnp.int32))
     (c, _), n_acc = lax.fori_loop(0, n_freq, body, init)
     W = jnp.where(c.moved[:n_freq, None], W_star, W)
-    if not with_products:
-        return W, n_acc
     # column j of the new Φ is Φ⋆_j where frequency j moved, else Φ_j
     a, b = c.moved[:, None], c.moved[None, :]
     gram = jnp.where(a & b, props.G, jnp.where(b, props.G0, jnp.where(a, props.G0.T, gram)))

@@ -41,7 +41,7 @@ from gplvm.models.rflvm.dispersion import mean_preserving_moves, update_dispersi
 from gplvm.models.rflvm.features import design
 from gplvm.models.rflvm.init import nb_prior_mean
 from gplvm.models.rflvm.joint import update_joint
-from gplvm.models.rflvm.frequencies import (FrequencyPrior, frequency_prior,
+from gplvm.models.rflvm.frequencies import (FrequencyPrior, GivenBeta, frequency_prior,
                                              update_frequencies_collapsed,
                                              update_frequencies_given_beta)
 from gplvm.models.rflvm.latents import (_row_ll_fn, map_x_dynamic, map_x_static,
@@ -126,8 +126,8 @@ def _sweep_gaussian(key, spec, data, state, inducing_times):
     Y = state.Y_fill
     N = Y.shape[0]
     prior = prior_W(k_prop, spec, data, state)
-    W, n_acc, (gram, PtY) = update_frequencies_collapsed(
-        k_w, prior, state.X, state.W, Y, state.noise_var, s0, with_products=True)
+    W, n_acc, (gram, PtY) = update_frequencies_collapsed(k_w, prior, state.X, state.W, Y,
+                                                         state.noise_var, s0)
     terms = collapsed_terms(gram, PtY, s0)
     yy = jnp.sum(Y**2, axis=0)
     noise_var = sample_noise_var(k_s2, terms, yy, N, spec.noise_prior)
@@ -179,9 +179,9 @@ def _sweep_counts_nuts(key, spec, data, state):
         h = jax.random.gamma(k_h, shape, dtype=r.dtype) / (g0 + jnp.sum(r))
         state = state._replace(dispersion_rate=h)
     Phi = design(X, state.W, spec.intercept)
-    W, n_acc = update_frequencies_given_beta(k_w, prior, X, state.W, beta, spec.likelihood,
-                                             data, state.noise_var, state.dispersion, Phi,
-                                             Phi @ beta)
+    W, n_acc = update_frequencies_given_beta(
+        k_w, prior, X, state.W, spec.likelihood, data,
+        GivenBeta(beta, state.noise_var, state.dispersion, Phi, Phi @ beta))
     if prior.log_density is not None:           # (X, W) -> (cX, W/c): Φ unchanged
         X, W, _ = scale_moves(k_scale, X, W, prior.log_density)
     return state._replace(X=X, W=W, accept_W=_fraction(n_acc, spec.n_freq, Phi.dtype)), None
@@ -225,10 +225,9 @@ def _sweep_counts(key, spec, data, state, inducing_times):
         else:
             r, h, beta, F = update()
         state = state._replace(beta=beta, dispersion=r, dispersion_rate=h)
-    W, n_acc = update_frequencies_given_beta(k_w, prior_W(k_prop, spec, data, state), state.X,
-                                             state.W, beta,
-                                             spec.likelihood, data, state.noise_var,
-                                             state.dispersion, Phi, F)
+    W, n_acc = update_frequencies_given_beta(
+        k_w, prior_W(k_prop, spec, data, state), state.X, state.W, spec.likelihood, data,
+        GivenBeta(beta, state.noise_var, state.dispersion, Phi, F))
     state = state._replace(W=W, accept_W=_fraction(n_acc, spec.n_freq, Phi.dtype))
     return _update_latents(k_x, spec, data, state, inducing_times)
 
