@@ -85,7 +85,7 @@ from jax.scipy.special import gammaln  # noqa: E402
 import gplvm  # noqa: E402,F401
 from gplvm.kernels import RBF  # noqa: E402
 from gplvm.models.rflvm import sweep as sw  # noqa: E402
-from gplvm.models.rflvm.dispersion import (mean_preserving_moves,  # noqa: E402
+from gplvm.models.rflvm.dispersion import (NBParams, mean_preserving_moves,  # noqa: E402
                                             update_dispersion_crt)
 from gplvm.models.rflvm.features import design  # noqa: E402
 from gplvm.models.rflvm.frequencies import (GivenBeta,  # noqa: E402
@@ -251,14 +251,12 @@ def make_steps(spec: RFLVMSpec):
                 k_r, k_move = jax.random.split(key)
                 psi = design(state.X, state.W, spec.intercept) @ state.beta + data.offset
                 beta = state.beta
-                r, h = update_dispersion_crt(k_r, data.Y, data.observed, psi, state.dispersion,
-                                             state.dispersion_rate, spec.dispersion_prior,
-                                             beta[-1], (data.beta_prior_mean[-1],
-                                                        data.beta_prior_prec[-1]),
-                                             customers=data.customers)
-                return mean_preserving_moves(k_move, data.Y, data.observed, psi, r, beta[-1],
-                                             spec.dispersion_prior[0], h,
-                                             nonzero=data.nonzero)   # as the sweep calls it
+                nb = NBParams(state.dispersion, state.dispersion_rate, beta[-1])
+                r, h = update_dispersion_crt(k_r, data, psi, nb, spec.dispersion_prior,
+                                             (data.beta_prior_mean[-1],
+                                              data.beta_prior_prec[-1]))
+                return mean_preserving_moves(k_move, data, psi, NBParams(r, h, beta[-1]),
+                                             spec.dispersion_prior[0])   # as the sweep calls it
             steps["dispersion"] = disp_step
 
         def w_step(key, state, data):

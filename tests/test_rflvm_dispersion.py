@@ -22,9 +22,10 @@ from scipy.special import gammaln, logsumexp
 import gplvm  # noqa: F401  (float64)
 from scipy.special import digamma
 
-from gplvm.models.rflvm.dispersion import (column_tables, crt_layout, log_gamma_ratio,
-                                            mean_preserving_moves, nb_column_log_lik,
-                                            update_dispersion_crt)
+from gplvm.models.rflvm.dispersion import (NBParams, column_tables, crt_layout,
+                                            log_gamma_ratio, mean_preserving_moves,
+                                            nb_column_log_lik, update_dispersion_crt)
+from gplvm.models.rflvm.spec import RFLVMData
 
 A0, B0, G0 = 1.0, 1.0, 1.0
 M0, PREC = 2.0, 4.0
@@ -35,6 +36,14 @@ def _data():
     r_true, mean = 4.0, 15.0
     y = rng.negative_binomial(r_true, r_true / (r_true + mean), size=40).astype(float)
     return y
+
+
+def _counts(Y, nonzero=None, customers=None):
+    """The fields of RFLVMData that the dispersion steps read (Y, observed, nonzero,
+    customers); the others are not used."""
+    return RFLVMData(Y=Y, observed=jnp.ones_like(Y), offset=None, trials=None,
+                     beta_prior_mean=None, beta_prior_prec=None, kernel=None, time=None,
+                     nonzero=nonzero, customers=customers)
 
 
 def _grid_posterior(y):
@@ -62,6 +71,7 @@ def _run(y, n_chains=8, n_iter=6000, use_crt=True, use_moves=True, layout=False)
     customers = crt_layout(y[y > 0], np.zeros(int(np.sum(y > 0)), np.int32)) if layout else None
     # the moves evaluate their log-gamma terms on the nonzero counts only, as in the sweep
     nonzero = (jnp.asarray(y[y > 0]), jnp.zeros(int(np.sum(y > 0)), jnp.int32))
+    data = _counts(Y, nonzero, customers)
 
     def step(carry, key):
         r, c, h = carry
@@ -75,12 +85,12 @@ def _run(y, n_chains=8, n_iter=6000, use_crt=True, use_moves=True, layout=False)
         c = jnp.where(acc, c_new, c)
         psi = jnp.broadcast_to(c, Y.shape)
         if use_crt:
-            r, h = update_dispersion_crt(k_crt, Y, obs, psi, r, h, (A0, B0, G0), c,
-                                         (jnp.full(1, M0), PREC), customers=customers)
+            r, h = update_dispersion_crt(k_crt, data, psi, NBParams(r, h, c), (A0, B0, G0),
+                                         (jnp.full(1, M0), PREC))
         else:   # h | r alone, the conjugate step
             h = jax.random.gamma(k_crt, B0 + A0) / (G0 + jnp.sum(r))
         if use_moves:
-            r, c, psi, _ = mean_preserving_moves(k_mv, Y, obs, psi, r, c, A0, h, nonzero=nonzero)
+            r, c, psi, _ = mean_preserving_moves(k_mv, data, psi, NBParams(r, h, c), A0)
         return (r, c, h), (jnp.log(r[0]), c[0])
 
     def chain(key):
@@ -123,8 +133,8 @@ def test_moves_leave_the_mean_unchanged():
     Y = jnp.asarray(rng.poisson(50.0, (30, 4)).astype(float))
     psi = jnp.asarray(rng.normal(0.0, 0.3, (30, 4)))
     r, c = jnp.full(4, 100.0), jnp.zeros(4)
-    r2, c2, psi2, n_acc = mean_preserving_moves(jax.random.PRNGKey(0), Y, jnp.ones_like(Y), psi,
-                                                r, c, 1.0, 0.01)
+    r2, c2, psi2, n_acc = mean_preserving_moves(jax.random.PRNGKey(0), _counts(Y), psi,
+                                                NBParams(r, 0.01, c), 1.0)
     assert int(n_acc.sum()) > 0
     np.testing.assert_allclose(r2 * jnp.exp(psi2), r * jnp.exp(psi), rtol=1e-12)
     np.testing.assert_allclose(psi2 - psi, jnp.broadcast_to(c2 - c, psi.shape), atol=1e-12)

@@ -22,6 +22,8 @@ Two exact moves per sweep, composed:
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -37,9 +39,23 @@ Array = jax.Array
 MOVE_SCALES = (1.0, 0.3, 0.1, 0.03)
 
 
-def update_dispersion_crt(key: Array, Y: Array, observed: Array, psi: Array, r: Array,
-                          h: Array, prior: tuple, intercept: Array, log_mean_prior: tuple,
-                          customers=None):
+class NBParams(NamedTuple):
+    """The negative binomial's parameters that the dispersion steps move or condition on.
+
+    Attributes:
+        r: (D,) dispersions r_j.
+        h: () the rate of their Gamma(a0, rate h) prior (eq. 29).
+        intercept: (D,) the columns' intercepts c_j (the last row of β), which enter the
+            log-mean prior on c_j + log r_j and which the mean-preserving moves shift.
+    """
+
+    r: Array
+    h: Array
+    intercept: Array
+
+
+def update_dispersion_crt(key: Array, data, psi: Array, nb: NBParams, prior: tuple,
+                          log_mean_prior: tuple):
     """CRT step for r (ψ fixed), corrected for the log-mean prior, then the step for h.
 
     The CRT pair L | r, r | L is a data-augmentation kernel, reversible with respect to
@@ -49,17 +65,26 @@ def update_dispersion_crt(key: Array, Y: Array, observed: Array, psi: Array, r: 
     Metropolis–Hastings step with a reversible proposal kernel.
 
     Args:
-        intercept: (D,) intercepts c_j;  log_mean_prior: (m0 (D,), precision) of c_j + log r_j.
-        customers: :func:`crt_layout` of the counts, or None (the sampler lays them out).
+        data: the counts ``Y`` (N, D), the mask ``observed`` (N, D) and ``customers``, the
+            :func:`crt_layout` of the counts or None (the sampler lays them out), as
+            :class:`.spec.RFLVMData` holds them.
+        psi: (N, D) linear predictor including the intercepts and the offset.
+        nb: r, h and the intercepts c_j (:class:`NBParams`).
+        prior: (a0, b0, g0) of eq. 29;  log_mean_prior: (m0 (D,), precision) of c_j + log r_j.
+
+    Returns:
+        (r, h).
     """
     key_r, key_u, key_h = jax.random.split(key, 3)
     a0, b0, g0 = prior
     m0, prec = log_mean_prior
-    if customers is None:
-        Y_nan = jnp.where(observed > 0, Y, jnp.nan)
+    r, h, intercept = nb
+    if data.customers is None:
+        Y_nan = jnp.where(data.observed > 0, data.Y, jnp.nan)
         r_prop = sample_nb_dispersion(key_r, Y_nan, psi, r, a0, h)
     else:
-        r_prop = _dispersion_given_customers(key_r, customers, observed, psi, r, a0, h)
+        r_prop = _dispersion_given_customers(key_r, data.customers, data.observed, psi, r, a0,
+                                             h)
     log_ratio = -0.5 * prec * ((intercept + jnp.log(r_prop) - m0) ** 2
                                - (intercept + jnp.log(r) - m0) ** 2)
     accept = jnp.log(jax.random.uniform(key_u, r.shape, r.dtype)) < log_ratio
@@ -169,20 +194,24 @@ def nb_column_log_lik(Y: Array, observed: Array, psi: Array, r: Array, nonzero=N
     return jnp.sum(vals * observed, axis=0) + log_gamma_ratio(Y, observed, r, nonzero)
 
 
-def mean_preserving_moves(key: Array, Y: Array, observed: Array, psi: Array, r: Array,
-                          intercept: Array, a0, h, scales=MOVE_SCALES, nonzero=None):
+def mean_preserving_moves(key: Array, data, psi: Array, nb: NBParams, a0,
+                          scales=MOVE_SCALES):
     """Metropolis moves (log r_j, c_j) → (log r_j + ε, c_j − ε), one per scale (module doc).
 
     Args:
+        data: the counts ``Y`` (N, D), the mask ``observed`` (N, D) and ``nonzero``, the
+            (y, column) of the observed entries with y > 0 or None (:func:`log_gamma_ratio`),
+            as :class:`.spec.RFLVMData` holds them.
         psi: (N, D) linear predictor including the intercepts and the offset.
-        r, intercept: (D,) dispersions and intercepts c_j.
-        a0, h: the Gamma(a0, rate h) prior on r_j.
-        nonzero: (y, column) of the observed entries with y > 0, or None
-            (:func:`log_gamma_ratio`).
+        nb: the dispersions r (D,), the rate h of their Gamma(a0, rate h) prior and the
+            intercepts c_j (D,) (:class:`NBParams`).
+        a0: the shape of that prior.
 
     Returns:
         (r, intercept, ψ) after the moves, and the number of accepted moves per column.
     """
+    Y, observed, nonzero = data.Y, data.observed, data.nonzero
+    r, h, intercept = nb
     # ψ is not rewritten move by move: each column's accepted shifts add up in ``shift`` and
     # ψ − shift is formed inside the sums (fused, never stored), then once at the end.
     log_lik = nb_column_log_lik(Y, observed, psi, r, nonzero)

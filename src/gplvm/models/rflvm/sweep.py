@@ -37,7 +37,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from gplvm.models.rflvm.dispersion import mean_preserving_moves, update_dispersion_crt
+from gplvm.models.rflvm.dispersion import (NBParams, mean_preserving_moves,
+                                            update_dispersion_crt)
 from gplvm.models.rflvm.features import design
 from gplvm.models.rflvm.init import nb_prior_mean
 from gplvm.models.rflvm.joint import update_joint
@@ -207,14 +208,11 @@ def _sweep_counts(key, spec, data, state, inducing_times):
     if spec.likelihood == "negative_binomial":
         def update():
             psi = F + data.offset
-            r, h = update_dispersion_crt(k_r, data.Y, data.observed, psi, state.dispersion,
-                                         state.dispersion_rate, spec.dispersion_prior,
-                                         beta[-1], (data.beta_prior_mean[-1],
-                                                    data.beta_prior_prec[-1]),
-                                         customers=data.customers)
-            r, c, psi, _ = mean_preserving_moves(k_move, data.Y, data.observed, psi, r,
-                                                 beta[-1], spec.dispersion_prior[0], h,
-                                                 nonzero=data.nonzero)
+            r, h = update_dispersion_crt(
+                k_r, data, psi, NBParams(state.dispersion, state.dispersion_rate, beta[-1]),
+                spec.dispersion_prior, (data.beta_prior_mean[-1], data.beta_prior_prec[-1]))
+            r, c, psi, _ = mean_preserving_moves(k_move, data, psi, NBParams(r, h, beta[-1]),
+                                                 spec.dispersion_prior[0])
             return r, h, beta.at[-1].set(c), psi - data.offset
 
         def hold():                      # X warm-up: r stays at its start (spec docstring)
