@@ -95,7 +95,7 @@ from gplvm.models.rflvm.init import init_state, nb_prior_mean, prepare_data  # n
 from gplvm.models.rflvm.spec import RFLVMSpec  # noqa: E402
 from gplvm.models.rflvm.weights import (collapsed_terms,  # noqa: E402
                                          sample_beta_gaussian, sample_beta_pg, sample_noise_var)
-from gplvm.models.rflvm.weights_ess import sample_beta_ess  # noqa: E402
+from gplvm.models.rflvm.weights_ess import BetaPrior, sample_beta_ess  # noqa: E402
 from gplvm.samplers import polya_gamma  # noqa: E402
 from gplvm.samplers.dp_mixture import default_niw_prior, dp_update, n_clusters  # noqa: E402
 from gplvm.inference.mcmc import summary_rhat_ess, to_inference_data  # noqa: E402
@@ -242,9 +242,10 @@ def make_steps(spec: RFLVMSpec):
             def beta_step(key, state, data):
                 Phi = design(state.X, state.W, spec.intercept)
                 nb = kind == "negative_binomial"
-                return sample_beta_ess(key, Phi, state.beta, data.Y, data.observed, data.offset,
-                                       nb_prior_mean(spec, data, state.dispersion),
-                                       data.beta_prior_prec, state.dispersion if nb else None)[:2]
+                prior = BetaPrior(nb_prior_mean(spec, data, state.dispersion),
+                                  data.beta_prior_prec)
+                return sample_beta_ess(key, Phi, state.beta, data, prior,
+                                       state.dispersion if nb else None)[:2]
             steps["beta"] = beta_step
         if kind == "negative_binomial":
             def disp_step(key, state, data):
@@ -534,8 +535,8 @@ def print_beta_parts(spec, data, state, repeats: int) -> None:
     Phi = design(state.X, state.W, spec.intercept)
     P = Phi.shape[1]
     key = jax.random.PRNGKey(3)
-    args = (data.Y, data.observed, data.offset, nb_prior_mean(spec, data, state.dispersion),
-            data.beta_prior_prec, r)
+    args = (data, wess.BetaPrior(nb_prior_mean(spec, data, state.dispersion),
+                                 data.beta_prior_prec), r)
     setup = jax.jit(lambda k, Phi, b: wess.slice_inputs(k, Phi, b, *args))
     inputs = setup(key, Phi, state.beta)
 

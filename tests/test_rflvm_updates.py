@@ -217,20 +217,20 @@ def test_count_weight_slice_matches_grid_posterior(r):
     prec0 = jnp.asarray([1.0, 4.0])
     disp = None if r is None else jnp.asarray([r])
 
+    data = _data(y, offset=offset)
+    prior = wess.BetaPrior(mean0, prec0)
+
     def chain(key):
         def step(beta, key):
-            return wess.sample_beta_ess(key, jnp.asarray(Phi), beta, jnp.asarray(y),
-                                        jnp.ones_like(jnp.asarray(y)), jnp.asarray(offset),
-                                        mean0, prec0, disp)[0], None
+            return wess.sample_beta_ess(key, jnp.asarray(Phi), beta, data, prior, disp)[0], None
         beta, _ = jax.lax.scan(step, mean0, jax.random.split(key, 60))
         return beta[:, 0]
 
     draws = np.asarray(jax.jit(jax.vmap(chain))(jax.random.split(jax.random.PRNGKey(7),
                                                                    N_CHAINS)))
     # the Φβ the slice carries (and returns for the sweep) is Φ @ β of the β it returns
-    b, _, Phi_b = wess.sample_beta_ess(jax.random.PRNGKey(8), jnp.asarray(Phi), mean0,
-                                       jnp.asarray(y), jnp.ones_like(jnp.asarray(y)),
-                                       jnp.asarray(offset), mean0, prec0, disp)
+    b, _, Phi_b = wess.sample_beta_ess(jax.random.PRNGKey(8), jnp.asarray(Phi), mean0, data,
+                                       prior, disp)
     np.testing.assert_allclose(Phi_b, Phi @ np.asarray(b), rtol=1e-10, atol=1e-12)
     g0 = np.linspace(-2.5, 3.5, 601)
     g1 = np.linspace(-0.5, 2.5, 601) - (0 if r is None else np.log(r))

@@ -54,7 +54,7 @@ from gplvm.models.rflvm.spec import MapParams, RFLVMData, RFLVMSpec, RFLVMState
 from gplvm.models.rflvm.weights import (collapsed_terms, sample_beta_pg,
                                          sample_beta_pg_column, sample_noise_var,
                                          sample_beta_gaussian)
-from gplvm.models.rflvm.weights_ess import sample_beta_ess
+from gplvm.models.rflvm.weights_ess import BetaPrior, sample_beta_ess
 from gplvm.samplers import polya_gamma
 from gplvm.samplers.dp_mixture import dp_update, default_niw_prior
 
@@ -199,10 +199,8 @@ def _sweep_counts(key, spec, data, state, inducing_times):
         F = Phi @ beta                               # ψ without the offset, shared below
     else:   # the slice carries Φβ along with β: F comes with it
         nb = spec.likelihood == "negative_binomial"
-        beta, n_proposals, F = sample_beta_ess(k_beta, Phi, state.beta, data.Y, data.observed,
-                                               data.offset, nb_prior_mean(spec, data,
-                                                                          state.dispersion),
-                                               data.beta_prior_prec,
+        prior = BetaPrior(nb_prior_mean(spec, data, state.dispersion), data.beta_prior_prec)
+        beta, n_proposals, F = sample_beta_ess(k_beta, Phi, state.beta, data, prior,
                                                state.dispersion if nb else None)
     state = state._replace(beta=beta, n_proposals_beta=n_proposals)
     if spec.likelihood == "negative_binomial":

@@ -34,18 +34,39 @@ from gplvm.models.rflvm.loglik import softplus
 
 Array = jax.Array
 
-__all__ = ["working_gaussian", "sample_beta_ess", "slice_inputs", "SliceInputs"]
+__all__ = ["BetaPrior", "working_gaussian", "sample_beta_ess", "slice_inputs", "SliceInputs"]
 
 
-def working_gaussian(Phi: Array, Y: Array, observed: Array, offset: Array, prior_mean: Array,
-                     prior_prec: Array, dispersion=None):
+class BetaPrior(NamedTuple):
+    """The prior β_j ~ N(β0_j, B0) of every column, B0 = diag(1/prec).
+
+    Attributes:
+        mean: (P, D) β0 (for the negative binomial,
+            :func:`gplvm.models.rflvm.init.nb_prior_mean`: the intercept's centre moves with
+            log r_j).
+        prec: (P,) the diagonal of B0⁻¹.
+    """
+
+    mean: Array
+    prec: Array
+
+
+def working_gaussian(Phi: Array, data, prior: BetaPrior, dispersion=None):
     r"""A Gaussian N(μ_j, Λ_j⁻¹) near each column's conditional posterior of β_j, free of β
     (module docstring); ``dispersion`` r (D,) for the negative binomial, None for the Poisson.
+
+    Args:
+        Phi: (N, P) the design.
+        data: the counts ``Y`` (N, D), the mask ``observed`` (N, D) and the row offsets
+            ``offset`` (N, 1), as :class:`.spec.RFLVMData` holds them.
+        prior: β0 and B0⁻¹ (:class:`BetaPrior`).
 
     Returns:
         (mu (P, D), lam (D,), scale (P, P) = B0^{1/2} V, s (P,), V (P, P)), with
         K = B0^{1/2} ΦᵀΦ B0^{1/2} = V diag(s) Vᵀ.
     """
+    Y, observed, offset = data.Y, data.observed, data.offset
+    prior_mean, prior_prec = prior
     n_obs = jnp.maximum(jnp.sum(observed, axis=0), 1.0)
     lam = jnp.sum(Y * observed, axis=0) / jnp.sum(jnp.exp(offset) * observed, axis=0)
     lam = jnp.maximum(lam, 0.5 / n_obs)
@@ -65,11 +86,11 @@ def working_gaussian(Phi: Array, Y: Array, observed: Array, offset: Array, prior
     return mu, lam, scale, s, V
 
 
-def sample_beta_ess(key: Array, Phi: Array, beta: Array, Y: Array, observed: Array,
-                    offset: Array, prior_mean: Array, prior_prec: Array, dispersion=None
-                    ) -> tuple[Array, Array]:
+def sample_beta_ess(key: Array, Phi: Array, beta: Array, data, prior: BetaPrior,
+                    dispersion=None) -> tuple[Array, Array]:
     r"""β_j by elliptical slice sampling, one slice per column (Poisson, or negative binomial
-    with ``dispersion`` r (D,)).
+    with ``dispersion`` r (D,)), from the current ``beta`` (P, D), given the design ``Phi``
+    (N, P), the data and the prior as :func:`working_gaussian` reads them.
 
     The slice runs in the coordinates g = β − μ about the working mean, where the ellipse is
     g cos θ + (ν − μ) sin θ, and Φg moves along the same ellipse with Φ(ν − μ): carrying Φg
@@ -83,8 +104,7 @@ def sample_beta_ess(key: Array, Phi: Array, beta: Array, Y: Array, observed: Arr
         recompute the product).
     """
     key_nu, key_ess = jax.random.split(key)
-    slice_in = slice_inputs(key_nu, Phi, beta, Y, observed, offset, prior_mean, prior_prec,
-                            dispersion)
+    slice_in = slice_inputs(key_nu, Phi, beta, data, prior, dispersion)
     on = _column_ll_on(slice_in.per_column, beta.shape[0])
     log_lik_fn = on(None)
     state, info = ess_step(key_ess, ess_init(slice_in.blocks, log_lik_fn), log_lik_fn,
@@ -107,14 +127,15 @@ class SliceInputs(NamedTuple):
     Phi_mu: Array
 
 
-def slice_inputs(key_nu: Array, Phi: Array, beta: Array, Y: Array, observed: Array,
-                 offset: Array, prior_mean: Array, prior_prec: Array, dispersion=None
-                 ) -> SliceInputs:
-    """The working Gaussian (:func:`working_gaussian`), ν − μ ~ N(0, Λ⁻¹) drawn with
-    ``key_nu``, the products Φ(β − μ), Φ(ν − μ), Φμ (one product) and the blocks and
-    per-column data of the slice, laid out by column (:func:`sample_beta_ess`)."""
-    mu, lam, scale, s, V = working_gaussian(Phi, Y, observed, offset, prior_mean, prior_prec,
-                                            dispersion)
+def slice_inputs(key_nu: Array, Phi: Array, beta: Array, data, prior: BetaPrior,
+                 dispersion=None) -> SliceInputs:
+    """The working Gaussian (:func:`working_gaussian`, which reads ``data`` and ``prior``),
+    ν − μ ~ N(0, Λ⁻¹) drawn with ``key_nu``, the products Φ(β − μ), Φ(ν − μ), Φμ (one
+    product) and the blocks and per-column data of the slice, laid out by column
+    (:func:`sample_beta_ess`)."""
+    Y, observed, offset = data.Y, data.observed, data.offset
+    prior_mean, prior_prec = prior
+    mu, lam, scale, s, V = working_gaussian(Phi, data, prior, dispersion)
     eps = jax.random.normal(key_nu, beta.shape, beta.dtype)
     # ν − μ ~ N(0, Λ⁻¹) through the symmetric square root B0^{1/2} V diag(·)^{-1/2} Vᵀ, a
     # continuous function of ΦᵀΦ: through B0^{1/2} V alone the draw would follow the
