@@ -22,7 +22,7 @@ from sklearn.metrics import adjusted_rand_score
 
 from gplvm import BayesianGPLVM, DPGPLVM
 from gplvm.models import dpgplvm as dpgplvm_module
-from gplvm.models._dp_data import make_factorised
+from gplvm.data import make_factorised
 from gplvm.models.gplvm_family.missing_block import missing_data_log_likelihood
 from gplvm.models.gplvm_family import dp_fitted, dp_rows
 from gplvm.models.gplvm_family import estimator as family_estimator

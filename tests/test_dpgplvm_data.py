@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gplvm.models._dp_data import (CMU35_LEG_CHANNELS, FIGURE6_DIMENSIONS, gait_period,
-                                   make_factorised, walk_ambiguity)
+from gplvm.data import (CMU35_LEG_CHANNELS, FIGURE6_DIMENSIONS, gait_period, make_factorised,
+                        walk_ambiguity)
 
 
 def test_factorised_columns_follow_their_function():

@@ -4,7 +4,7 @@ Data: one walking trial of CMU subject 35 (``../shared/data/cmu_mocap_35_walkjog
 root translation and constant channels dropped; the leg channels (femur, tibia, foot, toes of
 both legs: Acclaim channels 6–19 in GPmat's ASF order) of a copy are shifted half a gait cycle
 (the period from the autocorrelation of the left femur's flexion) relative to the upper body, and
-the copy is concatenated with the unshifted walk (:func:`gplvm.models._dp_data.walk_ambiguity`),
+the copy is concatenated with the unshifted walk (:func:`gplvm.data.walk_ambiguity`),
 so each upper-body pose appears with two leg configurations.
 
 Measured:
@@ -59,8 +59,8 @@ ROOT_TRANSLATION = np.arange(0, 3)
 
 def ambiguity_set(trial: int):
     from gplvm.data.loaders import load_cmu_mocap_walkjog
-    from gplvm.models._dp_data import CMU35_LEG_CHANNELS as LEG_CHANNELS
-    from gplvm.models._dp_data import gait_period, walk_ambiguity
+    from gplvm.data import CMU35_LEG_CHANNELS as LEG_CHANNELS
+    from gplvm.data import gait_period, walk_ambiguity
 
     data = load_cmu_mocap_walkjog()
     walk = data.Y[data.groups == trial]

@@ -1,6 +1,6 @@
 """Seed 001, Figure 6: the DP-GP-LVM recovers which latent dimensions each group of columns uses.
 
-Data (:func:`gplvm.models._dp_data.make_factorised`): Q = 6 latent dimensions, 4 mapping
+Data (:func:`gplvm.data.make_factorised`): Q = 6 latent dimensions, 4 mapping
 functions with 15 columns each (D = 60); function 0 uses dimensions {0, 1, 2}, which it shares
 with functions 1, 2, 3, whose private dimensions are 3, 4, 5 ({0, 3}, {1, 4}, {2, 5}); RBF
 length-scale 1.5, every column at unit signal variance plus noise of variance 0.1.
@@ -77,7 +77,7 @@ def active_sets_match(relevance, groups, labels, true_active, threshold=0.05):
 
 def run(seed, args):
     import gplvm
-    from gplvm.models._dp_data import make_factorised
+    from gplvm.data import make_factorised
 
     data = make_factorised(n_samples=args.n_samples, lengthscale=1.5, noise_var=0.1,
                            random_state=seed)
@@ -172,7 +172,7 @@ def main(argv=None):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        from gplvm.models._dp_plot import column_relevance
+        from gplvm.plot import column_relevance
 
         seed, model, data, _ = results[0]
         truth = data.active[data.labels].astype(float)

@@ -1,6 +1,6 @@
 """The factorisation plot of the DP-GP-LVM (seed 001, Figure 6): one row per output column,
 one column per latent dimension, shaded by the column's ARD weights (the shading of
-:func:`gplvm.plot.factors`, :func:`gplvm.plot._columns.column_relevance`)."""
+:func:`gplvm.plot.factors`, :func:`gplvm.plot.column_relevance`)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def plot_factorisation(model, ax=None, truth=None, order=None, title="DP-GP-LVM"
     """
     import matplotlib.pyplot as plt
 
-    from gplvm.plot._columns import column_relevance
+    from gplvm.plot import column_relevance
 
     shade = column_relevance(model)
     if order is not None:

@@ -12,14 +12,16 @@ Every model plugs in by its common attributes (``../shared/API.md``): ``X_mean_`
 * :func:`trace` — the bound per iteration, or the log-likelihood per sweep and chain.
 * :func:`imputation` — imputed entries with predictive intervals, as z-scores of their
   named columns; :func:`imputed_images` — for images, observed and imputed pictures.
-* :func:`factors`, :func:`assignments` — column × latent-dimension weights, column → group.
+* :func:`factors`, :func:`assignments` — column × latent-dimension weights, column → group;
+  :func:`column_relevance` — the (D, Q) array that :func:`factors` shades (also the DP-GP-LVM's
+  ``plot_factorisation``), for reuse without a figure.
 """
 
-from gplvm.plot._columns import assignments, factors
+from gplvm.plot._columns import assignments, column_relevance, factors
 from gplvm.plot._diagnostics import relevance, trace
 from gplvm.plot._images import imputed_images
 from gplvm.plot._imputation import imputation
 from gplvm.plot._latent import latent, most_relevant
 
-__all__ = ["assignments", "factors", "imputation", "imputed_images", "latent", "most_relevant",
-           "relevance", "trace"]
+__all__ = ["assignments", "column_relevance", "factors", "imputation", "imputed_images", "latent",
+           "most_relevant", "relevance", "trace"]

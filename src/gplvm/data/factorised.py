@@ -1,6 +1,5 @@
-"""Data sets of the DP-GP-LVM experiments (seed 001, Figure 6 and §G).
-
-# TODO(core): move to gplvm.data.synthetic (make_factorised) and gplvm.data (walk ambiguity)
+"""Data sets of the DP-GP-LVM experiments (seed 001, Figure 6 and §G), exported from
+:mod:`gplvm.data` (this module was ``gplvm.models._dp_data`` before issue 33).
 
 * :func:`make_factorised`: columns drawn from a few mapping functions of one latent space, each
   function using its own subset of shared and private latent dimensions (Figure 6).
