@@ -75,8 +75,7 @@ class BayesianLinearRegression(SaveMixin, RegressorMixin, BaseEstimator):
     """
 
     #: one rule per constructor argument (:mod:`gplvm._params`)
-    _parameter_constraints = {
-        "features": FEATURES, "n_features": POSITIVE_INT, "ard": FLAG,
+    _parameter_constraints = {"features": FEATURES, "n_features": POSITIVE_INT, "ard": FLAG,
         "noise_var": optional(POSITIVE, "0.1"), "prior_var": PRIOR_VAR, "optimize": FLAG,
         "n_restarts": NON_NEGATIVE_INT, "max_iter": POSITIVE_INT, "tol": NON_NEGATIVE,
         "standardize": FLAG, "random_state": RANDOM_STATE, "progress": FLAG}
