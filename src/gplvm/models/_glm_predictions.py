@@ -16,7 +16,7 @@ from gplvm.likelihoods import AbstractLikelihood, get_likelihood
 from gplvm.models import _glm_core as core
 from gplvm.models._common import check_is_fitted, in_model_precision
 from gplvm.models._rows import map_rows
-from gplvm.models._supervised import query_inputs
+from gplvm.models._supervised import central_interval, query_inputs
 
 
 def is_binary(lik) -> bool:
@@ -116,11 +116,7 @@ class GLMPredictions:
     def predict_interval(self, X, coverage: float = 0.9):
         """The central predictive interval (lower, upper) with the given coverage: the
         (1 − c)/2 and (1 + c)/2 quantiles."""
-        if not 0.0 < coverage < 1.0:
-            raise ValueError(f"coverage={coverage} must lie strictly between 0 and 1")
-        a = (1.0 - coverage) / 2.0
-        bounds = self.predict_quantile(X, [a, 1.0 - a])
-        return bounds[:, 0], bounds[:, 1]
+        return central_interval(self, X, coverage)
 
     @in_model_precision
     def score(self, X, y, sample_weight=None):

@@ -73,3 +73,13 @@ def no_missing_values(tags):
 def warn_not_converged(model_name: str, what: str, fix: str) -> None:
     """scikit-learn's ``ConvergenceWarning`` for an optimiser stopped at its iteration limit."""
     warnings.warn(f"{model_name}: {what}; {fix}", ConvergenceWarning, stacklevel=3)
+
+
+def central_interval(model, X, coverage: float):
+    """The central predictive interval (lower, upper) of ``model`` at X with the given
+    coverage c: its (1 − c)/2 and (1 + c)/2 quantiles (``model.predict_quantile``)."""
+    if not 0.0 < coverage < 1.0:
+        raise ValueError(f"coverage={coverage} must lie strictly between 0 and 1")
+    a = (1.0 - coverage) / 2.0
+    bounds = model.predict_quantile(X, [a, 1.0 - a])
+    return bounds[:, 0], bounds[:, 1]

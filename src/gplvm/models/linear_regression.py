@@ -28,7 +28,7 @@ from gplvm.models._common import (
 )
 from gplvm.models._rows import map_rows
 from gplvm.models._supervised import (
-    fit_inputs, no_missing_values, query_inputs, warn_not_converged,
+    central_interval, fit_inputs, no_missing_values, query_inputs, warn_not_converged,
 )
 from gplvm.objectives import linear_model as lm
 from gplvm.transforms import inverse_softplus, softplus
@@ -225,11 +225,7 @@ class BayesianLinearRegression(SaveMixin, RegressorMixin, BaseEstimator):
     @in_model_precision
     def predict_interval(self, X, coverage: float = 0.9):
         """The central predictive interval (lower, upper) with the given coverage."""
-        if not 0.0 < coverage < 1.0:
-            raise ValueError(f"coverage={coverage} must lie strictly between 0 and 1")
-        a = (1.0 - coverage) / 2.0
-        bounds = self.predict_quantile(X, [a, 1.0 - a])
-        return bounds[:, 0], bounds[:, 1]
+        return central_interval(self, X, coverage)
 
     @in_model_precision
     def weights_posterior(self):
