@@ -69,7 +69,7 @@ def worker(sweeps: int, chains: int, iters: int) -> dict:
     jax.monitoring.register_event_duration_secs_listener(on_duration)
     jax.monitoring.register_event_listener(on_event)
     import gplvm
-    import gplvm.models.rflvm.estimator as rflvm_module
+    import gplvm.models.rflvm.run as rflvm_module
     from gplvm.data import make_s_curve
 
     timings = {}

@@ -154,14 +154,14 @@ def chain_starts(Y, args, n_chains: int):
 
     from gplvm._random import as_key
     from gplvm.kernels import RBF
-    from gplvm.models.rflvm.init import initial_states, prepare_data
+    from gplvm.models.rflvm.init import initial_latents, initial_states, prepare_data
 
     model = gplvm.RFLVM(likelihood="poisson", n_features=args.features, n_chains=n_chains,
                         learn_kernel=False, sampler="nuts", random_state=args.seed)
     spec = model._spec("poisson", Y.shape[1], False)
     data = prepare_data(spec, Y, None, None, RBF(lengthscale=1.0), None)
     key_init, _ = jax.random.split(as_key(args.seed))
-    X0 = model._initial_latents(Y, "poisson", key_init, None)
+    X0 = initial_latents(Y, "poisson", key_init, model.n_components, model.init, None)
     states = initial_states(jax.random.split(key_init, n_chains), spec, data, X0, 0.1,
                             model.n_clusters)
     return spec, data, states

@@ -86,7 +86,7 @@ def time_sweeps(kind, Y, n_sweeps, n_warm, n_trials=None):
 def _record_driver_timings() -> dict:
     """The dict that every later ``RFLVM.fit`` in this process fills with the driver's timings
     (``run_chains(report=Report(timings=...))``: compile_s, sweep_s, calls)."""
-    import gplvm.models.rflvm.estimator as rflvm_module
+    import gplvm.models.rflvm.run as rflvm_module
     timings = {}
     real = rflvm_module.run_chains
     rflvm_module.run_chains = lambda *a, report, **kw: real(

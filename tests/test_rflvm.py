@@ -338,14 +338,15 @@ def test_negative_binomial_dispersion_starts_large_and_is_held_during_the_x_warm
     # the model's spec and data as fit() builds them, without a fit (one compiled sweep here)
     import jax
     from gplvm.kernels import RBF
+    from gplvm.models.rflvm.columns import standardise_fit
     from gplvm.models.rflvm.init import init_state, prepare_data
     from gplvm.models.rflvm.sweep import sweep as rflvm_sweep
     rng = np.random.default_rng(5)
     Y = rng.poisson(20.0, (30, 6)).astype(float)
     model = gplvm.RFLVM(likelihood="negative_binomial", random_state=0, **SMALL)
     spec = model._spec("negative_binomial", 6, False)
-    data = prepare_data(spec, model._standardise_fit(Y, "negative_binomial"), None, None,
-                        RBF(lengthscale=1.0), None)
+    _, _, Ys = standardise_fit(Y, "negative_binomial", model.standardize)
+    data = prepare_data(spec, Ys, None, None, RBF(lengthscale=1.0), None)
     r0 = spec.initial_dispersion
     assert r0 >= 10 and spec.map_sweeps == 4
     np.testing.assert_allclose(data.beta_prior_mean[-1], np.log(Y.mean(0)), rtol=1e-12)
@@ -363,7 +364,7 @@ def test_negative_binomial_dispersion_starts_large_and_is_held_during_the_x_warm
 def test_interrupted_during_burn_in_leaves_a_usable_model(monkeypatch):
     # Ctrl-C (a KeyboardInterrupt between blocks) during burn-in: the chains' last states stand
     # in for draws, with a warning, and the model still transforms, scores and samples
-    import gplvm.models.rflvm.estimator as module
+    import gplvm.models.rflvm.run as module
     from gplvm.inference.run import CheckpointTimer
     real = module.run_chains
 
@@ -403,7 +404,7 @@ def test_interrupted_during_burn_in_leaves_a_usable_model(monkeypatch):
      r"no observed entry \(columns 0\).*multinomial"),
 ])
 def test_bad_input_raises_before_sampling(kwargs, Y, match, forbid_computation):
-    import gplvm.models.rflvm.estimator as mod
+    import gplvm.models.rflvm.run as mod
 
     forbid_computation(mod, "run_chains")
     with pytest.raises(ValueError, match=match):
@@ -499,8 +500,10 @@ def test_n_components_follows_the_family_rule(forbid_computation):
     """Q above the columns entering the fit, or at or above the rows, is refused before any
     computation with the family's message (gplvm._validation.check_n_components)."""
     import gplvm.models.rflvm.estimator as mod
+    import gplvm.models.rflvm.run as run_mod
 
-    forbid_computation(mod, "run_chains", "prepare_data")
+    forbid_computation(mod, "prepare_data")
+    forbid_computation(run_mod, "run_chains")
     Y = np.random.default_rng(14).normal(size=(12, 3))
     with pytest.raises(ValueError, match=r"RFLVM: n_components=4 exceeds the 3 column\(s\) of "
                                          r"Y; .*pass n_components=3 or fewer"):

@@ -101,7 +101,7 @@ def test_auto_stops_at_the_first_round_whose_figures_converge(monkeypatch):
     the convergence check, stopping at the first that passes (the rule is made to pass at
     its second call here: the rule itself is tested in tests/test_mcmc_convergence.py and
     below); the stored figures are those of the stored draws."""
-    from gplvm.models.rflvm import estimator as module
+    from gplvm.models.rflvm import run as module
     from gplvm.models.rflvm.convergence import convergence_figures
 
     calls = []

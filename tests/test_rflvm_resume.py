@@ -30,7 +30,7 @@ def _assert_same(a, b):
 def _stop_after(monkeypatch, n_blocks, exc):
     """Raise ``exc`` at the end of block ``n_blocks`` (before that block's checkpoint write):
     the driver's checkpoint timer is wrapped in one asked at every block end."""
-    import gplvm.models.rflvm.estimator as module
+    import gplvm.models.rflvm.run as module
     real, calls = module.run_chains, []
 
     def with_stop(*args, checkpoint=None, **kwargs):

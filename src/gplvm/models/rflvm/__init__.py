@@ -1,7 +1,8 @@
 """The random-feature latent variable model (seed 000, §3): the estimator and its functional
 core, one public package.
 
-The estimator :class:`gplvm.RFLVM` (:mod:`.estimator`) is a thin layer over these modules:
+The estimator :class:`gplvm.RFLVM` (:mod:`.estimator`, with its run in :mod:`.run` and its
+verbs after fitting in :mod:`.verbs`, mixins) is a thin layer over these modules:
 
 * :mod:`.spec` — the static model description, the data container and the per-chain state;
 * :mod:`.features` — the design matrix [φ_W(X), 1] (eq. 18 plus a per-column intercept);

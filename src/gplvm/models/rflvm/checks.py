@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from gplvm._validation import (_where, as_1d_float, as_2d_float, check_n_components,
-                               check_new_values)
+from gplvm._validation import (_where, as_1d_float, as_2d_float, check_magnitude,
+                               check_n_components, check_new_values)
+from gplvm.inference.sharding import checkpoint_devices_problem
 from gplvm.likelihoods import AbstractLikelihood, Binomial, get_likelihood
 from gplvm.models.rflvm.columns import dropped_columns
 
@@ -81,6 +82,28 @@ def check_fit_inputs(model, Y, times, offset, n_trials):
             raise ValueError(f"offset has {offset.shape[0]} entries but Y has {N} rows; pass "
                              f"one offset per row (e.g. log size factors)")
     return lik, Y, times, offset, dropped
+
+
+def check_data(Y: np.ndarray, kind: str) -> None:
+    """What the sampler needs of the data beyond its likelihood's support."""
+    check_magnitude(Y, "Y", "rescale Y (counts this large cannot be modelled exactly "
+                            "either)" if kind != "gaussian" else "rescale Y (e.g. divide "
+                            "it by its largest entry)")
+    if kind == "multinomial":
+        empty = np.nansum(Y, axis=1) == 0
+        if empty.any():
+            raise ValueError(f"Y has {int(empty.sum())} rows with no counts (rows "
+                             f"{np.flatnonzero(empty)[:5].tolist()}); the multinomial "
+                             f"likelihood models how a row's total is split over the "
+                             f"categories, so a row of zeros says nothing: drop those rows")
+
+
+def check_devices(devices, checkpoint) -> None:
+    """``devices`` with ``checkpoint``: the rule the Bayesian GPLVM applies too
+    (:func:`gplvm.inference.sharding.checkpoint_devices_problem`)."""
+    why = checkpoint_devices_problem(devices, checkpoint)
+    if why is not None:
+        raise ValueError(f"RFLVM: devices={devices!r}: {why}")
 
 
 def check_columns(Y: np.ndarray, kind: str) -> np.ndarray:

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gplvm._validation import uninformative_columns
+from gplvm._validation import (column_standardisation, dropped_columns_notice,
+                               standardise_kept, uninformative_columns)
 
 
 def dropped_columns(kind: str, Y: np.ndarray) -> np.ndarray:
@@ -33,6 +34,19 @@ def dropped_columns(kind: str, Y: np.ndarray) -> np.ndarray:
     if kind == "gaussian":
         return uninformative_columns(Y)
     return np.isnan(Y).all(axis=0)
+
+
+def standardise_fit(Y: np.ndarray, kind: str, standardize: bool, dropped=None):
+    """``(Y_mean_, Y_std_, Ys)``: the standardisation of all D columns (centring and scaling
+    only for the Gaussian with ``standardize``), the ``dropped`` ones coded in it (module
+    docstring), with the one-line notice naming them; ``Ys`` the kept columns standardised,
+    what the sampler reads.  In the float32 mode (gplvm.config) predictions in original units
+    are float32 too."""
+    dropped = np.zeros(Y.shape[1], bool) if dropped is None else dropped
+    if dropped.any():
+        dropped_columns_notice("RFLVM", Y, dropped)
+    Y_mean, Y_std = column_standardisation(Y, dropped, kind == "gaussian" and standardize)
+    return Y_mean, Y_std, standardise_kept(Y, Y_mean, Y_std)
 
 
 def narrow(a, n_columns: int, kept: np.ndarray):

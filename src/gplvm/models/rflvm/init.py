@@ -1,4 +1,7 @@
-"""Preparing the data and the initial chain states of the RFLVM sampler."""
+"""Preparing the data and the initial chain states of the RFLVM sampler: the prepared data
+(:func:`prepare_data`), the initial latents (:func:`initial_latents`), the inducing times of
+the dynamic prior (:func:`inducing_times`), the chains' starting states
+(:func:`initial_states`) and the per-chain copies of the data (:func:`per_chain`)."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import gammaln
 
+from gplvm._config import float_dtype
 from gplvm._pytree import to_device
 from gplvm.inference.mcmc._block import Block
 from gplvm.models.rflvm.dispersion import crt_layout
@@ -156,3 +160,40 @@ def _initial_states_block(spec: RFLVMSpec, jitter: float, n_clusters: int) -> Bl
         return jax.vmap(lambda k: init_state(k, spec, data, X0, jitter, n_clusters))(keys)
     return Block(jax.jit(states), export_key=f"gplvm.RFLVM start {spec!r}",
                  settings=(jitter, n_clusters))
+
+
+def initial_latents(Ys: np.ndarray, kind: str, key: Array, n_components: int, init: str,
+                    offset=None) -> Array:
+    """(N, Q) initial latents: ``init='random'`` N(0, I) draws; ``'pca'`` (the paper's code)
+    the first Q principal components of the standardised data (NaN filled by column means;
+    count likelihoods: of log(1 + counts per unit of exposure), variance-stabilised), scaled to
+    unit variance, the N(0, I) prior's scale."""
+    Q = int(n_components)
+    if init == "random":
+        return jax.random.normal(key, (Ys.shape[0], Q))
+    Z = np.where(np.isnan(Ys), np.nanmean(Ys, axis=0), Ys)
+    if kind != "gaussian":
+        if offset is not None:               # counts per unit of exposure exp(offset)
+            Z = Z * np.exp(-(np.asarray(offset, float) - np.mean(offset))).reshape(-1, 1)
+        Z = np.log1p(np.maximum(Z, 0.0))     # PCA of log counts (variance-stabilised)
+    Z = Z - Z.mean(0)
+    U, s, _ = np.linalg.svd(Z, full_matrices=False)
+    X0 = U[:, :Q] * s[:Q]
+    X0 = X0 / np.maximum(X0.std(0), 1e-12)   # unit variance, the N(0, I) prior's scale
+    return to_device(X0)
+
+
+def inducing_times(times, n: int) -> Array:
+    """The dynamic prior's inducing times: ``n`` (at most the distinct times) evenly spaced
+    over the range of ``times``; a placeholder (1,) zero for the iid prior (``times=None``)."""
+    if times is None:
+        return to_device(np.zeros(1, float_dtype()))
+    t = np.asarray(times, float)
+    return jnp.linspace(t.min(), t.max(), int(min(n, len(np.unique(t)))))
+
+
+def per_chain(tree, n_chains: int):
+    """Copies of ``tree``'s arrays along a leading chain axis, made on the host (on the device
+    each leaf shape would compile a broadcast, again in every new process)."""
+    return jax.tree_util.tree_map(
+        lambda x: np.broadcast_to(np.asarray(to_device(x)), (n_chains,) + np.shape(x)), tree)
