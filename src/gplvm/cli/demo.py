@@ -85,6 +85,20 @@ def _demo_glm(args) -> int:
     return 0
 
 
+def _digits(args):
+    """The output folder (made), and scikit-learn's digits without their 3 border pixels that
+    are always 0 (nothing to model there): (out, Y, labels)."""
+    import numpy as np
+
+    from gplvm.data import load_digits
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    data = load_digits()
+    keep = data.Y.std(0) > 0
+    return out, data.Y[:, keep], np.asarray(data.labels)
+
+
 def _demo_bgplvm(args) -> int:
     import matplotlib
 
@@ -94,14 +108,9 @@ def _demo_bgplvm(args) -> int:
 
     from gplvm import BayesianGPLVM
     from gplvm.baselines import PCA
-    from gplvm.data import load_digits
     from gplvm.metrics import knn_accuracy
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    data = load_digits()
-    keep = data.Y.std(0) > 0          # 3 border pixels are always 0: nothing to model there
-    Y, labels = data.Y[:, keep], np.asarray(data.labels)
+    out, Y, labels = _digits(args)
     Q, n_iter = 5, args.n_iter or 400
     print(f"[gplvm demo] Bayesian GPLVM (ARD RBF, Q={Q}, 30 inducing inputs) on scikit-learn's "
           f"digits: {Y.shape[0]} images of {Y.shape[1]} pixels, {n_iter} L-BFGS steps")
@@ -154,14 +163,9 @@ def _demo_rflvm(args) -> int:
 
     from gplvm import RFLVM
     from gplvm.baselines import PCA
-    from gplvm.data import load_digits
     from gplvm.metrics import knn_accuracy
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    data = load_digits()
-    keep = data.Y.std(0) > 0
-    Y, labels = data.Y[:, keep], np.asarray(data.labels)
+    out, Y, labels = _digits(args)
     n_iter, n_chains = args.n_iter or 200, 2
     print(f"[gplvm demo] RFLVM (binomial, 16 trials per pixel, Q=2, M=100 random features, "
           f"DP-mixture kernel) on scikit-learn's digits: {Y.shape[0]} images of {Y.shape[1]} "
