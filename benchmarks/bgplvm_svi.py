@@ -32,7 +32,7 @@ import gplvm
 from gplvm.data.loaders import load_oil_flow
 from gplvm.metrics import loo_1nn_errors
 from gplvm.models.gplvm_family import svi_fit, svi_init
-from gplvm._random import as_key
+from gplvm.random import as_key
 
 
 def oil_part(seeds, epochs, learning_rate, batch_size):

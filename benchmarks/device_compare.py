@@ -61,8 +61,8 @@ def bound_task(n_rows: int, seed: int):
     import numpy as np
 
     import gplvm
-    from gplvm._random import as_key
     from gplvm.models.gplvm_family import bound as core
+    from gplvm.random import as_key
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n_rows, 2))
     Y = np.sin(X @ rng.normal(size=(2, 50))) + 0.1 * rng.normal(size=(n_rows, 50))

@@ -85,7 +85,7 @@ def _tasks(n_splits: int):
 
 
 def _median_lengthscale(X):
-    from gplvm.models._common import median_distance
+    from gplvm.kernels.lengthscale import median_distance
     return median_distance(X)
 
 
@@ -395,7 +395,7 @@ def _acceptance() -> dict:
                                    "3se": float(3 * np.sqrt(np.sum(c * (1 - c))) / len(c))}
     # 4. planted Poisson weights on known features [x, 1]
     from gplvm.features import AbstractFeatureMap
-    from gplvm._pytree import pytree_dataclass, static_field
+    from gplvm.pytree import pytree_dataclass, static_field
 
     @pytree_dataclass
     class Identity(AbstractFeatureMap):

@@ -152,7 +152,7 @@ def chain_starts(Y, args, n_chains: int):
     seed, PCA start, jitter, W draws, β at its prior mean; a leading chain axis on states)."""
     import jax
 
-    from gplvm._random import as_key
+    from gplvm.random import as_key
     from gplvm.kernels import RBF
     from gplvm.models.rflvm.init import initial_latents, initial_states, prepare_data
 

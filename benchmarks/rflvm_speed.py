@@ -107,7 +107,7 @@ def chains_worker(kind: str, n_chains: int, n_sweeps: int, n_warm: int) -> dict:
         if done >= n_warm:
             counted, wall, cpu = counted + n, wall + w, cpu + c
         done += n
-    from gplvm.inference.mcmc._devices import placement
+    from gplvm.inference.mcmc import placement
     return dict(chains=n_chains, devices=len(jax.devices()), wall=wall / counted,
                 cpu=cpu / counted, compile=timings["compile_s"],
                 fit=time.perf_counter() - start, layout=placement(n_chains).describe(),

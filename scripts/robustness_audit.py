@@ -224,7 +224,7 @@ def lost_transform_out_is_the_model(ctx, folder):
 
 def _hold_in_another_process(path: Path):
     """A process that holds the checkpoint lock of ``path`` until killed."""
-    code = ("import sys, time\nfrom gplvm.models._checkpoint import checkpoint_lock\n"
+    code = ("import sys, time\nfrom gplvm.models.checkpoint import checkpoint_lock\n"
             "with checkpoint_lock(sys.argv[1]):\n    print('held', flush=True)\n"
             "    time.sleep(600)\n")
     holder = subprocess.Popen([sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE,
@@ -237,7 +237,7 @@ def _hold_in_another_process(path: Path):
       "lost_one_writer_per_checkpoint/collapsed", "lost_one_writer_per_checkpoint/svi")
 def lost_one_writer_per_checkpoint(ctx, folder, inference):
     import gplvm
-    from gplvm.models._checkpoint import CheckpointInUseError
+    from gplvm.models.checkpoint import CheckpointInUseError
 
     path = folder / "run.npz"
     path.write_bytes(ctx.model_file.read_bytes())            # the other run's checkpoint

@@ -342,7 +342,7 @@ def freeze_frequencies() -> None:
     to test whether the Table 1 drop on bridges since stop 9 comes from W moving (issue 14)."""
     os.environ["GPLVM_COMPILATION_CACHE"] = "0"
     import jax.numpy as jnp
-    from gplvm._config import disable_compilation_cache
+    from gplvm.config import disable_compilation_cache
     from gplvm.models.rflvm import sweep as sw
     disable_compilation_cache()
 

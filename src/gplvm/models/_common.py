@@ -13,6 +13,7 @@ from sklearn.exceptions import NotFittedError
 from gplvm._config import precision
 from gplvm.features import AbstractFeatureMap, RandomFourierFeatures
 from gplvm.kernels import RBF
+from gplvm.kernels.lengthscale import median_distance
 
 
 def check_is_fitted(model, attribute: str) -> None:
@@ -39,17 +40,6 @@ def in_model_precision(method):
             return method(self, *args, **kwargs)
 
     return in_precision
-
-
-def median_distance(X: np.ndarray, max_points: int = 1000, seed: int = 0) -> float:
-    """Median pairwise Euclidean distance (the usual length-scale initialisation)."""
-    if len(X) > max_points:
-        X = X[np.random.default_rng(seed).choice(len(X), max_points, replace=False)]
-    sq = np.sum(X**2, 1)
-    D2 = np.maximum(sq[:, None] + sq[None, :] - 2 * X @ X.T, 0.0)
-    d = np.sqrt(D2[np.triu_indices(len(X), 1)])
-    med = float(np.median(d)) if d.size else 1.0
-    return med if med > 0 else 1.0
 
 
 def default_features(X: np.ndarray, n_features: int, key, ard: bool = False
