@@ -72,6 +72,7 @@ def test_figure1_smoke_writes_a_cell_per_model_and_M_with_the_protocol_mse(tmp_p
         ["M=5", "M=10", "M=200"]
 
 
+@pytest.mark.shared_data     # the smoke run reads oil flow's DataTrn.txt
 def test_seed004_smoke_writes_a_cell_per_fit_and_per_method_and_dimension(tmp_path,
                                                                         monkeypatch):
     import gplvm
