@@ -31,7 +31,7 @@ from scipy.linalg import orthogonal_procrustes
 import gplvm
 from gplvm.data.loaders import load_oil_flow
 from gplvm.metrics import loo_1nn_errors
-from gplvm.models.gplvm_family import svi_fit, svi_init
+from gplvm.models.gplvm_family.variants.svi import svi_fit, svi_init
 from gplvm.random import as_key
 
 
@@ -84,7 +84,8 @@ def procrustes_r2(X_true, X_fit):
 
 def start_r2(model_args, Y, X_true):
     """(seconds, Procrustes R²) of the SVI start alone: the PCA latents every unvisited row keeps
-    (:func:`gplvm.models.gplvm_family.svi_init.initial_state`), so the table shows what the
+    (:func:`gplvm.models.gplvm_family.variants.svi.svi_init.initial_state`), so the table
+    shows what the
     epochs add to them."""
     start = time.perf_counter()
     est = gplvm.BayesianGPLVM(**model_args)

@@ -42,7 +42,7 @@ def main():
     from gplvm.data.loaders import load_oil_flow
     from gplvm.expectations import Analytic
     from gplvm.kernels import RBF
-    from gplvm.models.gplvm_family import atoms
+    from gplvm.models.gplvm_family.variants.dp import atoms
     from gplvm.models.gplvm_family.bound import Problem, negative_bound
     from gplvm.models.gplvm_family.latent import IidLatent
     from gplvm.models.gplvm_family.route import DenseRoute

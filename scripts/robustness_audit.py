@@ -325,7 +325,7 @@ def silent_structured_grid_at_one_point(ctx, folder):
 @contextlib.contextmanager
 def _ctrl_c_at_step(k: int):
     """Ctrl-C before the SVI loop's k-th step (as a user would press it)."""
-    from gplvm.models.gplvm_family import svi_fit
+    from gplvm.models.gplvm_family.variants.svi import svi_fit
 
     real, calls = svi_fit._step, [0]
 

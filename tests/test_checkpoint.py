@@ -22,7 +22,7 @@ from gplvm.inference.optimise import OptimOptions, minimise
 from gplvm.models.gplvm_family import collapsed_run as bgplvm_module  # its optimiser runs
 from gplvm.models import glm as glm_module
 from gplvm.models import structured as structured_module
-from gplvm.models.gplvm_family import dp_fit
+from gplvm.models.gplvm_family.variants.dp import dp_fit
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::sklearn.exceptions.ConvergenceWarning", "ignore:.*interrupted:RuntimeWarning")

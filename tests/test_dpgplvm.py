@@ -23,12 +23,12 @@ from sklearn.metrics import adjusted_rand_score
 from gplvm import BayesianGPLVM, DPGPLVM
 from gplvm.models import dpgplvm as dpgplvm_module
 from gplvm.data import make_factorised
-from gplvm.models.gplvm_family.missing_block import missing_data_log_likelihood
-from gplvm.models.gplvm_family import dp_fitted, dp_rows
+from gplvm.models.gplvm_family.variants.dp.missing_block import missing_data_log_likelihood
+from gplvm.models.gplvm_family.variants.dp import dp_fitted, dp_rows
 from gplvm.models.gplvm_family import estimator as family_estimator
 from gplvm.models.gplvm_family import new_rows as core_rows
-from gplvm.models.gplvm_family.dp_fitted import FittedDPGPLVM
-from gplvm.models.gplvm_family.missing_block import missing_block_split
+from gplvm.models.gplvm_family.variants.dp.dp_fitted import FittedDPGPLVM
+from gplvm.models.gplvm_family.variants.dp.missing_block import missing_block_split
 from gplvm.objectives import new_rows
 from gplvm.objectives.collapsed import kl_standard_normal
 from gplvm.plot._columns import column_relevance

@@ -21,7 +21,7 @@ from scipy import stats
 
 from gplvm.expectations import Analytic
 from gplvm.kernels import RBF
-from gplvm.models.gplvm_family import atoms, dp
+from gplvm.models.gplvm_family.variants.dp import atoms, dp
 from gplvm.models.gplvm_family.bound import Problem, bound_and_parts_jit
 from gplvm.models.gplvm_family.latent import IidLatent
 from gplvm.models.gplvm_family.route import DenseRoute

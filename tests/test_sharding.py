@@ -419,7 +419,7 @@ FIT_SCRIPT = textwrap.dedent("""
     svi = gplvm.BayesianGPLVM(devices=3, **json.loads(sys.argv[3])).fit(np.load(sys.argv[4]))
     svi.save(out + "/svi.npz")
     # the same SVI fit with a checkpoint, Ctrl-C before its 6th step, then resumed from the file
-    from gplvm.models.gplvm_family import svi_fit
+    from gplvm.models.gplvm_family.variants.svi import svi_fit
     real_step, calls = svi_fit._step, [0]
     def stop(*a, **k):
         calls[0] += 1

@@ -26,7 +26,7 @@ from gplvm._pytree import replace
 from gplvm.data import load_digits
 from gplvm.expectations import psi_statistics
 from gplvm.kernels import RBF, Coincidence, Matern32
-from gplvm.models.gplvm_family import structured_fitted as sf
+from gplvm.models.gplvm_family.variants.structured import structured_fitted as sf
 from gplvm.models.gplvm_family.bound import bound_and_parts_jit
 from gplvm.objectives import kronecker
 

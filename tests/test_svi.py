@@ -22,7 +22,7 @@ from gplvm.kernels import RBF
 from gplvm.models.gplvm_family.bound import Problem, bound_and_parts
 from gplvm.models.gplvm_family.latent import IidLatent
 from gplvm.models.gplvm_family.route import DenseRoute
-from gplvm.models.gplvm_family.svi_bound import SviSetup, minibatch_bound
+from gplvm.models.gplvm_family.variants.svi.svi_bound import SviSetup, minibatch_bound
 from gplvm.objectives import svi
 from gplvm.objectives.collapsed import group_columns
 from gplvm.transforms import inverse_softplus
@@ -304,7 +304,7 @@ def test_checkpoint_kill_or_ctrl_c_then_resume_equals_one_run(planted_fit, tmp_p
     step) and resumed replays the uninterrupted run's steps on the same numbers: the same
     latents, parameters, history and bound, bit for bit.  Data read from disk must be passed
     to resume(Y) when the process that read them is gone."""
-    from gplvm.models.gplvm_family import svi_fit
+    from gplvm.models.gplvm_family.variants.svi import svi_fit
 
     _, Y, _ = planted_fit
     epochs = 3                                     # 160 rows in batches of 40: 4 steps each

@@ -13,7 +13,8 @@ Measured:
    columns are leg channels, else an *upper-body group*; the claim is that some latent dimension
    has ARD weight above 5% of its group's largest in a leg group and below 5% in every
    upper-body group.
-2. Missing data (§G protocol, :mod:`gplvm.models.gplvm_family.missing_block`): per seed, rows
+2. Missing data (§G protocol, :mod:`gplvm.models.gplvm_family.variants.dp.missing_block`): per
+   seed, rows
    permuted, 20% of them test rows with a third of the channels (permuted one at a time, the
    data having no (x, y) pairs) removed; the DP-GP-LVM and the Bayesian GPLVM (same Q, M,
    iterations) fitted on the training rows; the log-likelihood of the true missing values
@@ -131,8 +132,8 @@ def factorisation_cell(cell: Cell):
 def missing_cell(cell: Cell):
     """One model's missing-block log-likelihood on one seed's split (§G protocol)."""
     import gplvm
-    from gplvm.models.gplvm_family.missing_block import missing_data_log_likelihood
-    from gplvm.models.gplvm_family.missing_block import missing_block_split
+    from gplvm.models.gplvm_family.variants.dp.missing_block import missing_data_log_likelihood
+    from gplvm.models.gplvm_family.variants.dp.missing_block import missing_block_split
     amb = _ambiguity(cell.config["trial"], bool(cell.config.get("smoke")))[0]
     N, D = amb.Y.shape
     split = missing_block_split(amb.Y, n_test=N // 5, n_missing=D // 3,

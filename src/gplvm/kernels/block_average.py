@@ -10,7 +10,8 @@ which is A K Aᵀ for the averaging matrix A — for a product grid still one fa
 the structured GPLVM's Kronecker algebra (seed 003 eq. 17) is unchanged.  Predicting the field
 itself at points x* (super-resolution, seed 003 §3.2) needs the point-to-block covariance
 (1/J)Σ_l k(x*, x' + δ_l) (:meth:`BlockAverage.point_cross`) and the point variance k(x*, x*)
-(:meth:`BlockAverage.point_diag`); :mod:`gplvm.models.gplvm_family.structured_fitted` uses them
+(:meth:`BlockAverage.point_diag`);
+:mod:`gplvm.models.gplvm_family.variants.structured.structured_fitted` uses them
 at new pixel coordinates when the spatial kernel has them.
 """
 

@@ -28,7 +28,7 @@ from gplvm.models.gplvm_family.format1 import upgrade_format1
 from gplvm.models.gplvm_family.collapsed_run import CollapsedRun, portable
 from gplvm.models.gplvm_family.latent import DynamicalLatent
 from gplvm.models.gplvm_family.new_rows import infer_latents
-from gplvm.models.gplvm_family.svi_estimator import SviMixin, forget_rows
+from gplvm.models.gplvm_family.variants.svi.svi_estimator import SviMixin, forget_rows
 from gplvm.registry import register
 
 @register("gplvm.BayesianGPLVM", estimator=True)
@@ -84,7 +84,7 @@ class BayesianGPLVM(CollapsedRun, SviMixin, ResumableMixin, AbstractGPLVM):
             rest of the run exactly (``resume(Y)`` with data read from disk, which the file
             does not hold); a checkpoint file's ``elbo_`` is NaN (the bound over all rows is
             computed when the run ends or is interrupted).  See
-            :mod:`gplvm.models.gplvm_family.svi_fit`.
+            :mod:`gplvm.models.gplvm_family.variants.svi.svi_fit`.
         batch_size: rows per minibatch with ``inference='svi'`` (``None``: min(256, N)).
         devices: ``None`` (the default: one device, as always), an int k (the first k of
             ``jax.devices()``), a list of ``jax.Device`` or a :class:`jax.sharding.Mesh`:

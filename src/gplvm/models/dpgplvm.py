@@ -27,14 +27,16 @@ from gplvm._params import (GPLVM_FAMILY, NON_NEGATIVE, NON_NEGATIVE_INT, POSITIV
 from gplvm._validation import as_2d_float
 from gplvm.kernels import AbstractKernel
 from gplvm.models._checkpoint import ResumableMixin
-from gplvm.models.gplvm_family import columns, dp_fit, dp_fitted, dp_init
-from gplvm.models.gplvm_family.atoms import stack_atoms
-from gplvm.models.gplvm_family.dp_rows import infer_latents
+from gplvm.models.gplvm_family import columns
+from gplvm.models.gplvm_family.variants.dp import dp_fit, dp_fitted, dp_init
+from gplvm.models.gplvm_family.variants.dp.atoms import stack_atoms
+from gplvm.models.gplvm_family.variants.dp.dp_rows import infer_latents
 from gplvm.models.gplvm_family.estimator import AbstractGPLVM, in_model_precision
-from gplvm.models.gplvm_family.dp_attributes import DPFittedAttributes
-from gplvm.models.gplvm_family.dp_starts import DPStarts
+from gplvm.models.gplvm_family.variants.dp.dp_attributes import DPFittedAttributes
+from gplvm.models.gplvm_family.variants.dp.dp_starts import DPStarts
 # its home before issue 33, imported from here by earlier scripts
-from gplvm.models.gplvm_family.missing_block import missing_data_log_likelihood  # noqa: F401
+from gplvm.models.gplvm_family.variants.dp.missing_block import (  # noqa: F401
+    missing_data_log_likelihood)
 from gplvm.registry import register
 
 #: the least jitter on K_uu's diagonal, relative to its mean diagonal
@@ -171,7 +173,7 @@ class DPGPLVM(DPStarts, DPFittedAttributes, ResumableMixin, AbstractGPLVM):
 
     # ------------------------------------------------------------------ fit
     def fit(self, Y, y=None, *, times=None, groups=None):
-        """Maximise the DP-GP-LVM bound (:mod:`gplvm.models.gplvm_family.dp_fit`).
+        """Maximise the DP-GP-LVM bound (:mod:`gplvm.models.gplvm_family.variants.dp.dp_fit`).
 
         Args:
             Y: (N, D) data; NaN marks a missing entry (left out of the bound).

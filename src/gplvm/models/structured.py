@@ -29,13 +29,13 @@ from gplvm.inference import minimise
 from gplvm.kernels import AbstractKernel
 from gplvm.models._checkpoint import ResumableMixin, holding_checkpoint
 from gplvm.models._common import check_is_fitted
-from gplvm.models.gplvm_family import structured_fitted as sf
+from gplvm.models.gplvm_family.variants.structured import structured_fitted as sf
 from gplvm.models.gplvm_family.bound import negative_bound
 from gplvm.models.gplvm_family.estimator import AbstractGPLVM, in_model_precision
 from gplvm.models.gplvm_family.kron_route import kronecker_route, spatial_kernels
 from gplvm.models.gplvm_family.new_rows import infer_rows
-from gplvm.models.gplvm_family.structured_checks import validate
-from gplvm.models.gplvm_family.structured_verbs import ImageVerbs
+from gplvm.models.gplvm_family.variants.structured.structured_checks import validate
+from gplvm.models.gplvm_family.variants.structured.structured_verbs import ImageVerbs
 from gplvm.objectives import collapsed
 from gplvm.registry import register
 
@@ -91,7 +91,8 @@ class StructuredGPLVM(ImageVerbs, ResumableMixin, AbstractGPLVM):
         X_mean_, X_var_ (n_images, Q); Z_; kernel_ (latent); spatial_kernel_ (list, one per
         factor); noise_var_ (per channel, original units); relevance_; history_; n_iter_;
         converged_; interrupted_; elbo_; jitter_; n_features_in_ (n_pixels · channels);
-        fitted_ (:class:`~gplvm.models.gplvm_family.structured_fitted.FittedStructured`).
+        fitted_ (:class:`~gplvm.models.gplvm_family.variants.structured.structured_fitted.
+        FittedStructured`).
     """
 
     #: one rule per constructor argument (:mod:`gplvm._params`)

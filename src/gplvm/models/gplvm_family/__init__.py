@@ -9,7 +9,11 @@ Estimators choose their pieces here instead of copying them:
 * :mod:`.route` — the linear-algebra route (dense; Kronecker next);
 * :mod:`.fitted` — the fitted-model value and prediction, expectation and sampling from it;
 * :mod:`.new_rows` — latents of new rows, each row on its own, with the model fixed;
-* :mod:`.init` — initial values (PCA latents, k-means inducing inputs, q(X) variances, jitter).
+* :mod:`.init` — initial values (PCA latents, k-means inducing inputs, q(X) variances, jitter);
+* :mod:`.collapsed_run`, :mod:`.jitter_ladder` — the collapsed bound's run and its jitter policy;
+* :mod:`.variants` — what a model adds to the core: the DP-GP-LVM (:mod:`.variants.dp`), the
+  stochastic variational GPLVM (:mod:`.variants.svi`), the structured GPLVM
+  (:mod:`.variants.structured`).
 """
 
 from gplvm.models.gplvm_family.bound import Problem, bound_and_parts, negative_bound

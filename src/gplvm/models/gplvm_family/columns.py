@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gplvm._validation import kept_columns, standardise_kept  # noqa: F401 (re-exported)
-from gplvm.models.gplvm_family.dp_fitted import FittedDPGPLVM
+from gplvm.models.gplvm_family.variants.dp.dp_fitted import FittedDPGPLVM
 from gplvm.models.gplvm_family.fitted import FittedGPLVM
 from gplvm.objectives.new_rows import FittedMap
 

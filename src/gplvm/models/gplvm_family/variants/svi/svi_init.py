@@ -20,7 +20,7 @@ from gplvm.models.gplvm_family.columns import kept_columns, standardise_kept
 from gplvm.models.gplvm_family.estimator import check_inducing
 from gplvm.models.gplvm_family.init import (initial_inducing, initial_jitter, initial_latents,
                                             initial_variances, resolve_rule)
-from gplvm.models.gplvm_family.svi_bound import SviSetup
+from gplvm.models.gplvm_family.variants.svi.svi_bound import SviSetup
 from gplvm.objectives import svi
 from gplvm.transforms import inverse_softplus
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from gplvm.models._common import check_is_fitted
 from gplvm.models.gplvm_family import columns
-from gplvm.models.gplvm_family.atoms import atom
+from gplvm.models.gplvm_family.variants.dp.atoms import atom
 from gplvm.models.gplvm_family.estimator import active_dimensions, ard_relevance
 
 

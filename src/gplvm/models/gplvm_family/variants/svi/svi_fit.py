@@ -31,8 +31,9 @@ from gplvm.inference import sharding
 from gplvm.inference.optimise import restored_opt_state
 from gplvm.inference.run import CheckpointTimer, Hooks, Progress
 from gplvm.inference.run import run as loop
-from gplvm.models.gplvm_family.svi_bound import SviSetup, full_bound, minibatch_bound_and_sums
-from gplvm.models.gplvm_family.svi_init import Standardised, initial_state
+from gplvm.models.gplvm_family.variants.svi.svi_bound import (SviSetup, full_bound,
+                                                              minibatch_bound_and_sums)
+from gplvm.models.gplvm_family.variants.svi.svi_init import Standardised, initial_state
 from gplvm.objectives import svi
 from gplvm.transforms import softplus
 
@@ -102,7 +103,7 @@ def _step(g, g_state, xl, xl_state, batch, setup, rates: _Rates, mesh=None):
     natural-gradient step of that size (its Adam update is discarded).  A step whose bound or
     gradient is not finite changes nothing (and is counted by the caller).  With a mesh (a
     static argument) the batch's rows are split over its devices
-    (:func:`gplvm.models.gplvm_family.svi_bound.batch_terms`)."""
+    (:func:`gplvm.models.gplvm_family.variants.svi.svi_bound.batch_terms`)."""
     Y0, observed = batch
     scale, learning_rate, natural = rates
     (value, sums), (dg, dxl) = jax.value_and_grad(_negative, argnums=(0, 1), has_aux=True)(

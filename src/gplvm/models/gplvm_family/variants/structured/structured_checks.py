@@ -14,7 +14,7 @@ from gplvm._params import check_params
 from gplvm._validation import as_float_array, check_magnitude
 from gplvm.kernels import Coincidence
 from gplvm.models.gplvm_family.estimator import check_inducing
-from gplvm.models.gplvm_family.structured_input import image_layout
+from gplvm.models.gplvm_family.variants.structured.structured_input import image_layout
 
 
 def _check_channels_and_pixels(Yf: np.ndarray, layout) -> None:

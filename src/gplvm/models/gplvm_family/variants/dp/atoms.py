@@ -34,7 +34,7 @@ import jax.numpy as jnp
 from jax.scipy.stats import norm
 
 from gplvm.models.gplvm_family.bound import Problem, data_term
-from gplvm.models.gplvm_family.dp import DPPrior, DPState, dp_terms
+from gplvm.models.gplvm_family.variants.dp.dp import DPPrior, DPState, dp_terms
 from gplvm.registry import register
 from gplvm.transforms import softplus
 

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 
 from gplvm.expectations import psi_statistics
-from gplvm.models.gplvm_family.dp_fitted import FittedDPGPLVM
+from gplvm.models.gplvm_family.variants.dp.dp_fitted import FittedDPGPLVM
 from gplvm.models.gplvm_family.new_rows import infer_rows
 from gplvm.objectives import new_rows
 from gplvm.objectives.collapsed import kl_standard_normal

@@ -45,7 +45,7 @@ from gplvm.inference.optimise import NonFiniteObjectiveError
 from gplvm.inference.run import Hooks, Progress
 from gplvm.inference.run import run as loop
 from gplvm.linalg import CholeskyError, escalate_jitter
-from gplvm.models.gplvm_family import atoms, dp
+from gplvm.models.gplvm_family.variants.dp import atoms, dp
 from gplvm.models.gplvm_family.bound import Problem
 from gplvm.registry import register
 

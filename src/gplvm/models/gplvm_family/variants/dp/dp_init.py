@@ -27,7 +27,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.mixture import BayesianGaussianMixture
 
 from gplvm.inference import minimise
-from gplvm.models.gplvm_family import atoms
+from gplvm.models.gplvm_family.variants.dp import atoms
 from gplvm.models.gplvm_family.bound import Problem
 from gplvm.transforms import inverse_softplus, softplus
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from gplvm.expectations import psi_statistics
 from gplvm.models.gplvm_family import fitted as fam
-from gplvm.models.gplvm_family.atoms import atom, stack_atoms
+from gplvm.models.gplvm_family.variants.dp.atoms import atom, stack_atoms
 from gplvm.models.gplvm_family.bound import Problem
 from gplvm.objectives.new_rows import FittedMap
 from gplvm.registry import register

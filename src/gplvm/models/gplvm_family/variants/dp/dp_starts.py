@@ -15,8 +15,8 @@ from sklearn.exceptions import ConvergenceWarning
 from gplvm._random import as_key
 from gplvm.inference.run import CheckpointTimer
 from gplvm.models._checkpoint import holding_checkpoint
-from gplvm.models.gplvm_family import dp, dp_fit, dp_init
-from gplvm.models.gplvm_family.atoms import AtomPrior
+from gplvm.models.gplvm_family.variants.dp import dp, dp_fit, dp_init
+from gplvm.models.gplvm_family.variants.dp.atoms import AtomPrior
 
 #: the constructor arguments that make up :class:`.dp_fit.Schedule`
 SCHEDULE_ARGS = ("max_iter", "n_warmup", "steps_per_update", "merge_every", "merge_steps",

@@ -19,8 +19,8 @@ from scipy.stats import norm
 
 from gplvm._validation import as_2d_float
 from gplvm.models._common import check_is_fitted
-from gplvm.models.gplvm_family import dp_fitted
-from gplvm.models.gplvm_family.dp_fitted import FittedDPGPLVM, predict_uncertain
+from gplvm.models.gplvm_family.variants.dp import dp_fitted
+from gplvm.models.gplvm_family.variants.dp.dp_fitted import FittedDPGPLVM, predict_uncertain
 
 
 class MissingBlockSplit(NamedTuple):
@@ -79,7 +79,7 @@ def missing_data_log_likelihood(model, Y_test, Y_truth):
     """Seed 001 §G's score of a fitted DPGPLVM or BayesianGPLVM on test rows with a missing
     block: q(x*) of each row from its observed columns (``transform``, model fixed), then the
     log-likelihood of the true missing values under the predictive mean and (diagonal)
-    covariance at q(x*) (:mod:`gplvm.models.gplvm_family.missing_block`).
+    covariance at q(x*) (:mod:`gplvm.models.gplvm_family.variants.dp.missing_block`).
 
     Args:
         model: a fitted :class:`DPGPLVM` or :class:`~gplvm.BayesianGPLVM`.

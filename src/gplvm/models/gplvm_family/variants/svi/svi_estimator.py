@@ -18,8 +18,9 @@ import numpy as np
 from gplvm._random import as_key
 from gplvm.data.minibatch import RowSource, out_of_core
 from gplvm.models._checkpoint import holding_checkpoint
-from gplvm.models.gplvm_family import columns, svi_fit, svi_init
-from gplvm.models.gplvm_family.svi_bound import fitted_from_svi
+from gplvm.models.gplvm_family import columns
+from gplvm.models.gplvm_family.variants.svi import svi_fit, svi_init
+from gplvm.models.gplvm_family.variants.svi.svi_bound import fitted_from_svi
 
 #: the rows each SVI fit of this process reads, so that ``resume()`` after Ctrl-C needs no data
 #: argument (a file cannot hold a memmap or a backed AnnData; the entry goes with the model)

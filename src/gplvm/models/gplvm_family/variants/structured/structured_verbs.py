@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from gplvm.models._common import check_is_fitted, in_model_precision
-from gplvm.models.gplvm_family import structured_fitted as sf
+from gplvm.models.gplvm_family.variants.structured import structured_fitted as sf
 from gplvm.models.gplvm_family.latent import DynamicalLatent
 
 
