@@ -21,6 +21,20 @@ def check_is_fitted(model, attribute: str) -> None:
         raise NotFittedError(f"this {type(model).__name__} is not fitted yet; call fit first")
 
 
+def new_rows(model, Y, fitted_attribute: str) -> np.ndarray:
+    """New rows for a fitted latent-variable model (NaN marks a missing entry): checked to be
+    fitted, a float matrix with the fit's columns and values of a workable magnitude."""
+    from gplvm._validation import as_2d_float, check_new_values
+
+    check_is_fitted(model, fitted_attribute)
+    Y = as_2d_float(Y, "Y", allow_nan=True)
+    if Y.shape[1] != model.n_features_in_:
+        raise ValueError(f"Y has {Y.shape[1]} columns but the model was fitted on "
+                         f"{model.n_features_in_}; pass rows with the same columns")
+    check_new_values(Y, "Y")
+    return Y
+
+
 def in_model_precision(method):
     """Run a method of a fitted model in the precision it was fitted in (float32 or float64),
     whatever the process's precision now: a float32 model used in a float64 process (or after

@@ -24,7 +24,7 @@ from gplvm._validation import (
 from gplvm.inference import sharding
 from gplvm.io import SaveMixin
 from gplvm.kernels import RBF
-from gplvm.models._common import check_is_fitted, in_model_precision
+from gplvm.models._common import check_is_fitted, in_model_precision, new_rows
 from gplvm.models.gplvm_family.bound import Problem
 from gplvm.models.gplvm_family.columns import kept_columns, standardise_all
 from gplvm.models.gplvm_family.init import (initial_inducing, initial_jitter, initial_latents,
@@ -255,12 +255,7 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
     # ------------------------------------------------------------------ new rows
     @in_model_precision
     def _standardise_new(self, Y):
-        check_is_fitted(self, "fitted_")
-        Y = as_2d_float(Y, "Y", allow_nan=True)
-        if Y.shape[1] != self.n_features_in_:
-            raise ValueError(f"Y has {Y.shape[1]} columns but the model was fitted on "
-                             f"{self.n_features_in_}; pass rows with the same columns")
-        check_new_values(Y, "Y")
+        Y = new_rows(self, Y, "fitted_")
         return Y, standardise_all(Y, self.Y_mean_, self.Y_std_)
 
     def _start_reference(self):

@@ -14,10 +14,9 @@ from sklearn.base import TransformerMixin
 
 from gplvm._params import POSITIVE_INT, RANDOM_STATE, check_argument
 from gplvm._random import as_key
-from gplvm._validation import (as_1d_float, as_2d_float, check_new_values, kept_columns,
-                               standardise_kept)
+from gplvm._validation import as_1d_float, kept_columns, standardise_kept
 from gplvm.likelihoods import get_likelihood
-from gplvm.models._common import check_is_fitted, in_model_precision
+from gplvm.models._common import check_is_fitted, in_model_precision, new_rows
 from gplvm.models._rows import map_rows
 from gplvm.models.rflvm import predict as pred
 from gplvm.models.rflvm.checks import check_latent_points
@@ -49,12 +48,7 @@ class RFLVMVerbs(TransformerMixin):
 
     def _prepare_new(self, Y, offset=None):
         """(Y, prepared data) of new rows, validated against the fitted model."""
-        check_is_fitted(self, "X_mean_")
-        Y = as_2d_float(Y, "Y", allow_nan=True)
-        if Y.shape[1] != self.n_features_in_:
-            raise ValueError(f"Y has {Y.shape[1]} columns but the model was fitted on "
-                             f"{self.n_features_in_}; pass rows with the same columns")
-        check_new_values(Y, "Y")
+        Y = new_rows(self, Y, "X_mean_")
         spec = self._spec_
         if spec.likelihood != "binomial":
             get_likelihood(spec.likelihood).validate(Y)
