@@ -11,6 +11,7 @@ import numpy as np
 from sklearn.exceptions import NotFittedError
 
 from gplvm._config import precision
+from gplvm._validation import as_2d_float, check_new_values
 from gplvm.features import AbstractFeatureMap, RandomFourierFeatures
 from gplvm.kernels import RBF
 from gplvm.kernels.lengthscale import median_distance
@@ -24,8 +25,6 @@ def check_is_fitted(model, attribute: str) -> None:
 def new_rows(model, Y, fitted_attribute: str) -> np.ndarray:
     """New rows for a fitted latent-variable model (NaN marks a missing entry): checked to be
     fitted, a float matrix with the fit's columns and values of a workable magnitude."""
-    from gplvm._validation import as_2d_float, check_new_values
-
     check_is_fitted(model, fitted_attribute)
     Y = as_2d_float(Y, "Y", allow_nan=True)
     if Y.shape[1] != model.n_features_in_:

@@ -201,11 +201,7 @@ class BayesianGPLVM(CollapsedRun, SviMixin, ResumableMixin, AbstractGPLVM):
         run = getattr(self, "_resume_", None)
         if isinstance(run, dict) and "svi" in run:
             return self._run_svi(self._svi_rows(run["svi"], Y))
-        if Y is not None:
-            raise ValueError("resume(Y) takes the data of an SVI fit read from disk; this fit "
-                             + ("is finished" if run is None else "keeps its data") +
-                             ": call resume() without arguments")
-        return super().resume()
+        return super().resume(Y)        # which refuses Y: this fit keeps its data
 
     def _set_fitted(self, u, problem, Y_mean, Y_std):
         kept = columns.kept_columns(Y_std)
