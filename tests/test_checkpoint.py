@@ -23,6 +23,7 @@ from gplvm.models.gplvm_family import collapsed_run as bgplvm_module  # its opti
 from gplvm.models import glm as glm_module
 from gplvm.models import structured as structured_module
 from gplvm.models.gplvm_family.variants.dp import dp_fit
+from _format5 import as_format5
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::sklearn.exceptions.ConvergenceWarning", "ignore:.*interrupted:RuntimeWarning")
@@ -106,7 +107,11 @@ def test_ctrl_c_then_resume_equals_one_run(monkeypatch, tmp_path, name):
     part = cls(**kw, checkpoint=path, checkpoint_interval=3600).fit(*data)
     restore()
     assert part.interrupted_ and part.n_iter_ == K + 1
+    as_format5(path, tmp_path / "format5.npz")     # its run state a dict ``_resume_``
+    old = gplvm.load(tmp_path / "format5.npz")
+    assert type(old._fit_state_) is type(part._fit_state_) and "_resume_" not in vars(old)
     _assert_same(gplvm.load(path).resume(), full, data)
+    _assert_same(old.resume(), full, data)
     _assert_same(part.resume(), full, data)
     assert full.resume() is full       # finished: nothing to resume
 
@@ -175,7 +180,9 @@ def test_dpgplvm_ctrl_c_or_kill_then_resume_equals_one_run(monkeypatch, tmp_path
     path = tmp_path / "part.npz"
     part = gplvm.DPGPLVM(**kw, checkpoint=path, checkpoint_interval=3600).fit(Y)
     restore()
-    assert part.interrupted_ and part._resume_["start"] == n_init - 1   # in the last start
+    assert part.interrupted_ and part._fit_state_.start == n_init - 1   # in the last start
+    as_format5(path, tmp_path / "format5.npz")     # its run state a dict ``_resume_``
+    _assert_same(gplvm.load(tmp_path / "format5.npz").resume(), full, Y)
     _assert_same(gplvm.load(path).resume(), full, Y)
     _assert_same(part.resume(), full, Y)
     killed = tmp_path / "killed.npz"

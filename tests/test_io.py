@@ -301,7 +301,7 @@ def test_file_is_versioned_and_holds_no_pickled_objects(saved):
         entries = {name: archive[name] for name in archive.files}
     assert not any(a.dtype.hasobject for a in entries.values())
     document = json.loads(entries["__gplvm__"].tobytes().decode("utf-8"))
-    assert document["format_version"] == FORMAT_VERSION == 5
+    assert document["format_version"] == FORMAT_VERSION == 6
     arrays = {k: v for k, v in entries.items() if k != "__gplvm__"}
     assert document["payload_sha256"] == _sha256_written_here(arrays)
     rest = {k: v for k, v in document.items() if k != "document_sha256"}

@@ -27,6 +27,8 @@ from gplvm.objectives import svi
 from gplvm.objectives.collapsed import group_columns
 from gplvm.transforms import inverse_softplus
 
+from _format5 import as_format5
+
 N, D, Q, M = 24, 5, 2, 6
 LENGTHSCALE, VARIANCE, NOISE = np.array([0.9, 1.4]), 1.3, 0.2
 
@@ -328,9 +330,11 @@ def test_checkpoint_kill_or_ctrl_c_then_resume_equals_one_run(planted_fit, tmp_p
     assert stopped.interrupted_ and len(stopped.history_) == 1 and np.isfinite(stopped.elbo_)
     killed = gplvm.load(tmp_path / "killed.npz")
     assert killed.interrupted_ and np.isnan(killed.elbo_)       # written mid-run
-    for model in (stopped, gplvm.load(path), killed):   # Ctrl-C in this process, files
+    as_format5(tmp_path / "killed.npz", tmp_path / "format5.npz")  # run state: ``_resume_``
+    old = gplvm.load(tmp_path / "format5.npz")
+    for model in (stopped, gplvm.load(path), killed, old):   # Ctrl-C in this process, files
         model.resume()
-        assert not model.interrupted_ and not hasattr(model, "_resume_")
+        assert not model.interrupted_ and not hasattr(model, "_fit_state_")
         np.testing.assert_array_equal(model.X_mean_, one.X_mean_)
         np.testing.assert_array_equal(model.X_var_, one.X_var_)
         np.testing.assert_array_equal(model.history_, one.history_)

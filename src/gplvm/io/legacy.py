@@ -18,9 +18,43 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from gplvm.registry import register
+from gplvm.registry import lookup, register
 
-__all__ = ["BayesianGPLVMFixed", "BayesianGPLVMStatic"]
+__all__ = ["BayesianGPLVMFixed", "BayesianGPLVMStatic", "typed_fit_state"]
+
+#: the registered FitState (:mod:`gplvm.models.fit_state`) that each estimator's ``_resume_``
+#: dict of a file of format 5 and below becomes; a ``BayesianGPLVM`` dict with the key
+#: ``"svi"`` holds an SVI run (:data:`SVI_FIT_STATE`)
+FIT_STATES = {"gplvm.BayesianGPLVM": "gplvm.state.CollapsedFitState",
+              "gplvm.StructuredGPLVM": "gplvm.state.StructuredFitState",
+              "gplvm.DPGPLVM": "gplvm.state.DPFitState",
+              "gplvm.BayesianGLM": "gplvm.state.GLMFitState"}
+SVI_FIT_STATE = "gplvm.state.SviFitState"
+
+
+def typed_fit_state(fitted: dict, estimator: str) -> tuple[dict, Any]:
+    """``(fitted without "_resume_", its FitState)`` of a file of format 5 and below, whose
+    estimator (registered name ``estimator``) kept its run state as a dict ``_resume_`` of the
+    FitState's fields (absent: None, a finished run).  Fields the dict lacks take the type's
+    defaults (``earlier=()``: restarts' histories, kept since issue 16).
+
+    Raises:
+        ValueError: the dict is not the run state of that estimator.
+    """
+    fitted = dict(fitted)
+    run = fitted.pop("_resume_", None)
+    if run is None:
+        return fitted, None
+    if not isinstance(run, dict) or estimator not in FIT_STATES:
+        raise ValueError(f"damaged file: a {estimator} with a run state {type(run).__name__}")
+    if estimator == "gplvm.BayesianGPLVM" and "svi" in run:
+        name, run = SVI_FIT_STATE, run["svi"]
+    else:
+        name = FIT_STATES[estimator]
+    try:
+        return fitted, lookup(name)(**run)
+    except TypeError as err:
+        raise ValueError(f"damaged file: its run state is not a {name} ({err})") from err
 
 
 @register("gplvm.format1.BayesianGPLVMStatic")

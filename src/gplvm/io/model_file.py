@@ -3,19 +3,23 @@ versioned file that loading never executes (no pickle)".
 
 A file is one ``.npz`` archive (``numpy.savez``, read back with ``allow_pickle=False``).  Its
 entry ``__gplvm__`` is a UTF-8 JSON document stored as a uint8 array; the other entries
-``a0``, ``a1``, ... are the arrays the document refers to.  The document (format version 5)::
+``a0``, ``a1``, ... are the arrays the document refers to.  The document (format version 6)::
 
-    {"format": "gplvm-estimator", "format_version": 5, "gplvm_version": "0.1.0",
+    {"format": "gplvm-estimator", "format_version": 6, "gplvm_version": "0.1.0",
      "class": "gplvm.RFLVM",
      "payload_sha256": "9f2c...",   # SHA-256 of the arrays (their names, dtypes, shapes, bytes)
      "document_sha256": "41ab...",  # SHA-256 of the rest of this document, canonical JSON
      "params": {...},     # the constructor arguments, get_params(deep=False)
-     "fitted": {...}}     # every other instance attribute
+     "fitted": {...},     # the fitted attributes
+     "fit_state": {...}}  # the run in progress: a registered FitState, or null
 
 ``fitted`` holds the public fitted attributes (trailing underscore) and the private state that
 ``transform``/``predict``/``score``/``impute``/``sample`` use, each encoded by
-:mod:`gplvm.io.codec`.  Every class in a file (the estimator at the top, kernels, feature maps,
-likelihoods and fitted-state types inside) is named by the stable name it registered with
+:mod:`gplvm.io.codec`; ``fit_state`` the estimator's typed run state (attribute
+``_fit_state_``, :mod:`gplvm.models.fit_state`) while a run is unfinished (a checkpoint, an
+interrupted fit), which ``resume()`` continues from, and null once the run has ended.  Every
+class in a file (the estimator at the top, kernels, feature maps, likelihoods and fitted-state
+types inside) is named by the stable name it registered with
 :func:`gplvm.registry.register`, never by the module defining it, so moving code does not break
 saved files.  Classes are rebuilt only from that registry; nothing named in a file is imported
 or evaluated.  This module imports no estimator: the estimators import it (for
@@ -28,9 +32,10 @@ Windows), so a process killed while saving leaves the previous file whole
 ``ValueError`` naming the path, anything that is not (or no longer) a complete file: an empty or
 text file, a truncated or damaged archive, arrays whose checksum differs from the one recorded.
 
-Versions.  Format 1 (gplvm before issue 11) named classes by ``module.QualName``; such names
-are translated through :data:`gplvm.registry.FORMAT1_NAMES`, and the two private Bayesian GPLVM
-types they held live on in :mod:`gplvm.io.legacy`.  When a file's version is below
+Versions.  Every upgrade of an older file is :mod:`gplvm.io.legacy`'s.  Format 1 (gplvm before
+issue 11) named classes by ``module.QualName``; such names are translated through
+:data:`gplvm.io.legacy.FORMAT1_NAMES`, and the two private Bayesian GPLVM types they held live
+on in :mod:`gplvm.io.legacy`.  When a file's version is below
 :data:`FORMAT_VERSION`, :func:`load` hands the decoded fitted attributes to the estimator's
 classmethod ``_upgrade_fitted(fitted, format_version)``, which returns today's attributes (the
 default, :meth:`SaveMixin._upgrade_fitted`, returns them unchanged); likewise its constructor
@@ -43,7 +48,10 @@ an edited array; a file stating an older format than the checksums it carries is
 (lowering ``format_version`` would otherwise turn the checks off).  Format 5 (issue 33)
 changes no structure: it marks the renaming of fitted attributes whose names meant two things
 (docs/contract.md, "One name per meaning"), which the estimators' ``_upgrade_fitted`` undo for
-files of format 4 and below.  A file of a version above
+files of format 4 and below.  Format 6 (issue 33, "typed state") moves the run state out of the
+fitted attributes into the document's own ``fit_state`` entry, a registered NamedTuple per
+estimator; files of format 5 and below kept it as a dict attribute ``_resume_``, which
+:func:`gplvm.io.legacy.typed_fit_state` turns into today's type.  A file of a version above
 :data:`FORMAT_VERSION` was written by a newer gplvm and is refused with a message saying so.
 """
 
@@ -63,7 +71,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from gplvm._config import get_precision, precision
 from gplvm._version import __version__
-from gplvm.io import legacy  # noqa: F401  (registers the format-1 types old files hold)
+from gplvm.io import legacy     # the upgrades of older files (and the format-1 types they hold)
 from gplvm.io.codec import Decoder, Encoder
 from gplvm.registry import estimators, lookup, name_of
 
@@ -71,10 +79,14 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "UPGRADED_FROM", "SaveMixin", "document_s
            "payload_sha256", "save", "write_atomic"]
 
 FORMAT = "gplvm-estimator"
-FORMAT_VERSION = 5
-_READABLE_VERSIONS = (1, 2, 3, 4, 5)
+FORMAT_VERSION = 6
+_READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)
 _CHECKSUMMED_FROM = 3       # the first format version whose files carry ``payload_sha256``
 _SEALED_FROM = 4            # the first whose files carry ``document_sha256``
+_TYPED_STATE_FROM = 6       # the first whose files carry ``fit_state``
+#: the attribute holding an estimator's run state while a run is unfinished (the file's
+#: ``fit_state``; :mod:`gplvm.models.fit_state`)
+FIT_STATE = "_fit_state_"
 #: the attribute :func:`load` gives a model read from an older format: that format's version
 UPGRADED_FROM = "_upgraded_from_format_"
 _DOCUMENT = "__gplvm__"
@@ -160,7 +172,8 @@ def _entries(model: Any) -> dict[str, np.ndarray]:
         "class": name_of(type(model)),
         "params": {k: encoder.encode(v, f"parameter {k}") for k, v in params.items()},
         "fitted": {k: encoder.encode(v, f"attribute {k}") for k, v in vars(model).items()
-                   if k not in params},
+                   if k not in params and k != FIT_STATE},
+        "fit_state": encoder.encode(vars(model).get(FIT_STATE), "the fit state"),
     }
     document[_CHECKSUM] = payload_sha256(encoder.arrays)
     document[_SEAL] = document_sha256(document)
@@ -364,11 +377,23 @@ def _rebuild(cls: type, document: dict, decoder: Decoder, version: int) -> Any:
     params = {k: decoder.decode(v) for k, v in document["params"].items()}
     fitted = {k: decoder.decode(v) for k, v in document["fitted"].items()}
     _check_attribute_names(fitted)
+    if FIT_STATE in fitted:
+        raise ValueError(f"damaged file: its fitted attributes hold {FIT_STATE!r}, which "
+                         f"files keep apart")
+    if version >= _TYPED_STATE_FROM:
+        state = decoder.decode(document["fit_state"])
+    else:       # a dict ``_resume_`` among the fitted attributes
+        fitted, state = legacy.typed_fit_state(fitted, name_of(cls))
+    if state is not None and not (isinstance(state, tuple) and hasattr(state, "_fields")):
+        raise ValueError(f"damaged file: its fit state is a {type(state).__name__}, not a "
+                         f"registered FitState")
     if version < FORMAT_VERSION:
         params = cls._upgrade_params(params, version)
         fitted = cls._upgrade_fitted(fitted, version, params)
         _check_attribute_names(fitted)
         fitted.setdefault(UPGRADED_FROM, version)       # provenance, kept if saved again
+    if state is not None:
+        fitted[FIT_STATE] = state
     model = cls(**params)
     vars(model).update(fitted)
     return model
@@ -414,4 +439,6 @@ def _check_format(document: dict) -> int:
     for key in ("params", "fitted"):
         if not isinstance(document.get(key), dict):
             raise ValueError(f"damaged file: the document has no {key!r} object")
+    if version >= _TYPED_STATE_FROM and "fit_state" not in document:
+        raise ValueError("damaged file: the document has no 'fit_state' entry")
     return version

@@ -4,10 +4,12 @@ An estimator built with ``checkpoint=path`` saves itself there (:meth:`gplvm.io.
 written atomically) while it fits: at most every ``checkpoint_interval`` seconds and when the run
 ends or is interrupted (Ctrl-C), so a killed process loses at most that much work (plus, for a
 loop checkpointed between its own steps, the step in progress).  What the run needs to go on is
-kept in the attribute ``_resume_``, saved with the model: the start, the data and the
-optimiser's state at the last checkpoint.  ``gplvm.load(path).resume()`` continues from it and
-gives the result of an uninterrupted run with the same seed bit for bit, because the resumed run
-replays the same compiled steps on the same numbers.  A finished fit drops ``_resume_``.
+kept in the attribute ``_fit_state_``, the estimator's registered
+:mod:`~gplvm.models.fit_state` NamedTuple, saved with the model (the file's ``fit_state``): the
+start, the data and the optimiser's state at the last checkpoint.
+``gplvm.load(path).resume()`` continues from it and gives the result of an uninterrupted run
+with the same seed bit for bit, because the resumed run replays the same compiled steps on the
+same numbers.  A finished fit drops ``_fit_state_``.
 
 Every fit's loop is :func:`gplvm.inference.run.run` (issue 33), and every checkpoint write is
 timed by its one :class:`~gplvm.inference.run.CheckpointTimer`: inside
@@ -96,8 +98,8 @@ def holding_checkpoint(run: Callable) -> Callable:
 
 
 class ResumableMixin:
-    """``resume()`` and the checkpoint writes of an estimator whose ``fit`` stores ``_resume_``
-    and calls ``_run()``, which fits from ``_resume_`` and ends with :meth:`_end_run`.
+    """``resume()`` and the checkpoint writes of an estimator whose ``fit`` stores ``_fit_state_``
+    and calls ``_run()``, which fits from ``_fit_state_`` and ends with :meth:`_end_run`.
 
     The estimator has the constructor arguments ``checkpoint`` (a path or None) and
     ``checkpoint_interval`` (seconds), and ``save`` (:class:`gplvm.io.SaveMixin`).
@@ -125,15 +127,15 @@ class ResumableMixin:
         return self._run() if self._resumable() else self
 
     def _resumable(self) -> bool:
-        """Whether a run was stopped before its end (``_resume_`` holds where)."""
-        return getattr(self, "_resume_", None) is not None
+        """Whether a run was stopped before its end (``_fit_state_`` holds where)."""
+        return getattr(self, "_fit_state_", None) is not None
 
     def _checkpointing(self, record: Callable[[Any], None],
                        start: OptimState | None = None) -> OptimOptions:
         """The :class:`~gplvm.inference.OptimOptions` of a run of
         :func:`gplvm.inference.minimise` that continues from ``start`` (None: from its
         parameters) and checkpoints every ``checkpoint_interval`` seconds: ``record(state)``
-        sets the fitted attributes of the iterate (flagged interrupted) and ``_resume_``, then
+        sets the fitted attributes of the iterate (flagged interrupted) and ``_fit_state_``, then
         the model is saved.  An estimator adds its own options with ``_replace``."""
         def write(state):
             record(state)
@@ -146,7 +148,7 @@ class ResumableMixin:
         """After a run: a finished one keeps nothing to resume (nor the data held for it);
         either is saved to ``checkpoint``."""
         if not interrupted:
-            vars(self).pop("_resume_", None)
+            vars(self).pop("_fit_state_", None)
         if self.checkpoint is not None:
             self.save(self.checkpoint)
 

@@ -29,6 +29,7 @@ from gplvm.models.gplvm_family.collapsed_run import CollapsedRun, portable
 from gplvm.models.gplvm_family.latent import DynamicalLatent
 from gplvm.models.gplvm_family.new_rows import infer_latents
 from gplvm.models.gplvm_family.variants.svi.svi_estimator import SviMixin, forget_rows
+from gplvm.models.fit_state import CollapsedFitState, SviFitState
 from gplvm.registry import register
 
 @register("gplvm.BayesianGPLVM", estimator=True)
@@ -180,8 +181,7 @@ class BayesianGPLVM(CollapsedRun, SviMixin, ResumableMixin, AbstractGPLVM):
         self.n_features_in_ = Y.shape[1]
         # what resume() needs to go on: the start, the histories of the runs before the last
         # jitter restart and, once stopped, the optimiser's state
-        self._resume_ = {"u": u, "problem": problem, "Y_mean": Y_mean, "Y_std": Y_std,
-                         "earlier": (), "state": None}
+        self._fit_state_ = CollapsedFitState(u, problem, Y_mean, Y_std)
         return self._run()
 
     def resume(self, Y=None):
@@ -198,9 +198,9 @@ class BayesianGPLVM(CollapsedRun, SviMixin, ResumableMixin, AbstractGPLVM):
                 kept with the model.
         """
         check_is_fitted(self, "fitted_")
-        run = getattr(self, "_resume_", None)
-        if isinstance(run, dict) and "svi" in run:
-            return self._run_svi(self._svi_rows(run["svi"], Y))
+        run = getattr(self, "_fit_state_", None)
+        if isinstance(run, SviFitState):
+            return self._run_svi(self._svi_rows(run, Y))
         return super().resume(Y)        # which refuses Y: this fit keeps its data
 
     def _set_fitted(self, u, problem, Y_mean, Y_std):

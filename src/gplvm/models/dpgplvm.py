@@ -27,6 +27,7 @@ from gplvm._params import (GPLVM_FAMILY, NON_NEGATIVE, NON_NEGATIVE_INT, POSITIV
 from gplvm._validation import as_2d_float
 from gplvm.kernels import AbstractKernel
 from gplvm.models._checkpoint import ResumableMixin
+from gplvm.models.fit_state import DPFitState
 from gplvm.models.gplvm_family import columns
 from gplvm.models.gplvm_family.variants.dp import dp_fit, dp_fitted, dp_init
 from gplvm.models.gplvm_family.variants.dp.atoms import stack_atoms
@@ -197,9 +198,7 @@ class DPGPLVM(DPStarts, DPFittedAttributes, ResumableMixin, AbstractGPLVM):
         # what resume() needs to go on: the data, the start in progress and where it stands
         # (its last Sweep; None before the first), and the best finished start
         # (Y_mean, Y_std code the columns kept out of the fit: gplvm_family.columns)
-        self._resume_ = {"Ys": columns.standardise_kept(Y, Y_mean, Y_std), "Y_mean": Y_mean,
-                         "Y_std": Y_std,
-                         "start": 0, "at": None, "best": None}
+        self._fit_state_ = DPFitState(columns.standardise_kept(Y, Y_mean, Y_std), Y_mean, Y_std)
         return self._run()
 
     def _initial(self, Ys, times, groups, key):
@@ -217,7 +216,7 @@ class DPGPLVM(DPStarts, DPFittedAttributes, ResumableMixin, AbstractGPLVM):
 
     def _set_fitted(self, result: dp_fit.FitResult, priors, interrupted: bool):
         u, state, problem = result.u, result.state, result.problem
-        Y_mean, Y_std = self._resume_["Y_mean"], self._resume_["Y_std"]
+        Y_mean, Y_std = self._fit_state_.Y_mean, self._fit_state_.Y_std
         kept = columns.kept_columns(Y_std)
         self.fitted_ = columns.put_back(dp_fitted.fitted_from(u, problem, state.phi,
                                                               Y_mean[kept], Y_std[kept]),

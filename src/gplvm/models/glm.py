@@ -31,6 +31,7 @@ from gplvm.models import _glm_core as core
 from gplvm.models._checkpoint import ResumableMixin, holding_checkpoint
 from gplvm.models._glm_predictions import GLMPredictions, is_binary, is_classifier
 from gplvm.models._common import check_features, default_features
+from gplvm.models.fit_state import GLMFitState
 from gplvm.models._supervised import fit_inputs, no_missing_values, warn_not_converged
 from gplvm.registry import register
 from gplvm.transforms import softplus
@@ -218,8 +219,7 @@ class BayesianGLM(GLMPredictions, ResumableMixin, SaveMixin, BaseEstimator):
         u0 = core.initial_params(k_init, features, lik_fit, Xj, yj, float(self.prior_var),
                                  int(self.n_mixture))
         # what resume() needs to go on: the run's start, data and, once stopped, its state
-        self._resume_ = {"u0": u0, "key": k_fit, "features": features, "likelihood": lik_fit,
-                         "X": Xj, "y": yj, "state": None}
+        self._fit_state_ = GLMFitState(u0, k_fit, features, lik_fit, Xj, yj)
         if self._run()._unsettled():
             warn_not_converged(*self._unsettled())
         return self
@@ -240,21 +240,21 @@ class BayesianGLM(GLMPredictions, ResumableMixin, SaveMixin, BaseEstimator):
 
     @holding_checkpoint
     def _run(self):
-        """Adam on −eq. 27 from the start (or the stored state) in ``_resume_``; sets the
+        """Adam on −eq. 27 from the start (or the stored state) in ``_fit_state_``; sets the
         fitted attributes, saves the checkpoint and warns when the bound has not settled."""
-        run = self._resume_
-        X, lik = run["X"], run["likelihood"]
+        run = self._fit_state_
+        X, lik = run.X, run.likelihood
         B = min(X.shape[0], 256) if self.batch_size is None else int(min(self.batch_size,
                                                                          X.shape[0]))
-        options = self._checkpointing(self._record_checkpoint, run["state"])._replace(
-            optimizer=core.optimizer(float(self.learning_rate), int(self.n_iter)), key=run["key"])
-        res = minimise(core.neg_elbo(B, int(self.n_samples)), run["u0"],
-                       args=(run["features"], lik, X, run["y"]), method="adam",
+        options = self._checkpointing(self._record_checkpoint, run.state)._replace(
+            optimizer=core.optimizer(float(self.learning_rate), int(self.n_iter)), key=run.key)
+        res = minimise(core.neg_elbo(B, int(self.n_samples)), run.u0,
+                       args=(run.features, lik, X, run.y), method="adam",
                        n_iter=int(self.n_iter), progress=self.progress,
                        desc=f"BayesianGLM ({lik.name})", options=options)
         self._set_fitted(res.params, res.history, res.interrupted)
         if res.interrupted:
-            self._resume_ = {**run, "state": res.state}
+            self._fit_state_ = run._replace(state=res.state)
         self._end_run(res.interrupted)
         return self
 
@@ -270,12 +270,12 @@ class BayesianGLM(GLMPredictions, ResumableMixin, SaveMixin, BaseEstimator):
         """The run as it stands after an Adam step: a model of the current iterate, flagged
         interrupted, that resume() continues from ``state``."""
         self._set_fitted(state.params, state.history, True)
-        self._resume_ = {**self._resume_, "state": state}
+        self._fit_state_ = self._fit_state_._replace(state=state)
 
     def _set_fitted(self, u, history, interrupted):
         """The fitted attributes of unconstrained parameters ``u`` (y's units)."""
-        run = self._resume_
-        fm, lk, _ = core.unpack(u, run["features"], run["likelihood"])
+        run = self._fit_state_
+        fm, lk, _ = core.unpack(u, run.features, run.likelihood)
         self.features_ = fm
         self.likelihood_ = replace(lk, noise_var=lk.noise_var * self.y_std_**2) \
             if lk.name == "gaussian" else lk
@@ -284,7 +284,7 @@ class BayesianGLM(GLMPredictions, ResumableMixin, SaveMixin, BaseEstimator):
         self.weights_var_ = np.asarray(softplus(u["psi"])) * self.y_std_**2
         self.history_, self.n_iter_ = np.asarray(history), len(history)
         self.interrupted_ = bool(interrupted)
-        self.converged_ = core.bound_settled(self.history_, run["X"].shape[0])
+        self.converged_ = core.bound_settled(self.history_, run.X.shape[0])
 
     @classmethod
     def _upgrade_fitted(cls, fitted: dict, format_version: int, params: dict | None = None) -> dict:

@@ -29,6 +29,7 @@ from gplvm.inference import minimise
 from gplvm.kernels import AbstractKernel
 from gplvm.models._checkpoint import ResumableMixin, holding_checkpoint
 from gplvm.models._common import check_is_fitted
+from gplvm.models.fit_state import StructuredFitState
 from gplvm.models.gplvm_family.variants.structured import structured_fitted as sf
 from gplvm.models.gplvm_family.bound import negative_bound
 from gplvm.models.gplvm_family.estimator import AbstractGPLVM, in_model_precision
@@ -178,38 +179,37 @@ class StructuredGPLVM(ImageVerbs, ResumableMixin, AbstractGPLVM):
         self._train_Y = Yf
         self.n_features_in_ = Yf.shape[1]
         # what resume() needs to go on: the start and, once stopped, the optimiser's state
-        self._resume_ = {"u": u, "problem": problem, "Y_mean": Y_mean, "Y_std": Y_std,
-                         "state": None}
+        self._fit_state_ = StructuredFitState(u, problem, Y_mean, Y_std)
         return self._run()
 
     @holding_checkpoint
     def _run(self):
-        """L-BFGS from the start (or the stored state) in ``_resume_``; sets the fitted
+        """L-BFGS from the start (or the stored state) in ``_fit_state_``; sets the fitted
         attributes and saves the checkpoint."""
-        run = self._resume_
-        result = minimise(negative_bound, run["u"], args=(run["problem"],), method="lbfgs",
+        run = self._fit_state_
+        result = minimise(negative_bound, run.u, args=(run.problem,), method="lbfgs",
                           n_iter=int(self.max_iter), progress=self.progress, desc="StructuredGPLVM",
-                          options=self._checkpointing(self._record_checkpoint, run["state"]))
+                          options=self._checkpointing(self._record_checkpoint, run.state))
         if result.n_iter >= self.max_iter and not result.converged and not result.interrupted:
             warnings.warn(f"StructuredGPLVM: L-BFGS stopped at max_iter={self.max_iter} before "
                           f"the bound converged; raise max_iter", ConvergenceWarning,
                           stacklevel=3)
         self._set_fitted(result.params, result.history, result.converged, result.interrupted)
         if result.interrupted:
-            self._resume_ = {**run, "state": result.state}
+            self._fit_state_ = run._replace(state=result.state)
         self._end_run(result.interrupted)
         return self
 
     def _record_checkpoint(self, state):
         """The run as it stands after an iteration: a model of the current iterate, flagged
         interrupted, that resume() continues from ``state``."""
-        self._resume_ = {**self._resume_, "state": state}
+        self._fit_state_ = self._fit_state_._replace(state=state)
         self._set_fitted(state.params, state.history, False, True)
 
     def _set_fitted(self, u, history, converged, interrupted):
-        run = self._resume_
-        problem = run["problem"]
-        summary = sf.fitted_from(u, problem, run["Y_mean"], run["Y_std"])
+        run = self._fit_state_
+        problem = run.problem
+        summary = sf.fitted_from(u, problem, run.Y_mean, run.Y_std)
         self.fitted_, self.params_, self._problem = summary.fitted, u, problem
         self.X_mean_, self.X_var_, self.elbo_ = summary.X_mean, summary.X_var, summary.bound
         self.history_ = -np.asarray(history)

@@ -30,17 +30,17 @@ def portable(problem):
 
 
 class CollapsedRun:
-    """``_run`` from ``_resume_`` (set by ``fit``: the start ``u``, ``problem``, ``Y_mean``,
-    ``Y_std``, the histories of earlier restarts and the optimiser state), the checkpoints'
-    record and the rows of a fit on devices; the estimator has ``_set_fitted``, ``_train_Y``
-    and the constructor arguments."""
+    """``_run`` from ``_fit_state_`` (a :class:`~gplvm.models.fit_state.CollapsedFitState`
+    set by ``fit``: the start, the histories of earlier restarts and the optimiser state), the
+    checkpoints' record and the rows of a fit on devices; the estimator has ``_set_fitted``,
+    ``_train_Y`` and the constructor arguments."""
 
     @holding_checkpoint
     def _run(self):
-        """Optimise from ``_resume_``, set the fitted attributes and save the checkpoint."""
-        run = self._resume_
+        """Optimise from ``_fit_state_``, set the fitted attributes and save the checkpoint."""
+        run = self._fit_state_
         u, history, n_iter, converged, interrupted, problem = self._optimise(run)
-        self._finish(u, problem, (run["Y_mean"], run["Y_std"]), history, n_iter, converged,
+        self._finish(u, problem, (run.Y_mean, run.Y_std), history, n_iter, converged,
                      interrupted)
         self._end_run(interrupted)
         return self
@@ -53,7 +53,7 @@ class CollapsedRun:
     def _optimise(self, run):
         """L-BFGS (or Adam) on the negative bound within ``max_iter`` iterations in all, on
         the library's jitter ladder (:func:`.gplvm_family.jitter_ladder.climb`).  ``run`` is
-        ``_resume_``: the start (``u``, ``problem``), the histories of earlier restarts and
+        ``_fit_state_``: the start (``u``, ``problem``), the histories of earlier restarts and
         the optimiser state to continue from; on Ctrl-C it is updated for :meth:`resume`.
         """
         fun = negative_bound_keyed if self.optimizer == "adam" else negative_bound
@@ -64,12 +64,13 @@ class CollapsedRun:
             return minimise(fun, u, args=(problem,), method=self.optimizer, n_iter=n_iter,
                             progress=self.progress, desc="BayesianGPLVM", options=options)
 
-        ladder = climb(rung, run["u"], self._with_rows(run), run["state"], run["earlier"],
+        ladder = climb(rung, run.u, self._with_rows(run), run.state, run.earlier,
                        int(self.max_iter), "BayesianGPLVM")
         result = ladder.result
         if result.interrupted:      # Ctrl-C: keep where this run stands for resume()
-            self._resume_ = {**run, "u": ladder.u, "problem": portable(ladder.problem),
-                             "earlier": tuple(ladder.histories[:-1]), "state": result.state}
+            self._fit_state_ = run._replace(u=ladder.u, problem=portable(ladder.problem),
+                                            earlier=tuple(ladder.histories[:-1]),
+                                            state=result.state)
         if (self.optimizer != "adam" and ladder.n_done >= self.max_iter
                 and not result.converged and not result.interrupted):
             warnings.warn(f"BayesianGPLVM: L-BFGS stopped at max_iter={self.max_iter} before "
@@ -84,10 +85,10 @@ class CollapsedRun:
         saved); they are split again over ``devices`` (one pass over the standardised data),
         or, with ``devices=None`` now, the problem is rebuilt on one device (the same fit up to
         the order of the additions)."""
-        problem = run["problem"]
+        problem = run.problem
         if problem.sharded is not None or problem.Y0 is not None:
             return problem
-        Ys = columns.standardise_kept(self._train_Y, run["Y_mean"], run["Y_std"])
+        Ys = columns.standardise_kept(self._train_Y, run.Y_mean, run.Y_std)
         if self.devices is None:
             return problem._replace(Y0=jnp.asarray(np.nan_to_num(Ys)),
                                     groups=collapsed.group_columns(Ys))
@@ -101,11 +102,11 @@ class CollapsedRun:
         earlier = tuple(histories)
 
         def record(state):
-            self._resume_ = {**self._resume_, "problem": portable(problem),
-                             "earlier": earlier, "state": state}
+            self._fit_state_ = self._fit_state_._replace(problem=portable(problem),
+                                                         earlier=earlier, state=state)
             history = np.concatenate([*earlier, state.history])
-            self._finish(state.params, problem, (self._resume_["Y_mean"],
-                                                 self._resume_["Y_std"]), history,
+            self._finish(state.params, problem, (self._fit_state_.Y_mean,
+                                                 self._fit_state_.Y_std), history,
                          len(history), False, True)
 
         return record

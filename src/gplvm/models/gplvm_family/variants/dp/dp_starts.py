@@ -24,8 +24,9 @@ SCHEDULE_ARGS = ("max_iter", "n_warmup", "steps_per_update", "merge_every", "mer
 
 
 class DPStarts:
-    """``_run`` (the starts from ``_resume_`` on) and one start, ``_fit_once``, of a
-    ``DPGPLVM``: it has the constructor arguments, ``_resume_`` (set by ``fit``), ``_initial``
+    """``_run`` (the starts from ``_fit_state_`` on) and one start, ``_fit_once``, of a
+    ``DPGPLVM``: it has the constructor arguments, ``_fit_state_`` (a
+    :class:`~gplvm.models.fit_state.DPFitState` set by ``fit``), ``_initial``
     and ``_set_fitted``."""
 
     def _priors(self) -> dp_fit.Priors:
@@ -35,14 +36,14 @@ class DPStarts:
 
     @holding_checkpoint
     def _run(self):
-        """The starts from ``_resume_`` on; keeps the one with the highest bound, sets the
+        """The starts from ``_fit_state_`` on; keeps the one with the highest bound, sets the
         fitted attributes and saves the checkpoint."""
         priors, key = self._priors(), as_key(self.random_state)
-        result = self._resume_["best"]
+        result = self._fit_state_.best
         best = -np.inf if result is None else dp_fit.bound(result.u, result.problem,
                                                            result.state, priors)
         interrupted = False
-        for start in range(self._resume_["start"], int(self.n_init)):
+        for start in range(self._fit_state_.start, int(self.n_init)):
             # the first start uses the key itself, so n_init=1 is the single fit
             key_start = key if start == 0 else jax.random.fold_in(key, 7919 + start)
             try:
@@ -61,7 +62,7 @@ class DPStarts:
             if candidate.interrupted:
                 interrupted = True
                 break
-            self._resume_ = {**self._resume_, "start": start + 1, "at": None, "best": result}
+            self._fit_state_ = self._fit_state_._replace(start=start + 1, at=None, best=result)
         if not (result.converged or interrupted):
             warnings.warn(f"DPGPLVM: stopped at max_iter={self.max_iter} before the bound "
                           f"converged; raise max_iter", ConvergenceWarning, stacklevel=3)
@@ -71,7 +72,7 @@ class DPStarts:
 
     def _fit_once(self, key, priors) -> dp_fit.FitResult:
         """One start: initial values from ``key``, the column phase, then the sweeps; or the
-        rest of the start from the :class:`~.dp_fit.Sweep` in ``_resume_``."""
+        rest of the start from the :class:`~.dp_fit.Sweep` in ``_fit_state_``."""
         schedule = dp_fit.Schedule(**{k: getattr(self, k) for k in SCHEDULE_ARGS})
 
         def write(at):
@@ -84,13 +85,13 @@ class DPStarts:
                                 self.checkpoint_interval)
 
         def record(at):
-            self._resume_ = {**self._resume_, "at": at}
+            self._fit_state_ = self._fit_state_._replace(at=at)
             timer.after_step(at)
 
-        at = self._resume_["at"]
+        at = self._fit_state_.at
         if at is not None:
             return dp_fit.resume(at, priors, schedule, self.progress, record)
-        Ys = self._resume_["Ys"]
+        Ys = self._fit_state_.Ys
         u, problem = self._initial(Ys, self.times_, self.groups_, key)
         if self.init == "columns" and dp_init.has_ard(problem.kernel) and self.n_init_steps:
             seed = int(jax.random.randint(jax.random.fold_in(key, 3), (), 0, 2**31 - 1))

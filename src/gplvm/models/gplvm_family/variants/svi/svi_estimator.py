@@ -2,11 +2,12 @@
 its fit from a resume point, its checkpoints, and the rows a resumed run reads.
 
 The maths and the loop are :mod:`.svi_bound`, :mod:`.svi_init` and :mod:`.svi_fit`; this
-mixin is the estimator's side of them (issue 33, "thin estimators"): it starts a run
-(``_resume_["svi"]``, :func:`.svi_fit.start_run`), runs it with the checkpoints written
-(:meth:`SviMixin._run_svi`), sets the fitted attributes of its result and finds the rows
-again when a run is resumed — in this process the rows it read (:data:`_SVI_ROWS`), from a
-file the data passed to ``resume(Y)``, checked to be the data the fit read.
+mixin is the estimator's side of them (issue 33, "thin estimators"): it starts a run (a
+:class:`~gplvm.models.fit_state.SviFitState` of :func:`.svi_fit.start_run`), runs it with the
+checkpoints written (:meth:`SviMixin._run_svi`), sets the fitted attributes of its result and
+finds the rows again when a run is resumed — in this process the rows it read
+(:data:`_SVI_ROWS`), from a file the data passed to ``resume(Y)``, checked to be the data the
+fit read.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 from gplvm._random import as_key
 from gplvm.data.minibatch import RowSource, out_of_core
 from gplvm.models._checkpoint import holding_checkpoint
+from gplvm.models.fit_state import SviFitState
 from gplvm.models.gplvm_family import columns
 from gplvm.models.gplvm_family.variants.svi import svi_fit, svi_init
 from gplvm.models.gplvm_family.variants.svi.svi_bound import fitted_from_svi
@@ -38,9 +40,10 @@ class SviMixin:
 
     def _fit_svi(self, Y, times, groups):
         """``inference='svi'``: Adam over minibatches (:mod:`.svi_fit`), from a
-        resume point kept in ``_resume_["svi"]`` while the run is unfinished."""
+        resume point kept in ``_fit_state_`` (an :class:`SviFitState`) while the run is
+        unfinished."""
         rows_of, train_Y, batch_size = svi_init.svi_data(self, Y, times, groups)
-        vars(self).pop("_resume_", None)        # an earlier run's resume point goes first
+        vars(self).pop("_fit_state_", None)     # an earlier run's resume point goes first
         _SVI_ROWS.pop(self, None)
         N, D = rows_of.source.shape
         run = svi_fit.start_run(self, rows_of, N, batch_size, as_key(self.random_state))
@@ -50,22 +53,28 @@ class SviMixin:
         self._start_index = (None if train_Y is not None else
                              np.linspace(0, N - 1, min(N, svi_init.INIT_ROWS)).astype(int))
         self._start_Y = None if train_Y is not None else rows_of.source.rows(self._start_index)
-        self._resume_ = {"svi": run}
+        self._fit_state_ = SviFitState(**run)
         _SVI_ROWS[self] = rows_of
         return self._run_svi(rows_of)
 
     @holding_checkpoint
     def _run_svi(self, rows_of):
-        """Run from ``_resume_["svi"]`` to ``max_iter`` epochs, checkpointing as it goes."""
-        run, N = self._resume_["svi"], rows_of.source.shape[0]
+        """Run from ``_fit_state_`` to ``max_iter`` epochs, checkpointing as it goes.  The
+        loop of :mod:`.svi_fit` advances a dict of the state's fields in place; the state is
+        made from it again at each checkpoint and when the loop ends (or fails)."""
+        run, N = self._fit_state_._asdict(), rows_of.source.shape[0]
 
         def write(run):         # a checkpoint: the model of this step, flagged interrupted
+            self._fit_state_ = SviFitState(**run)
             self._set_svi(svi_fit.result_of(run, np.nan, True, self.devices is not None),
                           rows_of)
             self.save(self.checkpoint)
 
-        result = svi_fit.run_svi(self, rows_of, N, run, int(self.max_iter),
-                                 checkpoint=None if self.checkpoint is None else write)
+        try:
+            result = svi_fit.run_svi(self, rows_of, N, run, int(self.max_iter),
+                                     checkpoint=None if self.checkpoint is None else write)
+        finally:        # where the run stands (each step is committed whole or not at all)
+            self._fit_state_ = SviFitState(**run)
         self._set_svi(result, rows_of)
         if not result.interrupted:              # nothing left to resume: let the rows go
             _SVI_ROWS.pop(self, None)
@@ -101,10 +110,10 @@ class SviMixin:
                              f"the ones it kept); pass the same data, or fit afresh on new "
                              f"data")
 
-    def _svi_rows(self, run: dict, Y):
+    def _svi_rows(self, run: SviFitState, Y):
         """The standardised rows an unfinished SVI run reads: ``Y`` when given (checked against
         the fit's shape), else the ones this process fitted, else the in-memory data kept."""
-        N, D = run["X_mean"].shape[0], int(self.n_features_in_)
+        N, D = run.X_mean.shape[0], int(self.n_features_in_)
         if Y is None:
             known = _SVI_ROWS.get(self)
             if known is not None:
@@ -122,7 +131,6 @@ class SviMixin:
                 raise ValueError(f"resume(Y): the fit read data of shape {(N, D)}; got "
                                  f"{source.shape}: pass the same data")
             self._check_same_rows(source)
-        rows_of = svi_init.Standardised(source, run["Y_mean"], run["Y_std"],
-                                        bool(run["has_missing"]))
+        rows_of = svi_init.Standardised(source, run.Y_mean, run.Y_std, bool(run.has_missing))
         _SVI_ROWS[self] = rows_of
         return rows_of
