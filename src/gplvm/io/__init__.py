@@ -3,7 +3,8 @@
 - :mod:`gplvm.io.model_file`: the saved-model file (a versioned ``.npz`` with a JSON document,
   no pickle), :func:`save`, :func:`load`, :class:`SaveMixin`;
 - :mod:`gplvm.io.codec`: values ↔ JSON plus named arrays, the codec behind it;
-- :mod:`gplvm.io.legacy`: the value types only format-1 files hold;
+- :mod:`gplvm.io.legacy`: every upgrade of a file written by an earlier gplvm (format-1 class
+  names and types, the untyped run state of format 5 and below, each model's old attributes);
 - :mod:`gplvm.io.readers`: data files (CSV/TSV/TXT, ``.npy``, ``.npz``) read by ``gplvm fit``,
   :mod:`gplvm.io.h5ad` the AnnData ``.h5ad`` ones, :mod:`gplvm.io.table` the :class:`Table`
   they return.

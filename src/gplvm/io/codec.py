@@ -23,7 +23,7 @@ dataclass      ``class`` (a registered name) and ``fields``
 Format 2 names a class by the stable name it is registered under with
 :func:`gplvm.registry.register` (``"gplvm.kernels.RBF"``, ``"gplvm.state.MissingGroups"``);
 format 1 named it by its Python path (``"gplvm.kernels.stationary.RBF"``), which the
-:class:`Decoder` of a format-1 file translates through :data:`gplvm.registry.FORMAT1_NAMES`.
+:class:`Decoder` of a format-1 file translates through :data:`gplvm.io.legacy.FORMAT1_NAMES`.
 Classes are rebuilt through :func:`gplvm.registry.lookup` only, so the registry is the
 whitelist: nothing named in a file is imported or evaluated, and nothing is unpickled
 (API.md: loading never executes).
@@ -39,6 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from gplvm.io.legacy import format1_name
 from gplvm.registry import lookup, name_of
 
 _SCALARS = (type(None), bool, int, float, str)
@@ -128,7 +129,7 @@ class Decoder:
     Args:
         arrays: the open ``.npz`` archive (name → array).
         format_version: the file's format version; class names of a version-1 file are
-            translated through :data:`gplvm.registry.FORMAT1_NAMES`.
+            translated through :data:`gplvm.io.legacy.FORMAT1_NAMES`.
 
     A document of the wrong shape may also raise KeyError, TypeError or AttributeError;
     :func:`gplvm.io.load` reports those as a damaged file.
@@ -182,7 +183,8 @@ class Decoder:
         return self.arrays[ref]
 
     def _object(self, kind: str, doc: dict) -> Any:
-        cls = lookup(doc.get("class"), format_version=self.format_version)
+        name = doc.get("class")
+        cls = lookup(format1_name(name) if self.format_version == 1 else name)
         is_namedtuple = issubclass(cls, tuple) and hasattr(cls, "_fields")
         if is_namedtuple != (kind == "namedtuple") or (
                 kind == "dataclass" and not dataclasses.is_dataclass(cls)):

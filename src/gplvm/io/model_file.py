@@ -299,7 +299,8 @@ def _load(name: str) -> Any:
     document = _read_document(entries.pop(_DOCUMENT))
     version = _check_format(document)
     _check_checksums(name, document, entries, version)
-    cls = lookup(document.get("class"), format_version=version)
+    name = document.get("class")
+    cls = lookup(legacy.format1_name(name) if version == 1 else name)
     if cls not in estimators():
         raise ValueError(f"the file's top-level class {document['class']!r} is not a gplvm "
                          f"estimator")

@@ -18,13 +18,13 @@ import numpy as np
 from gplvm._params import DEVICES, GPLVM_FAMILY, POSITIVE, POSITIVE_INT, choice, optional
 from gplvm._random import as_key
 from gplvm.inference import sharding
+from gplvm.io.legacy import upgrade_bgplvm
 from gplvm.kernels import AbstractKernel
 from gplvm.models._checkpoint import ResumableMixin
 from gplvm.models._common import check_is_fitted
 from gplvm.models.gplvm_family import fitted as fam
 from gplvm.models.gplvm_family.estimator import AbstractGPLVM, in_model_precision
 from gplvm.models.gplvm_family import columns
-from gplvm.models.gplvm_family.format1 import upgrade_format1
 from gplvm.models.gplvm_family.collapsed_run import CollapsedRun, portable
 from gplvm.models.gplvm_family.latent import DynamicalLatent
 from gplvm.models.gplvm_family.new_rows import infer_latents
@@ -217,8 +217,8 @@ class BayesianGPLVM(CollapsedRun, SviMixin, ResumableMixin, AbstractGPLVM):
 
     @classmethod
     def _upgrade_fitted(cls, fitted: dict, format_version: int, params: dict | None = None) -> dict:
-        """Attributes of a file written before issue 11 (format 1), as today's."""
-        return upgrade_format1(fitted) if format_version < 2 else fitted
+        """Attributes of a file of an older format, as today's (:mod:`gplvm.io.legacy`)."""
+        return upgrade_bgplvm(fitted, format_version)
 
     # ------------------------------------------------------------------ fitted values
     @property

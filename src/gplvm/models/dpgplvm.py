@@ -25,6 +25,7 @@ import numpy as np
 from gplvm._params import (GPLVM_FAMILY, NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT,
                           choice, integer, pair)
 from gplvm._validation import as_2d_float
+from gplvm.io.legacy import upgrade_dpgplvm
 from gplvm.kernels import AbstractKernel
 from gplvm.models._checkpoint import ResumableMixin
 from gplvm.models.fit_state import DPFitState
@@ -232,13 +233,9 @@ class DPGPLVM(DPStarts, DPFittedAttributes, ResumableMixin, AbstractGPLVM):
 
     @classmethod
     def _upgrade_fitted(cls, fitted: dict, format_version: int, params: dict | None = None) -> dict:
-        """Format 4 and below kept the sequence labels as ``sequence_groups_`` (today
-        ``groups_``, as in every estimator of the family; the column groups are
-        ``column_groups_``)."""
-        fitted = dict(fitted)
-        if format_version < 5 and "sequence_groups_" in fitted:
-            fitted["groups_"] = fitted.pop("sequence_groups_")
-        return fitted
+        """Attributes of a file of an older format, as today's (:mod:`gplvm.io.legacy`: format 4
+        and below kept the sequence labels as ``sequence_groups_``, today ``groups_``)."""
+        return upgrade_dpgplvm(fitted, format_version)
 
     # ------------------------------------------------------------------ hooks
     @in_model_precision

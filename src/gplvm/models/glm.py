@@ -26,6 +26,7 @@ from gplvm._validation import check_counts
 from gplvm.features import AbstractFeatureMap
 from gplvm.inference import minimise
 from gplvm.io import SaveMixin
+from gplvm.io.legacy import upgrade_glm
 from gplvm.likelihoods import get_likelihood
 from gplvm.models import _glm_core as core
 from gplvm.models._checkpoint import ResumableMixin, holding_checkpoint
@@ -288,12 +289,7 @@ class BayesianGLM(GLMPredictions, ResumableMixin, SaveMixin, BaseEstimator):
 
     @classmethod
     def _upgrade_fitted(cls, fitted: dict, format_version: int, params: dict | None = None) -> dict:
-        """Format 1 (before issue 11): y was never standardised, and a Bernoulli model was fitted
-        to 0/1 targets without ``classes_``."""
-        fitted = dict(fitted)
-        if format_version < 2:
-            fitted.setdefault("y_mean_", 0.0)
-            fitted.setdefault("y_std_", 1.0)
-            if is_binary(fitted["likelihood_"]):
-                fitted.setdefault("classes_", np.array([0.0, 1.0]))
-        return fitted
+        """Attributes of a file of an older format, as today's (:mod:`gplvm.io.legacy`: format 1
+        never standardised y, and fitted a Bernoulli model to 0/1 targets without
+        ``classes_``)."""
+        return upgrade_glm(fitted, format_version)
