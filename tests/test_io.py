@@ -712,7 +712,13 @@ def test_other_numpy_files_are_refused(tmp_path, write):
     lambda d: d["params"].update({"no_such_parameter": 1}),
     lambda d: d["fitted"].update({"__class__": 1}),
     lambda d: d.update({"fitted": []}),
-], ids=["fields", "array", "parameter", "attribute", "no-fitted"])
+    lambda d: d.pop("fit_state"),
+    lambda d: d.update({"fit_state": d["fitted"]["posterior_"]["fields"]["m"]}),
+    lambda d: d["fitted"].update({"_fit_state_": None}),
+    lambda d: d.update({"format_version": 5}) or d["fitted"].update(
+        {"_resume_": {"$": "dict", "keys": ["u"], "values": [1.0]}}),
+], ids=["fields", "array", "parameter", "attribute", "no-fitted", "no-fit-state",
+        "fit-state-not-a-state", "fit-state-among-fitted", "format5-resume-of-no-run"])
 def test_damaged_document_is_refused(saved, damage):
     _rewrite(saved, damage)
     with pytest.raises(ValueError, match="damaged file"):
