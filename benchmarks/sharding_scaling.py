@@ -1,8 +1,8 @@
 """Seconds per evaluation of the sharded collapsed bound plus gradient, by rows and devices.
 
 Issue 18 (item 2): the collapsed Bayesian GPLVM bound's sums over rows
-(:mod:`gplvm.inference.sharding`) split over 1, 2 and 4 CPU devices.  JAX fixes its device
-count when it starts, so each device count runs in its own subprocess with
+(:mod:`gplvm.models.gplvm_family.sharded_bound`) split over 1, 2 and 4 CPU devices.  JAX fixes
+its device count when it starts, so each device count runs in its own subprocess with
 ``XLA_FLAGS=--xla_force_host_platform_device_count=d``; each subprocess builds a random problem
 (N rows, D = 20 columns with 1% missing, Q = 2, M = 30 inducing points, the RBF kernel's closed
 form), shards it, compiles ``bound_and_grad`` once and times ``--repeats`` further calls
@@ -55,6 +55,8 @@ import numpy as np
 import jax, jax.numpy as jnp
 from gplvm.inference import sharding
 from gplvm.kernels import RBF
+from gplvm.models.gplvm_family import sharded_bound
+from gplvm.models.gplvm_family.sharded_data import shard_data
 
 n_rows, repeats = int(sys.argv[1]), int(sys.argv[2])
 D, Q, M = 20, 2, 30
@@ -66,19 +68,19 @@ params = {"kernel": RBF(lengthscale=jnp.ones(Q), variance=1.0),
           "X_mean": jnp.asarray(rng.normal(size=(n_rows, Q))),
           "X_var": jnp.full((n_rows, Q), 0.1), "noise_var": jnp.asarray(0.5)}
 mesh = sharding.make_mesh()
-data = sharding.shard_data(Y, mesh)
+data = shard_data(Y, mesh)
 t = time.perf_counter()
-jax.block_until_ready(sharding.bound_and_grad(params, data))
+jax.block_until_ready(sharded_bound.bound_and_grad(params, data))
 compile_s = time.perf_counter() - t
 times = []
 for _ in range(repeats):
     t = time.perf_counter()
-    jax.block_until_ready(sharding.bound_and_grad(params, data))
+    jax.block_until_ready(sharded_bound.bound_and_grad(params, data))
     times.append(time.perf_counter() - t)
 xla_mib = None
 try:
     rule = None
-    lowered = sharding._bound_and_grad_jit.lower(params, data, rule, 0.0)
+    lowered = sharded_bound._bound_and_grad_jit.lower(params, data, rule, 0.0)
     m = lowered.compile().memory_analysis()
     xla_mib = (m.argument_size_in_bytes + m.temp_size_in_bytes) / 2**20
 except Exception:  # memory_analysis is not offered by every backend

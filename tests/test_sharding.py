@@ -28,6 +28,7 @@ import pytest
 
 import gplvm
 from gplvm.inference import sharding
+from gplvm.models.gplvm_family import sharded_bound, sharded_data
 
 N_ROWS = 10          # not a multiple of 4: two padded rows on 4 devices, two on 2 × 2
 LATE = 35            # seconds process 1 sleeps before the collective; Gloo alone allows 30
@@ -43,6 +44,8 @@ SCRIPT = textwrap.dedent("""
     from gplvm.distributed import demo_problem, main
     from gplvm.expectations import Analytic, MonteCarlo, psi_statistics
     from gplvm.inference import sharding
+    from gplvm.models.gplvm_family import sharded_bound
+    from gplvm.models.gplvm_family.sharded_data import shard_data
     from gplvm.inference.mcmc import (Keep, Report, Sweeps, _devices,
                                       elliptical_slice_gaussian, run_chains)
     from gplvm.objectives import collapsed
@@ -67,13 +70,13 @@ SCRIPT = textwrap.dedent("""
         out["reference"] = {{"bound": float(value), "grads": listed(grads)}}
         # this process's 4 devices; q(X) given padded to N_pad rows, with values in the
         # padded rows that would make any sum NaN or huge if they were read
-        data = sharding.shard_data(Y, sharding.make_mesh(jax.local_devices()))
+        data = shard_data(Y, sharding.make_mesh(jax.local_devices()))
         pad = data.Y0.shape[0] - {n}
         padded = dict(params, X_mean=jnp.pad(params["X_mean"], ((0, pad), (0, 0)),
                                              constant_values=1e3),
                       X_var=jnp.pad(params["X_var"], ((0, pad), (0, 0))))
         # two chunks of rows per device: the Ψ-statistics' chunk loop runs inside shard_map
-        value, grads = sharding.bound_and_grad(padded, data, rule=Analytic(chunk_size=2))
+        value, grads = sharded_bound.bound_and_grad(padded, data, rule=Analytic(chunk_size=2))
         out["sharded"] = {{"bound": float(value), "rows": data.Y0.shape[0],
                           "devices": data.mesh.size,
                           "grads": listed(dict(grads, X_mean=grads["X_mean"][:{n}],
@@ -83,8 +86,8 @@ SCRIPT = textwrap.dedent("""
         # Monte Carlo Ψ-statistics: each device keys its rows' draws by their global index
         mc = MonteCarlo(n_samples=3, key=jax.random.PRNGKey(5), chunk_size=2)
         out["monte_carlo"] = {{"reference": float(unsharded(params, mc)),
-                              "sharded": float(sharding.bound_and_grad(padded, data,
-                                                                       rule=mc)[0])}}
+                              "sharded": float(sharded_bound.bound_and_grad(
+                                  padded, data, rule=mc)[0])}}
         return out
 
     # 4 chains of elliptical slice sweeps (the RFLVM's update of the rows of X) on 4 devices,
@@ -298,7 +301,7 @@ def test_meshes_padding_and_row_blocks():
     A = np.arange(6.0).reshape(3, 2)
     np.testing.assert_array_equal(sharding.shard_rows(A, mesh, fill=7.0), A)
     Y = np.array([[1.0, np.nan, 2.0], [np.nan, 3.0, 4.0], [5.0, 6.0, 7.0]])
-    data = sharding.shard_data(Y, mesh)
+    data = sharded_data.shard_data(Y, mesh)
     np.testing.assert_array_equal(data.Y0, np.nan_to_num(Y))
     groups = data.groups
     # every column has its own pattern; weight 1 where the group's column is observed
@@ -307,9 +310,9 @@ def test_meshes_padding_and_row_blocks():
                                       ~np.isnan(Y[:, col]))
     np.testing.assert_array_equal(groups.n_obs[np.asarray(groups.column_group)], [2, 2, 3])
     with pytest.raises(ValueError, match="2-D"):
-        sharding.shard_data(np.ones(3), mesh)
+        sharded_data.shard_data(np.ones(3), mesh)
     with pytest.raises(ValueError, match="params lacks"):
-        sharding.collapsed_bound({"Z": np.ones((2, 1))}, Y, mesh)
+        sharded_bound.collapsed_bound({"Z": np.ones((2, 1))}, Y, mesh)
 
 
 def test_shard_data_checks_y_and_groups_columns_chunk_by_chunk():
@@ -324,7 +327,7 @@ def test_shard_data_checks_y_and_groups_columns_chunk_by_chunk():
     Y[:, 2] = Y[:, 3]                   # two columns with one pattern
     ref = collapsed.group_columns(Y)
     for chunk_rows in (1, 4, 23):
-        column_group, n_obs = sharding.scan_rows(Y, chunk_rows)
+        column_group, n_obs = sharded_data.scan_rows(Y, chunk_rows)
         np.testing.assert_array_equal(column_group, ref.column_group)
         np.testing.assert_array_equal(n_obs, ref.n_obs)
     for bad, match in ((np.inf, r"infinite entries at \(row, column\) \(1, 4\).*rows 6 to 7"),
@@ -333,11 +336,33 @@ def test_shard_data_checks_y_and_groups_columns_chunk_by_chunk():
         Y_bad = np.ones((9, 5))
         Y_bad[7, slice(None) if np.isnan(bad) else 4] = bad
         with pytest.raises(ValueError, match=match):
-            sharding.scan_rows(Y_bad, chunk_rows=2)
+            sharded_data.scan_rows(Y_bad, chunk_rows=2)
     Y_bad = np.ones((9, 5))
     Y_bad[:, 3] = np.nan
     with pytest.raises(ValueError, match=r"1 columns with no observed entry \(columns 3\)"):
-        sharding.shard_data(Y_bad, sharding.make_mesh(1))
+        sharded_data.shard_data(Y_bad, sharding.make_mesh(1))
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_files_of_format_5_hold_a_problem_with_sharded_none():
+    """Before the ShardedRoute, a fit's GPLVMProblem had a field ``sharded`` (always None in a
+    file: rows on a mesh were never saved); the problem is rebuilt without it, and anything
+    else there is refused."""
+    from gplvm.models.gplvm_family.bound import Problem
+    from gplvm.models.gplvm_family.sharded_route import off_mesh, on_devices, on_mesh
+    Y = np.array([[1.0, np.nan], [2.0, 3.0], [0.5, -1.0]])
+    model = gplvm.BayesianGPLVM(n_components=1, n_inducing=2, max_iter=2,
+                                random_state=0).fit(Y)
+    stored = model._problem._asdict()
+    assert "sharded" not in stored
+    again = Problem(**stored, sharded=None)
+    assert again._asdict().keys() == stored.keys() and again.route is model._problem.route
+    with pytest.raises(TypeError, match="ShardedRoute"):
+        Problem(**stored, sharded=object())
+    # the route of rows on a mesh, and the problem a file holds instead
+    split = on_devices(model._problem, Y, 1)
+    assert on_mesh(split) and split.Y0 is None and not on_mesh(off_mesh(split))
+    assert off_mesh(model._problem) is model._problem
 
 
 def test_initialize_checks_its_settings_and_when_it_is_called(monkeypatch):

@@ -4,8 +4,8 @@ Every process runs the same program.  After :func:`initialize`, ``jax.devices()`
 devices of *every* process, so a mesh from :func:`gplvm.inference.sharding.make_mesh` spans
 them all, each process builds only the row blocks of its own devices
 (:func:`~gplvm.inference.sharding.shard_rows`), and the ``psum`` of the collapsed bound's row
-sums crosses processes (on CPU through JAX's Gloo collectives, the default of
-``jax_cpu_collectives_implementation``).
+sums (:mod:`gplvm.models.gplvm_family.sharded_bound`) crosses processes (on CPU through JAX's
+Gloo collectives, the default of ``jax_cpu_collectives_implementation``).
 
 JAX joins processes only before its first computation; ``import gplvm`` computes nothing, so a
 program imports gplvm, calls :func:`initialize`, and only then computes.  ``python -m
@@ -53,6 +53,8 @@ import numpy as np
 
 from gplvm.inference import sharding
 from gplvm.kernels import RBF
+from gplvm.models.gplvm_family import sharded_bound
+from gplvm.models.gplvm_family.sharded_data import shard_data
 
 ENV = ("JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID")
 #: The environment variable that sets the seconds every wait for other processes may take.
@@ -248,7 +250,8 @@ def initialize(coordinator_address: Optional[str] = None, num_processes: Optiona
 def demo_problem(n_rows: int = 10, n_cols: int = 3, n_components: int = 2,
                  n_inducing: int = 4, seed: int = 0):
     """A small seeded problem, the same in every process: (params, Y) for
-    :func:`gplvm.inference.sharding.collapsed_bound`.  Y has two missing entries."""
+    :func:`gplvm.models.gplvm_family.sharded_bound.collapsed_bound`.  Y has two missing
+    entries."""
     rng = np.random.default_rng(seed)
     Y = rng.normal(size=(n_rows, n_cols))
     Y[1 % n_rows, 0] = np.nan
@@ -271,9 +274,9 @@ def check(n_rows: int = 10) -> dict:
     the rows of X's gradient stay with the processes that own them)."""
     params, Y = demo_problem(n_rows)
     mesh = sharding.make_mesh()
-    data = sharding.shard_data(Y, mesh)
+    data = shard_data(Y, mesh)
     # compile, wait for every process, then run: the processes meet at the psum together
-    compiled = sharding.bound_and_grad_compiled(params, data)
+    compiled = sharded_bound.bound_and_grad_compiled(params, data)
     synchronize("check")
     value, grads = compiled(params, data)
     return {"processes": jax.process_count(), "devices": mesh.size,

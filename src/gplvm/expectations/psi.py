@@ -72,7 +72,7 @@ def psi_statistics(kernel: AbstractKernel, Z: Real[ArrayLike, "M _Q"],
             such as a device's ``axis_index`` times its rows).  Only :class:`MonteCarlo` reads
             it: row n draws from ``fold_in(key, row_offset + n)``, so a block of rows gets the
             draws those rows get in one call over all of them
-            (:mod:`gplvm.inference.sharding`).
+            (:mod:`gplvm.models.gplvm_family.sharded_bound`).
 
     Returns:
         ``(psi0, psi1, psi2)``: psi0 a scalar and psi2 ``(M, M)`` for ``weights`` None or

@@ -1,5 +1,5 @@
-"""Inference drivers: optimisation of objectives (optax), MCMC chains, and the collapsed bound
-with its rows sharded over devices and processes (:mod:`.sharding`)."""
+"""Inference drivers: optimisation of objectives (optax), MCMC chains, and the devices and
+meshes that rows are split over (:mod:`.sharding`)."""
 
 from gplvm.inference import mcmc, sharding
 from gplvm.inference.mcmc import ChainResult, run_chains

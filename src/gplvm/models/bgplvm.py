@@ -28,6 +28,7 @@ from gplvm.models.gplvm_family import columns
 from gplvm.models.gplvm_family.collapsed_run import CollapsedRun, portable
 from gplvm.models.gplvm_family.latent import DynamicalLatent
 from gplvm.models.gplvm_family.new_rows import infer_latents
+from gplvm.models.gplvm_family.sharded_route import on_mesh
 from gplvm.models.gplvm_family.variants.svi.svi_estimator import SviMixin, forget_rows
 from gplvm.models.fit_state import CollapsedFitState, SviFitState
 from gplvm.registry import register
@@ -206,7 +207,7 @@ class BayesianGPLVM(CollapsedRun, SviMixin, ResumableMixin, AbstractGPLVM):
     def _set_fitted(self, u, problem, Y_mean, Y_std):
         kept = columns.kept_columns(Y_std)
         summary = fam.fitted_from(u, problem, Y_mean[kept], Y_std[kept])
-        if problem.sharded is not None:     # devices=: the fitted values off the mesh
+        if on_mesh(problem):                # devices=: the fitted values off the mesh
             u, summary = sharding.to_default_device((u, summary))
         self.fitted_ = columns.put_back(summary.fitted, Y_mean, Y_std)
         self.params_ = u

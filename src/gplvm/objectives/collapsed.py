@@ -89,7 +89,8 @@ class RowSums(NamedTuple):
     """The bound's sums over rows: everything it reads from the N rows (seed 001 eqs. 26–29).
 
     Each field is a sum over n, so rows may be split across devices or processes and the parts
-    added (:mod:`gplvm.inference.sharding`); the rest of the bound is M × M algebra.
+    added (:mod:`gplvm.models.gplvm_family.sharded_bound`); the rest of the bound is M × M
+    algebra.
     """
 
     psi0: jnp.ndarray        # (G,) ψ0 summed over each group's observed rows

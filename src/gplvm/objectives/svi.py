@@ -81,9 +81,10 @@ def kl_q_u(a, L):
 class RowSums(NamedTuple):
     """The sums over a batch's rows that :func:`expected_log_lik` reads, and the rows' KL.
 
-    When the rows are split over devices (:func:`gplvm.inference.sharding.svi_row_sums`) each
-    device sums its own rows and the blocks are added: ``psi0`` (G,), ``psi1_Y`` (M, D) Ψ1ᵀY,
-    ``psi2`` (G, M, M), ``yy`` (D,) Σ_n y_nd², ``n_obs`` (D,) observed rows per column and
+    When the rows are split over devices
+    (:func:`gplvm.models.gplvm_family.sharded_bound.svi_row_sums`) each device sums its own
+    rows and the blocks are added: ``psi0`` (G,), ``psi1_Y`` (M, D) Ψ1ᵀY, ``psi2`` (G, M, M),
+    ``yy`` (D,) Σ_n y_nd², ``n_obs`` (D,) observed rows per column and
     ``kl`` Σ_n KL(q(x_n) ‖ N(0, I)).
     """
 
@@ -226,7 +227,7 @@ def natural_step(q: WhitenedQ, psi1, psi2, Y0, hyper: Hyper, scale, step):
 
 def natural_step_from_sums(q: WhitenedQ, psi1_Y, psi2, hyper: Hyper, scale, step):
     """:func:`natural_step` given the rows' sums Ψ1ᵀY (M, D) and Ψ2 (M, M) (for rows split
-    over devices, :func:`gplvm.inference.sharding.svi_row_sums`)."""
+    over devices, :func:`gplvm.models.gplvm_family.sharded_bound.svi_row_sums`)."""
     a, L = q
     Kuu, noise_var, jitter = hyper
     L_inv = solve_triangular(L, jnp.eye(L.shape[0]))

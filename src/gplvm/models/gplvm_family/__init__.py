@@ -6,7 +6,9 @@ Estimators choose their pieces here instead of copying them:
 * :mod:`.bound` — the collapsed bound of an unconstrained parameter pytree, given a
   :class:`~.bound.Problem` (data, column groups and column weights, latent prior, kernel
   structure, Ψ-statistic rule, linear-algebra route, jitter);
-* :mod:`.route` — the linear-algebra route (dense; Kronecker next);
+* :mod:`.route` — the linear-algebra route: dense (:mod:`.route`), Kronecker
+  (:mod:`.kron_route`), or the rows split over the devices of a mesh (:mod:`.sharded_route`,
+  with the sharded bound's sums in :mod:`.sharded_bound` and its data in :mod:`.sharded_data`);
 * :mod:`.fitted` — the fitted-model value and prediction, expectation and sampling from it;
 * :mod:`.new_rows` — latents of new rows, each row on its own, with the model fixed;
 * :mod:`.init` — initial values (PCA latents, k-means inducing inputs, q(X) variances, jitter);

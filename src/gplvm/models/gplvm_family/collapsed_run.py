@@ -12,21 +12,21 @@ import jax.numpy as jnp
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from gplvm.inference import minimise, sharding
+from gplvm.inference import minimise
 from gplvm.models._checkpoint import holding_checkpoint
 from gplvm.models.gplvm_family import columns
 from gplvm.models.gplvm_family.bound import negative_bound, negative_bound_keyed
 from gplvm.models.gplvm_family.jitter_ladder import climb
+from gplvm.models.gplvm_family.sharded_route import off_mesh, on_devices, on_mesh
 from gplvm.objectives import collapsed
 
 
 def portable(problem):
-    """A fit's problem without its rows on a mesh (``Problem.sharded``: a mesh belongs to the
-    process and a file cannot hold it) and with its arrays on the default device; the rows
-    come back in :meth:`CollapsedRun._with_rows`.  A one-device problem is returned as is."""
-    if problem.sharded is None:
-        return problem
-    return sharding.to_default_device(problem._replace(sharded=None))
+    """A fit's problem without its rows on a mesh (a :class:`~.sharded_route.ShardedRoute`: a
+    mesh belongs to the process and a file cannot hold it) and with its arrays on the default
+    device (:func:`~.sharded_route.off_mesh`); the rows come back in
+    :meth:`CollapsedRun._with_rows`.  A one-device problem is returned as is."""
+    return off_mesh(problem)
 
 
 class CollapsedRun:
@@ -86,14 +86,13 @@ class CollapsedRun:
         or, with ``devices=None`` now, the problem is rebuilt on one device (the same fit up to
         the order of the additions)."""
         problem = run.problem
-        if problem.sharded is not None or problem.Y0 is not None:
+        if on_mesh(problem) or problem.Y0 is not None:
             return problem
         Ys = columns.standardise_kept(self._train_Y, run.Y_mean, run.Y_std)
         if self.devices is None:
             return problem._replace(Y0=jnp.asarray(np.nan_to_num(Ys)),
                                     groups=collapsed.group_columns(Ys))
-        data = sharding.shard_data(Ys, sharding.make_mesh(self.devices))
-        return problem._replace(groups=data.groups, sharded=data)
+        return on_devices(problem, Ys, self.devices)
 
     def _recorder(self, problem, histories):
         """``minimise``'s checkpoint (:meth:`ResumableMixin._checkpointing` saves after it): a

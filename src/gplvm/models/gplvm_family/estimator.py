@@ -32,6 +32,7 @@ from gplvm.models.gplvm_family.init import (initial_inducing, initial_jitter, in
 from gplvm.models.gplvm_family.latent import DynamicalLatent, IidLatent
 from gplvm.models.gplvm_family.new_rows import nearest_training_latents
 from gplvm.models.gplvm_family.route import DenseRoute
+from gplvm.models.gplvm_family.sharded_route import on_devices
 from gplvm.objectives import collapsed
 from gplvm.priors import dynamical
 from gplvm.transforms import inverse_softplus
@@ -171,7 +172,7 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         start at 1/(fraction of variance) unless a kernel is given, noise at
         ``init_noise_fraction`` of the variance, q(X) under the iid or dynamical prior.  An
         estimator with a ``devices`` argument other than None gets its rows split over that
-        mesh (:func:`gplvm.inference.sharding.shard_data`; iid prior only, checked in fit).
+        mesh (:func:`.sharded_route.on_devices`; iid prior only, checked in fit).
         """
         Q, M = self._resolved_components(*Ys.shape), int(self.n_inducing)
         X0, fracs = initial_latents(Ys, Q)
@@ -190,9 +191,8 @@ class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
         rule, jitter = resolve_rule(self.psi_rule, key), initial_jitter(kernel, Z0)
         devices = getattr(self, "devices", None)
         if devices is not None:     # the rows split over a mesh (BayesianGPLVM(devices=...))
-            data = sharding.shard_data(Ys, sharding.make_mesh(devices))
-            return u, Problem(None, data.groups, latent, kernel, rule, DenseRoute(), jitter,
-                              sharded=data)
+            return u, on_devices(Problem(None, None, latent, kernel, rule, None, jitter), Ys,
+                                 devices)
         problem = Problem(jnp.asarray(np.nan_to_num(Ys)), collapsed.group_columns(Ys), latent,
                           kernel, rule, DenseRoute(), jitter)
         return u, problem

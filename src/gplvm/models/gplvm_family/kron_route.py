@@ -1,13 +1,14 @@
 """The Kronecker linear-algebra route of the structured GPLVM (seed 003 eqs. 13–28).
 
-:class:`KroneckerRoute` is the family's second route (:mod:`.route`): the same two methods as
-:class:`~.route.DenseRoute`, with the data term of :func:`gplvm.objectives.kronecker.data_term`
-over one latent factor (from the family's Ψ-statistics of q(X)) and the spatial factors.  The
-spatial kernels' trainable values arrive as ``route_u`` (``u["route"]``, one unconstrained
-kernel per factor); the pixel coordinates and the fixed spatial inducing inputs are data.
-Missing (image, pixel, channel) entries (``missing``: their flat indices into Y0) are filled
-with free means that travel after the spatial kernels in ``route_u``, and the bound gains the
-mean-field term of :mod:`gplvm.objectives.kronecker_missing`; Y0 is one complete column group.
+:class:`KroneckerRoute` is the family's second route (:mod:`.route`): a
+:class:`~.route.PsiRoute` as :class:`~.route.DenseRoute` is, with the data term of
+:func:`gplvm.objectives.kronecker.data_term` over one latent factor (from the family's
+Ψ-statistics of q(X)) and the spatial factors.  The spatial kernels' trainable values arrive
+as ``route_u`` (``u["route"]``, one unconstrained kernel per factor); the pixel coordinates and
+the fixed spatial inducing inputs are data.  Missing (image, pixel, channel) entries
+(``missing``: their flat indices into Y0) are filled with free means that travel after the
+spatial kernels in ``route_u``, and the bound gains the mean-field term of
+:mod:`gplvm.objectives.kronecker_missing`; Y0 is one complete column group.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 from gplvm._pytree import pytree_dataclass, static_field
 from gplvm.kernels import Matern32
 from gplvm.linalg import CholeskyError, safe_cholesky
+from gplvm.models.gplvm_family.route import PsiRoute
 from gplvm.objectives import kronecker
 from gplvm.objectives.kronecker_missing import missing_term
 from gplvm.registry import register
@@ -34,7 +36,7 @@ class KronParts(NamedTuple):
 
 @register("gplvm.state.KroneckerRoute")
 @pytree_dataclass
-class KroneckerRoute:
+class KroneckerRoute(PsiRoute):
     """K = K_ξ ⊗ K_s,1 [⊗ K_s,2] by per-factor eigendecompositions (seed 003 eqs. 18–28).
 
     Attributes:

@@ -14,7 +14,7 @@ whose expectation over uniformly random B-subsets is the bound (each row is in b
 probability B/N).  The Ψ-statistics come from :func:`gplvm.expectations.psi_statistics` with
 any rule (analytic, unscented, Gauss–Hermite, Monte Carlo), exactly as in the collapsed bound.
 With a mesh (``BayesianGPLVM(devices=...)``) the minibatch's rows are split over its devices
-and their sums over rows added (:func:`gplvm.inference.sharding.svi_row_sums`).
+and their sums over rows added (:func:`gplvm.models.gplvm_family.sharded_bound.svi_row_sums`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from gplvm.expectations import psi_statistics
-from gplvm.inference import sharding
 from gplvm.linalg import inv_from_cholesky
+from gplvm.models.gplvm_family import sharded_bound
 from gplvm.models.gplvm_family.fitted import FittedGPLVM
 from gplvm.objectives import svi
 from gplvm.objectives.collapsed import kl_standard_normal
@@ -65,8 +65,8 @@ def batch_terms_and_sums(g: dict, xl: dict, Y0, observed, setup: SviSetup, mesh=
         setup: :class:`SviSetup`.
         mesh: None, or a :class:`jax.sharding.Mesh` whose devices split the B rows: the sums
             over rows are then computed per device and added
-            (:func:`gplvm.inference.sharding.svi_row_sums`), the same terms up to the order of
-            the additions.
+            (:func:`gplvm.models.gplvm_family.sharded_bound.svi_row_sums`), the same terms up
+            to the order of the additions.
     """
     kernel = setup.kernel.from_unconstrained(g["kernel"])
     noise_var = softplus(g["noise_var"])
@@ -76,8 +76,8 @@ def batch_terms_and_sums(g: dict, xl: dict, Y0, observed, setup: SviSetup, mesh=
     # K_uu after the Ψ-statistics, in this order: XLA's CPU backend orders (and so rounds) the
     # gradient's sums by the program's order, and moving it changes the fit's last digits
     if mesh is not None:
-        sums = sharding.svi_row_sums(kernel, g["Z"], X_mean, X_var, Y0, observed, mesh,
-                                     setup.rule)
+        sums = sharded_bound.svi_row_sums(kernel, g["Z"], X_mean, X_var, Y0, observed, mesh,
+                                          setup.rule)
         ell = svi.expected_log_lik_from_sums(
             sums, svi.Hyper(kernel(g["Z"]), noise_var, setup.jitter), q)
         natural = None if observed is not None else (sums.psi1_Y, sums.psi2[0])
