@@ -8,7 +8,11 @@ settings with the table):
         [--chains 4] [--seed 0] [--learn-kernel] [--features 100]
 
 ``--samplers nuts-no-gauge`` is ``sampler='nuts'`` with (X, W) *not* taken modulo rotations
-(``gplvm.models.rflvm.gauge.applies`` patched off for that fit): the ablation of the gauge.
+(``gplvm.models.rflvm.gauge.applies`` patched off for that fit): the ablation of the gauge;
+``nuts-depth10`` is ``sampler='nuts'`` with trees of up to 2¹⁰ − 1 leapfrog steps (the
+library's cap is 2⁸ − 1); ``nuts-accept0.6`` has dual averaging aim at a mean acceptance
+of 0.6 instead of Stan's 0.8 (run with ``GPLVM_COMPILATION_CACHE=0``, which the script
+requires for it).
 ``--samplers map`` fits ``RFLVM(inference='map')`` (each chain's mode, no sweeps: no R-hat or
 ESS).  The last column is the affine R² of the mean latents to the planted ones (S-curve only,
 :func:`gplvm.metrics.affine_r2`).
@@ -120,7 +124,30 @@ def fit(Y, sampler: str, n_iter: int, args) -> tuple:
 
 
 def fit_ablated(Y, sampler: str, n_iter: int, args) -> tuple:
-    """:func:`fit`, with ``nuts-no-gauge`` run as ``nuts`` with the gauge off."""
+    """:func:`fit`, with ``nuts-no-gauge`` run as ``nuts`` with the gauge off and
+    ``nuts-depth<k>`` as ``nuts`` with trees of at most 2^k − 1 leapfrog steps (the spec's
+    ``max_doublings``; the library's is 8), ``nuts-accept<a>`` as ``nuts`` with dual
+    averaging's target acceptance a (the library's is Stan's 0.8; run it with
+    ``GPLVM_COMPILATION_CACHE=0``: the constant is not part of the cached block's key)."""
+    if sampler.startswith("nuts-depth"):
+        from dataclasses import replace
+
+        from gplvm.models.rflvm.run import RFLVMRun
+
+        depth, spec = int(sampler[len("nuts-depth"):]), RFLVMRun._spec
+        RFLVMRun._spec = lambda self, *a: replace(spec(self, *a), max_doublings=depth)
+        try:
+            return fit(Y, "nuts", n_iter, args)
+        finally:
+            RFLVMRun._spec = spec
+    if sampler.startswith("nuts-accept"):
+        from gplvm.inference.mcmc import nuts
+
+        target, nuts.TARGET_ACCEPT = nuts.TARGET_ACCEPT, float(sampler[len("nuts-accept"):])
+        try:
+            return fit(Y, "nuts", n_iter, args)
+        finally:
+            nuts.TARGET_ACCEPT = target
     if sampler != "nuts-no-gauge":
         return fit(Y, sampler, n_iter, args)
     from gplvm.models.rflvm import gauge
@@ -236,6 +263,10 @@ def main(argv=None):
         Y, description, truth = loaded
         args.likelihood = LIKELIHOODS.get(name, "poisson")
         for sampler in args.samplers.split(","):
+            if (sampler.startswith("nuts-accept")
+                    and os.environ.get("GPLVM_COMPILATION_CACHE") != "0"):
+                raise SystemExit(f"{sampler}: set GPLVM_COMPILATION_CACHE=0 (the patched "
+                                 f"target is not in the cached block's key)")
             n_iter = sweeps.get(sampler, sweeps.get(sampler.split("-")[0], 0))
             if sampler.startswith("numpyro"):
                 if name != "scurve":
