@@ -5,7 +5,9 @@ Every likelihood is an immutable pytree dataclass with the interface of
 ``inverse_link``, ``conditional_variance``, ``predictive_mean_var``, ``expected_log_prob``,
 ``sample``, ``validate``, ``latent_dim``, ``polya_gamma_params`` / ``polya_gamma_offset``
 (seed 000, eq. 26) and ``unconstrained`` / ``from_unconstrained`` for trainable parameters.
-Models name them by string through :func:`get_likelihood`.
+Models name them by string through :func:`get_likelihood`; a new likelihood class joins the
+names with :func:`register_likelihood` (docs/contract.md, "Adding a likelihood"), written with
+:func:`gplvm.pytree.pytree_dataclass` and the helpers :func:`softplus` and :func:`check_counts`.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from gplvm.likelihoods._common import gauss_hermite, log_sigmoid
+from gplvm._validation import check_counts
+from gplvm.likelihoods._common import gauss_hermite, log_sigmoid, softplus
 from gplvm.likelihoods.base import AbstractLikelihood
 from gplvm.likelihoods.binomial import Bernoulli, Binomial
 from gplvm.likelihoods.gaussian import Gaussian
@@ -24,6 +27,36 @@ from gplvm.likelihoods.poisson import Poisson
 LIKELIHOODS: dict[str, type[AbstractLikelihood]] = {
     cls.name: cls for cls in (Gaussian, Bernoulli, Binomial, Poisson, NegativeBinomial, Multinomial)
 }
+
+
+
+def register_likelihood(cls: type[AbstractLikelihood]) -> type[AbstractLikelihood]:
+    """Class decorator: make ``cls`` known by its ``name`` to :func:`get_likelihood` and to the
+    models that look a likelihood up by name (the RFLVM's spec stores the name).
+
+    Raises:
+        ValueError: ``cls`` defines no ``name``, or another class has it.
+    """
+    name = cls.__dict__.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{cls.__name__} needs a class attribute name: ClassVar[str] = ...")
+    held = LIKELIHOODS.get(name)
+    if held is not None and held.__qualname__ != cls.__qualname__:
+        raise ValueError(f"the likelihood name {name!r} is taken by {held.__name__}; choose "
+                         f"another name for {cls.__name__}")
+    LIKELIHOODS[name] = cls
+    return cls
+
+
+def likelihood_class(name: str) -> type[AbstractLikelihood]:
+    """The class registered under ``name`` (a likelihood's ``name``, as a model stores it)."""
+    try:
+        return LIKELIHOODS[name]
+    except KeyError:
+        raise ValueError(f"unknown likelihood {name!r}; choose one of {sorted(LIKELIHOODS)} "
+                         f"or register a class with gplvm.likelihoods.register_likelihood"
+                         ) from None
+
 
 _ALIASES = {"normal": "gaussian", "nb": "negative_binomial", "negbin": "negative_binomial",
             "negative_binomial": "negative_binomial", "binary": "bernoulli",
@@ -69,6 +102,6 @@ def get_likelihood(name_or_object: object, **kwargs: Any) -> AbstractLikelihood:
 
 __all__ = [
     "AbstractLikelihood", "Gaussian", "Bernoulli", "Binomial", "Poisson", "NegativeBinomial",
-    "Multinomial", "LIKELIHOODS", "get_likelihood", "gauss_hermite", "log_sigmoid",
-    "logsumexp_others",
+    "Multinomial", "LIKELIHOODS", "get_likelihood", "gauss_hermite", "likelihood_class",
+    "log_sigmoid", "logsumexp_others", "register_likelihood", "softplus", "check_counts",
 ]

@@ -38,6 +38,20 @@ def _softplus_jvp(primals, tangents):
     return _softplus(F), jax.nn.sigmoid(F) * dF
 
 
+def plain_softplus(x: Array) -> Array:
+    """log(1 + e^x) as max(x, 0) + log1p(e^{−|x|}), differentiated by JAX's own rules: the
+    form of the ψ-dependent terms a sampler compares (:meth:`AbstractLikelihood._psi_log_prob`),
+    without :func:`softplus`'s custom derivative, so that their gradients are those the
+    RFLVM's samplers have always taken (issue 14 measured ``logaddexp`` ~4× slower)."""
+    return jnp.maximum(x, 0.0) + jnp.log1p(jnp.exp(-jnp.abs(x)))
+
+
+def sigmoid_product(F: Array) -> Array:
+    """σ(f)·σ(−f) = e^{−|f|}/(1 + e^{−|f|})², without overflow: the logistic curvature."""
+    e = jnp.exp(-jnp.abs(F))
+    return e / (1.0 + e) ** 2
+
+
 def log_sigmoid(F: Real[ArrayLike, "*shape"]) -> Float[Array, "*shape"]:
     """log σ(f) = −softplus(−f), exact for |f| large on either side (no log(1 − 1))."""
     return -softplus(-jnp.asarray(F))

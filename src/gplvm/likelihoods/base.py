@@ -118,6 +118,30 @@ class AbstractLikelihood(abc.ABC):
     is_count: ClassVar[bool] = True
     supports_polya_gamma: ClassVar[bool] = False
 
+    # --- what a sampler of the linear predictor ψ reads (the RFLVM, docs/contract.md "Adding
+    # a likelihood"); the defaults suit a likelihood without parameters of its own ------------
+    #: (field, description) of a parameter a fully Bayesian model draws from its own prior
+    #: (the RFLVM: σ² of the Gaussian, the negative binomial's r), so that a value set on the
+    #: object would be ignored; None: the likelihood has none.
+    sampled_parameter: ClassVar[tuple[str, str] | None] = None
+    #: ``fit(n_trials=...)`` sets the ``n_trials`` field (the binomial's numbers of trials).
+    takes_trials: ClassVar[bool] = False
+    #: known per-row offsets (e.g. log size factors) may be added to the linear predictor.
+    takes_offset: ClassVar[bool] = True
+    #: y | f ~ N(f, σ²): the RFLVM integrates the weights out (seed 000, App. A) and fits no
+    #: intercept (the Gaussian only).
+    conjugate_normal: ClassVar[bool] = False
+    #: :meth:`log_prob` is one value per row (the multinomial): a row is observed or missing
+    #: as a whole, and its latent columns are coupled.
+    row_density: ClassVar[bool] = False
+    #: the RFLVM may draw the weights by the log-rate working Gaussian of
+    #: :mod:`gplvm.models.rflvm.weights_ess` (Poisson, negative binomial); other likelihoods
+    #: without an augmentation get the generic elliptical slice under β's prior.
+    log_rate_slice: ClassVar[bool] = False
+    #: fields of the RFLVM's data laid out once from the counts (``nonzero``, ``customers``,
+    #: ``log_factorial``), for :meth:`_psi_free_total` and the dispersion steps.
+    count_layouts: ClassVar[tuple[str, ...]] = ()
+
     # --- hooks each final likelihood defines --------------------------------------------------
 
     @abc.abstractmethod
@@ -324,13 +348,64 @@ class AbstractLikelihood(abc.ABC):
         return jnp.zeros_like(F)
 
     @staticmethod
-    def _pg_masked(Y: Array, a: Array, b: Array) -> tuple[Array, Array, Array]:
-        """Zero a and b where Y is NaN (broadcast to a common shape); κ = a − b/2."""
+    def _pg_masked(Y: Array, a: Array, b: Array, kappa: Array | None = None
+                   ) -> tuple[Array, Array, Array]:
+        """Zero a, b and κ where Y is NaN (broadcast to a common shape); κ = a − b/2 unless
+        given (in a form with less rounding, e.g. the negative binomial's (y − r)/2)."""
         shape = jnp.broadcast_shapes(Y.shape, a.shape, b.shape)
         missing = jnp.broadcast_to(jnp.isnan(Y), shape)
         a = jnp.where(missing, 0.0, a)
         b = jnp.where(missing, 0.0, b)
-        return a, b, a - b / 2.0
+        if kappa is None:
+            return a, b, a - b / 2.0
+        return a, b, jnp.where(missing, 0.0, kappa)
+
+    # --- a sampler's view: parameters from its state, ψ-dependent terms, empirical centre ---
+
+    @classmethod
+    def from_state(cls, trials: Array, noise_var: Array, dispersion: Array
+                   ) -> AbstractLikelihood:
+        """The likelihood at a sampler's state: ``trials`` (N, D) the numbers of trials /
+        row totals of the data (ones where the likelihood has none), ``noise_var`` and
+        ``dispersion`` (D,) the values of :attr:`sampled_parameter` (ones otherwise).  A
+        likelihood without such parameters is ``cls()`` (the default)."""
+        return cls()
+
+    def _psi_log_prob(self, Y: Array, F: Array) -> Array:
+        """The terms of :meth:`_log_prob` that depend on ``F`` (complete ``Y``); what every
+        Metropolis ratio and slice level of a sampler compares.  Default: all of them."""
+        return self._log_prob(Y, F)
+
+    def _psi_free_total(self, data) -> Array | None:
+        """Σ over the observed entries of ``_log_prob − _psi_log_prob`` from the sufficient
+        summaries a sampler laid out once (``data``: :class:`gplvm.models.rflvm.spec.
+        RFLVMData`); None (the default) where there is no such shortcut, and the sampler
+        evaluates the full density instead."""
+        return None
+
+    def _fisher_weight(self, Y: Array, F: Array) -> Array:
+        """A non-negative weight per entry of ``F`` close to −∂² log p/∂f², which a sampler
+        may use to scale its proposals (any positive weight keeps it exact).  Default:
+        :meth:`_curvature`."""
+        return self._curvature(Y, F)
+
+    @classmethod
+    def intercept_centre(cls, Y: np.ndarray, offset: np.ndarray, trials: np.ndarray
+                         ) -> np.ndarray:
+        """(D,) the link of each column's empirical mean: the centre of a per-column
+        intercept's prior.  ``Y`` (N, D) with NaN = missing, ``offset`` (N, 1) the row
+        offsets, ``trials`` (N, D).  Default: the log link, the log of the column's mean count
+        per unit of exposure e^offset (floored at half a count over the observed rows)."""
+        obs = ~np.isnan(Y)
+        Y0 = np.where(obs, Y, 0.0)
+        n_obs = np.maximum(obs.sum(0), 1)
+        rate = Y0.sum(0) / np.maximum((np.exp(offset) * obs).sum(0), 1e-12)
+        return np.log(np.maximum(rate, 0.5 / n_obs))
+
+    def check_model_data(self, Y: np.ndarray) -> None:
+        """What a latent-variable model needs of ``Y`` beyond :meth:`validate` (e.g. the
+        multinomial's rows with no counts); nothing by default.  ``Y`` float (N, D), NaN =
+        missing."""
 
     # --- trainable state (gplvm.transforms) ----------------------------------------------------
 

@@ -22,10 +22,21 @@ from jax.scipy.special import gammaln
 
 from gplvm._pytree import pytree_dataclass
 from gplvm._validation import _where, check_counts
-from gplvm.likelihoods._common import as_float, softplus
+from gplvm.likelihoods._common import as_float, plain_softplus, sigmoid_product, softplus
 from gplvm.likelihoods.base import AbstractLikelihood
 from gplvm.registry import register
 from gplvm.typing import Array
+
+
+def logit_centre(Y: np.ndarray, trials: np.ndarray) -> np.ndarray:
+    """The logit of each column's mean proportion Σy / Σn, clipped half a count inside
+    (0, 1) (:meth:`AbstractLikelihood.intercept_centre` of the logistic family)."""
+    obs = ~np.isnan(Y)
+    Y0 = np.where(obs, Y, 0.0)
+    n_obs = np.maximum(obs.sum(0), 1)
+    p = Y0.sum(0) / np.maximum((trials * obs).sum(0), 1e-12)
+    p = np.clip(p, 0.5 / n_obs, 1 - 0.5 / n_obs)
+    return np.log(p) - np.log1p(-p)
 
 
 @register("gplvm.likelihoods.Bernoulli")
@@ -39,11 +50,19 @@ class Bernoulli(AbstractLikelihood):
     def _log_prob(self, Y: Array, F: Array) -> Array:
         return Y * F - softplus(F)
 
+    def _psi_log_prob(self, Y: Array, F: Array) -> Array:
+        return Y * F - plain_softplus(F)
+
+    @classmethod
+    def intercept_centre(cls, Y: np.ndarray, offset: np.ndarray, trials: np.ndarray
+                         ) -> np.ndarray:
+        return logit_centre(Y, trials)
+
     def _grad_log_prob(self, Y: Array, F: Array) -> Array:
         return Y - jax.nn.sigmoid(F)
 
     def _curvature(self, Y: Array, F: Array) -> Array:
-        return jnp.broadcast_to(jax.nn.sigmoid(F) * jax.nn.sigmoid(-F), jnp.shape(Y - F))
+        return jnp.broadcast_to(sigmoid_product(F), jnp.shape(Y - F))
 
     def _inverse_link(self, F: Array) -> Array:
         return jax.nn.sigmoid(as_float(F))
@@ -88,6 +107,19 @@ class Binomial(AbstractLikelihood):
 
     name: ClassVar[str] = "binomial"
     supports_polya_gamma: ClassVar[bool] = True
+    takes_trials: ClassVar[bool] = True
+
+    @classmethod
+    def from_state(cls, trials: Array, noise_var: Array, dispersion: Array) -> Binomial:
+        return cls(n_trials=trials)
+
+    def _psi_log_prob(self, Y: Array, F: Array) -> Array:
+        return Y * F - self.n_trials * plain_softplus(F)
+
+    @classmethod
+    def intercept_centre(cls, Y: np.ndarray, offset: np.ndarray, trials: np.ndarray
+                         ) -> np.ndarray:
+        return logit_centre(Y, trials)
 
     def _log_prob(self, Y: Array, F: Array) -> Array:
         n = as_float(self.n_trials, F)
@@ -99,7 +131,7 @@ class Binomial(AbstractLikelihood):
 
     def _curvature(self, Y: Array, F: Array) -> Array:
         n = as_float(self.n_trials, F)
-        return jnp.broadcast_to(n * jax.nn.sigmoid(F) * jax.nn.sigmoid(-F), jnp.shape(Y - F))
+        return jnp.broadcast_to(n * sigmoid_product(F), jnp.shape(Y - F))
 
     def _inverse_link(self, F: Array) -> Array:
         F = as_float(F)

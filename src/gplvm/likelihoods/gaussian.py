@@ -32,10 +32,26 @@ class Gaussian(AbstractLikelihood):
 
     name: ClassVar[str] = "gaussian"
     is_count: ClassVar[bool] = False
+    sampled_parameter: ClassVar[tuple[str, str] | None] = (
+        "noise_var", "the noise variance (inverse-gamma prior)")
+    takes_offset: ClassVar[bool] = False
+    conjugate_normal: ClassVar[bool] = True
+
+    @classmethod
+    def from_state(cls, trials: Array, noise_var: Array, dispersion: Array) -> Gaussian:
+        return cls(noise_var=noise_var)
 
     def _log_prob(self, Y: Array, F: Array) -> Array:
         var = as_float(self.noise_var, F)
         return -0.5 * (jnp.log(2.0 * jnp.pi * var) + (Y - F) ** 2 / var)
+
+    def _psi_log_prob(self, Y: Array, F: Array) -> Array:
+        return -0.5 * (Y - F) ** 2 / self.noise_var
+
+    def _psi_free_total(self, data) -> Array:
+        # −½ log(2πσ_j²) per observed entry
+        n_obs = jnp.sum(data.observed, axis=0)
+        return -0.5 * jnp.sum(n_obs * jnp.log(2.0 * jnp.pi * self.noise_var))
 
     def _grad_log_prob(self, Y: Array, F: Array) -> Array:
         return (Y - F) / as_float(self.noise_var, F)

@@ -87,6 +87,39 @@ class Multinomial(AbstractLikelihood):
 
     name: ClassVar[str] = "multinomial"
     supports_polya_gamma: ClassVar[bool] = True
+    takes_offset: ClassVar[bool] = False
+    row_density: ClassVar[bool] = True
+
+    @classmethod
+    def from_state(cls, trials: Array, noise_var: Array, dispersion: Array) -> Multinomial:
+        """``trials`` (N, J − 1): each row's total, repeated over its latent columns."""
+        return cls(n_trials=trials[..., :1])
+
+    def _psi_log_prob(self, Y: Array, F: Array) -> Array:
+        """Σ_j<J y_ij f_ij − N_i log Σ_k e^{L_ik}, one value per row kept as (N, 1)."""
+        L = _logits(F)
+        return (jnp.sum(Y[..., :-1] * F, axis=-1, keepdims=True)
+                - self.n_trials * logsumexp(L, axis=-1, keepdims=True))
+
+    def _fisher_weight(self, Y: Array, F: Array) -> Array:
+        """N_i π_ij (1 − π_ij) at the row totals ``n_trials`` (a proposal metric)."""
+        p = jax.nn.softmax(_logits(F), axis=-1)[..., :-1]
+        return self.n_trials * p * (1.0 - p)
+
+    @classmethod
+    def intercept_centre(cls, Y: np.ndarray, offset: np.ndarray, trials: np.ndarray
+                         ) -> np.ndarray:
+        """log of each category's total over the reference's (half a count added)."""
+        totals = np.where(np.isnan(Y), 0.0, Y).sum(0) + 0.5
+        return np.log(totals[:-1] / totals[-1])
+
+    def check_model_data(self, Y: np.ndarray) -> None:
+        empty = np.nansum(Y, axis=1) == 0
+        if empty.any():
+            raise ValueError(f"Y has {int(empty.sum())} rows with no counts (rows "
+                             f"{np.flatnonzero(empty)[:5].tolist()}); the multinomial "
+                             f"likelihood models how a row's total is split over the "
+                             f"categories, so a row of zeros says nothing: drop those rows")
 
     def latent_dim(self, n_columns: int) -> int:
         return n_columns - 1

@@ -25,7 +25,7 @@ from jax.scipy.special import gammaln
 
 from gplvm._pytree import pytree_dataclass, replace
 from gplvm._validation import check_counts
-from gplvm.likelihoods._common import as_float, check_positive
+from gplvm.likelihoods._common import as_float, check_positive, plain_softplus, sigmoid_product
 from gplvm.likelihoods.base import AbstractLikelihood
 from gplvm.transforms import inverse_softplus, softplus
 from gplvm.registry import register
@@ -46,6 +46,15 @@ class NegativeBinomial(AbstractLikelihood):
 
     name: ClassVar[str] = "negative_binomial"
     supports_polya_gamma: ClassVar[bool] = True
+    sampled_parameter: ClassVar[tuple[str, str] | None] = (
+        "dispersion", "the dispersion (eq. 29's gamma prior)")
+    log_rate_slice: ClassVar[bool] = True
+    count_layouts: ClassVar[tuple[str, ...]] = ("nonzero", "customers", "log_factorial")
+
+    @classmethod
+    def from_state(cls, trials: Array, noise_var: Array, dispersion: Array
+                   ) -> NegativeBinomial:
+        return cls(dispersion=dispersion)
 
     def _log_prob(self, Y: Array, F: Array) -> Array:
         r = as_float(self.dispersion, F)
@@ -53,12 +62,23 @@ class NegativeBinomial(AbstractLikelihood):
         # y·ψ − (y + r)·softplus(ψ) = y·log σ(ψ) + r·log σ(−ψ), exact for |ψ| ≫ 1.
         return log_coef + Y * F - (Y + r) * jnp.logaddexp(F, 0.0)
 
+    def _psi_log_prob(self, Y: Array, F: Array) -> Array:
+        return Y * F - (Y + self.dispersion) * plain_softplus(F)
+
+    def _psi_free_total(self, data) -> Array | None:
+        # log Γ(y + r_j) − log Γ(r_j), 0 at y = 0: over the positive counts only; −Σ log y!
+        if data.nonzero is None or data.log_factorial is None:
+            return None
+        y, col = data.nonzero
+        r = self.dispersion[col]
+        return jnp.sum(gammaln(y + r) - gammaln(r)) - data.log_factorial
+
     def _grad_log_prob(self, Y: Array, F: Array) -> Array:
         # y − (y + r)·σ(ψ), the score of y·ψ − (y + r)·softplus(ψ)
         return Y - (Y + as_float(self.dispersion, F)) * jax.nn.sigmoid(F)
 
     def _curvature(self, Y: Array, F: Array) -> Array:
-        return (Y + as_float(self.dispersion, F)) * jax.nn.sigmoid(F) * jax.nn.sigmoid(-F)
+        return (Y + as_float(self.dispersion, F)) * sigmoid_product(F)
 
     def _inverse_link(self, F: Array) -> Array:
         F = as_float(F)
@@ -90,7 +110,8 @@ class NegativeBinomial(AbstractLikelihood):
     def _polya_gamma_params(self, Y: Array) -> tuple[Array, Array, Array]:
         """a = y, b = y + r, κ = (y − r)/2 (seed 000, text after eq. 28); zeros where Y is NaN."""
         Y_safe = jnp.where(jnp.isnan(Y), 0.0, Y)
-        return self._pg_masked(Y, Y_safe, Y_safe + as_float(self.dispersion, Y))
+        r = as_float(self.dispersion, Y)
+        return self._pg_masked(Y, Y_safe, Y_safe + r, 0.5 * (Y_safe - r))
 
     def unconstrained(self) -> dict[str, Any]:
         return {"dispersion": inverse_softplus(self.dispersion)}

@@ -29,10 +29,21 @@ class Poisson(AbstractLikelihood):
     """
 
     name: ClassVar[str] = "poisson"
+    log_rate_slice: ClassVar[bool] = True
+    count_layouts: ClassVar[tuple[str, ...]] = ("nonzero", "log_factorial")
 
     def _log_prob(self, Y: Array, F: Array) -> Array:
         # y·f − e^f − log y!: uses f directly, never log(e^f), so it is exact for f ≪ 0.
         return Y * F - jnp.exp(F) - gammaln(Y + 1.0)
+
+    def _psi_log_prob(self, Y: Array, F: Array) -> Array:
+        return Y * F - jnp.exp(F)
+
+    def _psi_free_total(self, data) -> Array | None:
+        # −Σ log y!, summed once over the observed counts (the sampler's data layout)
+        if data.nonzero is None or data.log_factorial is None:
+            return None
+        return -data.log_factorial
 
     def _grad_log_prob(self, Y: Array, F: Array) -> Array:
         return Y - jnp.exp(F)

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from gplvm._validation import (_where, as_1d_float, as_2d_float, check_magnitude,
                                check_n_components, check_new_values)
 from gplvm.inference.sharding import checkpoint_devices_problem
-from gplvm.likelihoods import AbstractLikelihood, Binomial, get_likelihood
+from gplvm.likelihoods import AbstractLikelihood, get_likelihood
 from gplvm.models.rflvm.columns import dropped_columns
-
-#: parameters the sampler draws itself (seed 000: σ² ~ IG, eq. 29's r ~ Ga), so an object's
-#: value for them could only be ignored
-_SAMPLED = {"gaussian": ("noise_var", "the noise variance (inverse-gamma prior)"),
-            "negative_binomial": ("dispersion", "the dispersion (eq. 29's gamma prior)")}
 
 
 def resolve_likelihood(likelihood, n_trials=None) -> AbstractLikelihood:
@@ -26,21 +23,44 @@ def resolve_likelihood(likelihood, n_trials=None) -> AbstractLikelihood:
     """
     lik = get_likelihood(likelihood)
     kind = lik.name
-    if kind in _SAMPLED:
-        field, what = _SAMPLED[kind]
+    # a parameter the sampler draws itself (seed 000: σ² ~ IG, eq. 29's r ~ Ga): an object's
+    # value for it could only be ignored
+    if lik.sampled_parameter is not None:
+        field, what = lik.sampled_parameter
         if not np.all(np.asarray(getattr(lik, field)) == 1.0):
             raise ValueError(f"the RFLVM samples {what}, so {type(lik).__name__}({field}=...) "
                              f"would be ignored; pass {type(lik).__name__}() or {kind!r}")
-    if kind == "binomial":
+    _refuse_fixed_parameters(lik)
+    if lik.takes_trials:
         given_twice = n_trials is not None and isinstance(likelihood, AbstractLikelihood) and \
             not np.all(np.asarray(lik.n_trials) == 1)
         if given_twice:
-            raise ValueError("n_trials was given both to fit and on the Binomial object; "
-                             "give it once")
-        return lik if n_trials is None else Binomial(n_trials=n_trials)
+            raise ValueError(f"n_trials was given both to fit and on the {type(lik).__name__} "
+                             f"object; give it once")
+        return lik if n_trials is None else type(lik)(n_trials=n_trials)
     if n_trials is not None:
         raise ValueError(f"n_trials is only used by the binomial likelihood, not {kind!r}")
     return lik
+
+
+def _refuse_fixed_parameters(lik: AbstractLikelihood) -> None:
+    """The sampler builds the likelihood from its state (``from_state``: the numbers of trials
+    from the data, the drawn σ² or r): a value set on the object for any other parameter would
+    be ignored, so it is refused rather than dropped."""
+    try:
+        default = type(lik)()
+    except TypeError:        # no defaults to compare with: from_state will say what it needs
+        return
+    sampled = lik.sampled_parameter[0] if lik.sampled_parameter is not None else None
+    for field in dataclasses.fields(lik):
+        if field.name in (sampled, "n_trials"):
+            continue
+        if not np.array_equal(np.asarray(getattr(lik, field.name)),
+                              np.asarray(getattr(default, field.name))):
+            raise ValueError(f"the RFLVM fits {type(lik).__name__} at its defaults apart from "
+                             f"the parameters it draws or reads from the data, so "
+                             f"{field.name}=... would be ignored; pass "
+                             f"{type(lik).__name__}() or give the class that default")
 
 
 def check_fit_inputs(model, Y, times, offset, n_trials):
@@ -53,7 +73,7 @@ def check_fit_inputs(model, Y, times, offset, n_trials):
     lik = resolve_likelihood(model.likelihood, n_trials)
     kind = lik.name
     Y = as_2d_float(Y, "Y", allow_nan=True, min_rows=3)
-    dropped = check_columns(Y, kind)   # before the likelihood's own checks name anything else
+    dropped = check_columns(Y, lik)    # before the likelihood's own checks name anything else
     N = Y.shape[0]
     check_n_components("RFLVM", model.n_components, N, int((~dropped).sum()),
                        int(dropped.sum()))
@@ -74,7 +94,7 @@ def check_fit_inputs(model, Y, times, offset, n_trials):
             raise ValueError("all time stamps are equal; the GP prior over time needs distinct "
                              "times (or pass times=None for the iid prior)")
     if offset is not None:
-        if kind in ("gaussian", "multinomial"):
+        if not lik.takes_offset:
             raise ValueError(f"offset= is for the count likelihoods with a per-row rate "
                              f"(poisson, negative_binomial, binomial, bernoulli), not {kind!r}")
         offset = as_1d_float(offset, "offset")
@@ -84,18 +104,12 @@ def check_fit_inputs(model, Y, times, offset, n_trials):
     return lik, Y, times, offset, dropped
 
 
-def check_data(Y: np.ndarray, kind: str) -> None:
+def check_data(Y: np.ndarray, lik: AbstractLikelihood) -> None:
     """What the sampler needs of the data beyond its likelihood's support."""
     check_magnitude(Y, "Y", "rescale Y (counts this large cannot be modelled exactly "
-                            "either)" if kind != "gaussian" else "rescale Y (e.g. divide "
+                            "either)" if lik.is_count else "rescale Y (e.g. divide "
                             "it by its largest entry)")
-    if kind == "multinomial":
-        empty = np.nansum(Y, axis=1) == 0
-        if empty.any():
-            raise ValueError(f"Y has {int(empty.sum())} rows with no counts (rows "
-                             f"{np.flatnonzero(empty)[:5].tolist()}); the multinomial "
-                             f"likelihood models how a row's total is split over the "
-                             f"categories, so a row of zeros says nothing: drop those rows")
+    lik.check_model_data(Y)      # e.g. the multinomial's rows with no counts
 
 
 def check_devices(devices, checkpoint) -> None:
@@ -106,19 +120,20 @@ def check_devices(devices, checkpoint) -> None:
         raise ValueError(f"RFLVM: devices={devices!r}: {why}")
 
 
-def check_columns(Y: np.ndarray, kind: str) -> np.ndarray:
+def check_columns(Y: np.ndarray, lik: AbstractLikelihood) -> np.ndarray:
     """(D,) True for the columns of ``Y`` kept out of the fit (:mod:`.columns`), after checking
-    that the fit has columns left and every row an observed entry in them; a multinomial
-    category never observed is refused."""
+    that the fit has columns left and every row an observed entry in them; a column never
+    observed is refused under a likelihood with one density per row (the multinomial's
+    categories)."""
     empty = np.isnan(Y).all(axis=0)
-    if kind == "multinomial" and empty.any():
+    if lik.row_density and empty.any():
         raise ValueError(f"Y has {int(empty.sum())} categories (columns) with no observed entry "
-                         f"(columns {_where(empty)}); the multinomial likelihood models how a "
+                         f"(columns {_where(empty)}); the {lik.name} likelihood models how a "
                          f"row's total splits over all categories and leaves out a row with a "
                          f"missing category, so no row would be left: drop those columns")
-    dropped = dropped_columns(kind, Y)
+    dropped = dropped_columns(lik.name, Y)
     if dropped.all():
-        what = "constant or has no observed entry" if kind == "gaussian" else \
+        what = "constant or has no observed entry" if lik.conjugate_normal else \
             "has no observed entry"
         raise ValueError(f"RFLVM: every column of Y {what}; there is nothing to fit a latent "
                          f"space to")

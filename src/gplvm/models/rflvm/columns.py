@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gplvm.likelihoods import likelihood_class
 from gplvm._validation import (column_standardisation, dropped_columns_notice,
                                standardise_kept, uninformative_columns)
 
@@ -31,7 +32,7 @@ from gplvm._validation import (column_standardisation, dropped_columns_notice,
 def dropped_columns(kind: str, Y: np.ndarray) -> np.ndarray:
     """(D,) True for the columns of ``Y`` a fit with likelihood ``kind`` keeps out (module
     docstring)."""
-    if kind == "gaussian":
+    if likelihood_class(kind).conjugate_normal:     # no intercept: a constant says nothing
         return uninformative_columns(Y)
     return np.isnan(Y).all(axis=0)
 
@@ -45,7 +46,8 @@ def standardise_fit(Y: np.ndarray, kind: str, standardize: bool, dropped=None):
     dropped = np.zeros(Y.shape[1], bool) if dropped is None else dropped
     if dropped.any():
         dropped_columns_notice("RFLVM", Y, dropped)
-    Y_mean, Y_std = column_standardisation(Y, dropped, kind == "gaussian" and standardize)
+    Y_mean, Y_std = column_standardisation(
+        Y, dropped, likelihood_class(kind).conjugate_normal and standardize)
     return Y_mean, Y_std, standardise_kept(Y, Y_mean, Y_std)
 
 

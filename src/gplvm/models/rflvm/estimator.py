@@ -32,7 +32,6 @@ from gplvm.models.rflvm.init import (inducing_times, initial_latents, initial_st
                                      per_chain, prepare_data)
 from gplvm.models.rflvm.legacy import current_layouts, upgrade_fitted
 from gplvm.models.rflvm.run import RFLVMRun
-from gplvm.models.rflvm.spec import POLYA_GAMMA
 from gplvm.models.rflvm.verbs import RFLVMVerbs
 from gplvm.registry import register
 
@@ -233,9 +232,9 @@ class RFLVM(SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseEstimator):
         check_devices(self.devices, self.checkpoint)
         lik, Y, times, offset, dropped = check_fit_inputs(self, Y, times, offset, n_trials)
         kind = lik.name
-        if kind in POLYA_GAMMA:  # their Pólya-gamma and CRT samplers need 64-bit numbers
+        if lik.supports_polya_gamma:   # their Pólya-gamma and CRT samplers need 64-bit numbers
             require_float64(f"RFLVM(likelihood={kind!r}) fits (Pólya-gamma draws)")
-        check_data(Y, kind)
+        check_data(Y, lik)
         self.n_features_in_ = Y.shape[1]
         # the sampler sees the kept columns only (:mod:`.columns`)
         self.Y_mean_, self.Y_std_, Ys = standardise_fit(Y, kind, self.standardize, dropped)
@@ -243,7 +242,7 @@ class RFLVM(SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseEstimator):
         spec = self._spec(kind, self.n_outputs_, times is not None)
         kernel = RBF(lengthscale=1.0) if self.kernel is None else self.kernel
         trials = (narrow(getattr(lik, "n_trials", None), Y.shape[1], ~dropped)
-                  if kind == "binomial" else None)
+                  if lik.takes_trials else None)
         data = prepare_data(spec, Ys, offset, trials, kernel, times)
         key_init, key_run = jax.random.split(as_key(self.random_state))
         X0 = initial_latents(Ys, kind, key_init, self.n_components, self.init, offset)

@@ -55,7 +55,7 @@ from jax.scipy.linalg import solve_triangular
 from gplvm.inference.mcmc import MHState, mh_accept_reject
 from gplvm.inference.mcmc._metropolis import gaussian_walk, optimal_walk_scale
 from gplvm.models.rflvm.features import design, feature_pair, pair_index
-from gplvm.models.rflvm.loglik import total_log_lik
+from gplvm.models.rflvm.loglik import likelihood_object, total_log_lik
 from gplvm.samplers.dp_mixture import propose_frequencies
 
 Array = jax.Array
@@ -158,23 +158,12 @@ def _propose(prior: FrequencyPrior, moves: _Moves, m, w: Array, H: Array):
 def curvature(kind: str, Y: Array, psi: Array, trials: Array, dispersion: Array) -> Array:
     r"""−∂² log p(y | ψ)/∂ψ² per entry (N, D): the likelihood's Fisher weight in ψ.
 
-    Poisson e^ψ; binomial nσ(1 − σ); negative binomial (y + r)σ(1 − σ); multinomial the diagonal
-    n p_j(1 − p_j) of its softmax Hessian (a proposal metric: any positive weight is exact).
+    The likelihood's ``_fisher_weight`` (:mod:`gplvm.likelihoods`): Poisson e^ψ; binomial
+    nσ(1 − σ); negative binomial (y + r)σ(1 − σ); multinomial the diagonal n p_j(1 − p_j) of
+    its softmax Hessian (a proposal metric: any positive weight is exact).
     """
-    if kind == "poisson":
-        return jnp.exp(psi)
-    if kind == "multinomial":
-        L = jnp.concatenate([psi, jnp.zeros(psi.shape[:-1] + (1,), psi.dtype)], axis=-1)
-        p = jax.nn.softmax(L, axis=-1)[..., :-1]
-        return trials * p * (1.0 - p)
-    # σ(ψ)(1 − σ(ψ)) = e^{−|ψ|}/(1 + e^{−|ψ|})², without overflow
-    e = jnp.exp(-jnp.abs(psi))
-    s = e / (1.0 + e) ** 2
-    if kind == "negative_binomial":
-        return (Y + dispersion) * s
-    if kind in ("bernoulli", "binomial"):
-        return trials * s
-    raise ValueError(f"no curvature for likelihood {kind!r}")
+    ones = jnp.ones(psi.shape[-1], psi.dtype)
+    return likelihood_object(kind, trials, ones, dispersion)._fisher_weight(Y, psi)
 
 
 def count_metrics(X: Array, h: Array, beta_sin: Array, beta_cos: Array, n_freq: int) -> Array:

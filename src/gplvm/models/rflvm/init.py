@@ -15,6 +15,7 @@ from scipy.special import gammaln
 from gplvm._config import float_dtype
 from gplvm._pytree import to_device
 from gplvm.inference.mcmc._block import Block
+from gplvm.likelihoods import LIKELIHOODS, likelihood_class
 from gplvm.models.rflvm.dispersion import crt_layout
 from gplvm.models.rflvm.joint import init_tuning
 from gplvm.models.rflvm.spec import RFLVMData, RFLVMSpec, RFLVMState
@@ -23,13 +24,10 @@ from gplvm.samplers.dp_mixture import default_niw_prior, dp_init
 Array = jax.Array
 
 
-def _logit(p):
-    return np.log(p) - np.log1p(-p)
-
-
 def intercept_centre(kind: str, Y: np.ndarray, offset: np.ndarray, trials: np.ndarray
                      ) -> np.ndarray:
-    """Empirical centre of each column's intercept prior: the link of the column's mean rate.
+    """Empirical centre of each column's intercept prior: the link of the column's mean rate
+    (the likelihood's :meth:`~gplvm.likelihoods.AbstractLikelihood.intercept_centre`).
 
     Raw counts (e.g. bridge traffic, 151 to 8873 a day) sit many prior standard deviations away
     from an N(0, 1) intercept; centring the prior at the column's empirical log-mean (logit of
@@ -38,19 +36,7 @@ def intercept_centre(kind: str, Y: np.ndarray, offset: np.ndarray, trials: np.nd
     Negative binomial: the centre is that of the log-mean c_j + log r_j (ψ = log(mean / r)
     under the logit link), so the prior says nothing about r; see :func:`nb_prior_mean`.
     """
-    obs = ~np.isnan(Y)
-    Y0 = np.where(obs, Y, 0.0)
-    n_obs = np.maximum(obs.sum(0), 1)
-    if kind in ("poisson", "negative_binomial"):
-        rate = Y0.sum(0) / np.maximum((np.exp(offset) * obs).sum(0), 1e-12)
-        return np.log(np.maximum(rate, 0.5 / n_obs))
-    if kind in ("bernoulli", "binomial"):
-        p = Y0.sum(0) / np.maximum((trials * obs).sum(0), 1e-12)
-        return _logit(np.clip(p, 0.5 / n_obs, 1 - 0.5 / n_obs))
-    if kind == "multinomial":
-        totals = Y0.sum(0) + 0.5
-        return np.log(totals[:-1] / totals[-1])
-    raise ValueError(kind)
+    return likelihood_class(kind).intercept_centre(Y, offset, trials)
 
 
 def prepare_data(spec: RFLVMSpec, Y: np.ndarray, offset, trials, kernel, times) -> RFLVMData:
@@ -59,7 +45,7 @@ def prepare_data(spec: RFLVMSpec, Y: np.ndarray, offset, trials, kernel, times) 
     D = spec.n_outputs
     obs = ~np.isnan(Y)
     offset = np.zeros((N, 1)) if offset is None else np.asarray(offset, float).reshape(N, 1)
-    if spec.likelihood == "multinomial":
+    if spec.family.row_density:       # a row is observed as a whole; trials: its total
         row_obs = obs.all(1, keepdims=True)
         observed = np.broadcast_to(row_obs, (N, D)).astype(float)
         trials_arr = np.broadcast_to(np.where(row_obs, np.nansum(Y, 1, keepdims=True), 1.0),
@@ -81,9 +67,10 @@ def prepare_data(spec: RFLVMSpec, Y: np.ndarray, offset, trials, kernel, times) 
                      kernel=kernel, **count_layouts(spec.likelihood, Y, obs))
 
 
-LAYOUT_FIELDS = {"poisson": ("nonzero", "log_factorial"),
-                 "negative_binomial": ("nonzero", "customers", "log_factorial")}
-"""The fields of :class:`.spec.RFLVMData` that :func:`count_layouts` fills, per likelihood."""
+LAYOUT_FIELDS = {name: cls.count_layouts for name, cls in LIKELIHOODS.items()
+                 if cls.count_layouts}
+"""The fields of :class:`.spec.RFLVMData` that :func:`count_layouts` fills, per likelihood
+(each likelihood's ``count_layouts``; those registered when this module was imported)."""
 
 
 def count_layouts(kind: str, Y: np.ndarray, observed: np.ndarray) -> dict:
@@ -91,14 +78,15 @@ def count_layouts(kind: str, Y: np.ndarray, observed: np.ndarray) -> dict:
     device arrays out): ``nonzero``, ``customers`` and ``log_factorial`` (None where the
     likelihood has no use for them).  ``Y`` may hold anything where ``observed`` is False."""
     layouts = dict(nonzero=None, customers=None, log_factorial=None)
-    if kind not in LAYOUT_FIELDS:
+    fields = likelihood_class(kind).count_layouts
+    if not fields:
         return layouts
     Y = np.asarray(Y, float)
     rows, cols = np.nonzero(observed & (np.where(observed, Y, 0.0) > 0))
     y = Y[rows, cols]
     layouts.update(nonzero=to_device((y, cols.astype(np.int32))),
                    log_factorial=to_device(np.sum(gammaln(y + 1.0))))
-    if kind == "negative_binomial":
+    if "customers" in fields:
         layouts["customers"] = crt_layout(y, cols)
     return layouts
 
@@ -110,7 +98,7 @@ def nb_prior_mean(spec: RFLVMSpec, data: RFLVMData, dispersion: Array) -> Array:
     of r_j ~ Ga(a0, h); given r_j that is c_j ~ N(log ȳ_j − log r_j, v).  A prior centred on
     c_j itself would be an informative prior on r_j (the data fix c_j + log r_j).
     """
-    if spec.likelihood != "negative_binomial" or not spec.intercept:
+    if not spec.dispersed or not spec.intercept:
         return data.beta_prior_mean
     return data.beta_prior_mean.at[-1].add(-jnp.log(dispersion))
 
@@ -128,10 +116,9 @@ def init_state(key: Array, spec: RFLVMSpec, data: RFLVMData, X0: Array, jitter: 
     dtype = X.dtype
     # Strong dtypes throughout (jnp.full of a Python float is weakly typed): the state after a
     # sweep must have the types of the state before it, or a jitted loop compiles twice.
-    r0 = jnp.full(D, spec.initial_dispersion if spec.likelihood == "negative_binomial" else 1.0,
-                  dtype)
+    r0 = jnp.full(D, spec.initial_dispersion if spec.dispersed else 1.0, dtype)
     span = jnp.maximum(jnp.max(data.time) - jnp.min(data.time), 1e-12)
-    noise_var = jnp.full(D, 0.1 if spec.likelihood == "gaussian" else 1.0, dtype)
+    noise_var = jnp.full(D, 0.1 if spec.collapsed else 1.0, dtype)
     return RFLVMState(
         X=X, W=W, beta=nb_prior_mean(spec, data, r0), noise_var=noise_var,
         dispersion=r0, dispersion_rate=jnp.ones(()), dp=dp, Y_fill=data.Y,
@@ -172,7 +159,7 @@ def initial_latents(Ys: np.ndarray, kind: str, key: Array, n_components: int, in
     if init == "random":
         return jax.random.normal(key, (Ys.shape[0], Q))
     Z = np.where(np.isnan(Ys), np.nanmean(Ys, axis=0), Ys)
-    if kind != "gaussian":
+    if likelihood_class(kind).is_count:
         if offset is not None:               # counts per unit of exposure exp(offset)
             Z = Z * np.exp(-(np.asarray(offset, float) - np.mean(offset))).reshape(-1, 1)
         Z = np.log1p(np.maximum(Z, 0.0))     # PCA of log counts (variance-stabilised)

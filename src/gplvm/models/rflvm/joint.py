@@ -99,10 +99,10 @@ def n_frequency_coords(spec: RFLVMSpec, data: RFLVMData) -> int:
 def n_position(spec: RFLVMSpec, data: RFLVMData) -> int:
     """Length of the flat position: NQ (+ W's coordinates, + PD for β, + D for log r)."""
     n = data.Y.shape[0] * spec.n_components + n_frequency_coords(spec, data)
-    if spec.likelihood == "gaussian":
+    if spec.collapsed:
         return n
     n += spec.n_weights * spec.n_outputs
-    return n + (spec.n_outputs if spec.likelihood == "negative_binomial" else 0)
+    return n + (spec.n_outputs if spec.dispersed else 0)
 
 
 def init_tuning(spec: RFLVMSpec, data: RFLVMData, dtype, burn_in: int = 0) -> NUTSTuning:
@@ -133,8 +133,8 @@ def to_position(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState) -> Array:
     parts = [X.ravel()]
     if has_frequencies(spec, data):
         parts.append(gauge.pack(W) if turned else W.ravel())
-    if spec.likelihood != "gaussian":
-        log_r = jnp.log(state.dispersion) if spec.likelihood == "negative_binomial" else None
+    if not spec.collapsed:
+        log_r = jnp.log(state.dispersion) if spec.dispersed else None
         beta = state.beta
         if spec.intercept:
             centred = beta[-1] + _feature_means(spec, X, W) @ beta[:-1]
@@ -161,11 +161,11 @@ def from_position(spec: RFLVMSpec, data: RFLVMData, position: Array, W_given=Non
     elif n_w:
         W = position[start:start + n_w].reshape(spec.n_freq, Q)
     start += n_w
-    if spec.likelihood == "gaussian":
+    if spec.collapsed:
         return X, W, None, None
     P, D = spec.n_weights, spec.n_outputs
     z = position[start:start + P * D].reshape(P, D)
-    log_r = position[start + P * D:] if spec.likelihood == "negative_binomial" else None
+    log_r = position[start + P * D:] if spec.dispersed else None
     beta = _beta_mean(spec, data, log_r) + z / jnp.sqrt(data.beta_prior_prec)[:, None]
     if spec.intercept:
         means = (_feature_means(spec, X, W_given if W is None else W) if centre is None
@@ -215,7 +215,7 @@ def log_density(spec: RFLVMSpec, data: RFLVMData, W: Array, noise_var: Array,
             log_prior = log_prior + gauge.log_jacobian(W_pos)
         return W_pos, log_prior
 
-    if kind == "gaussian":
+    if spec.collapsed:
         yy = jnp.sum(Y**2, axis=0)
         s0 = spec.beta_prior_var
 

@@ -102,7 +102,7 @@ def mode_state(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState):
         found = find_mode(fn, to_position(spec, data, state), MAP_ITERATIONS)
         return state_at(spec, data, state, found.position), found
 
-    if spec.likelihood == "gaussian":
+    if spec.collapsed:
         def gaussian_round(state):
             state, found = search(state)
             rested = _gaussian_rest(spec, data, state)
@@ -128,7 +128,7 @@ def mode_state(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState):
 
 def _block_density(spec, data, state, log_prior_W):
     """:func:`.joint.log_density` given the state's W, σ², h (and filled Y: Gaussian)."""
-    Y = state.Y_fill if spec.likelihood == "gaussian" else None
+    Y = state.Y_fill if spec.collapsed else None
     return log_density(spec, data, state.W, state.noise_var, state.dispersion_rate, Y,
                        log_prior_W)
 

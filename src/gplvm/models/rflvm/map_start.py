@@ -147,12 +147,12 @@ def _tangents(spec: RFLVMSpec, data: RFLVMData, dtype) -> Array:
         rows.append(jnp.zeros((n_w, n), dtype).at[:, start:start + n_w].set(
             jnp.eye(n_w, dtype=dtype)))
         start += n_w
-    if spec.likelihood != "gaussian":
+    if not spec.collapsed:
         P, D = spec.n_weights, spec.n_outputs
         z_part = jnp.eye(P, dtype=dtype)[:, :, None] * jnp.ones((1, 1, D), dtype)  # (P, P, D)
         rows.append(jnp.zeros((P, n), dtype).at[:, start:start + P * D].set(
             z_part.reshape(P, P * D)))
-        if spec.likelihood == "negative_binomial":
+        if spec.dispersed:
             rows.append(jnp.zeros((1, n), dtype).at[:, start + P * D:].set(1.0))
     return jnp.concatenate(rows)
 
@@ -179,9 +179,9 @@ def _floors(spec: RFLVMSpec, data: RFLVMData, dtype) -> Array:
     parts = [jnp.ones(N * Q, dtype)]
     if has_frequencies(spec, data):
         parts.append(jnp.full(n_frequency_coords(spec, data), SMALL_FLOOR, dtype))
-    if spec.likelihood != "gaussian":
+    if not spec.collapsed:
         parts.append(jnp.ones(spec.n_weights * spec.n_outputs, dtype))
-        if spec.likelihood == "negative_binomial":
+        if spec.dispersed:
             parts.append(jnp.full(spec.n_outputs, SMALL_FLOOR, dtype))
     return jnp.concatenate(parts)
 
@@ -203,7 +203,7 @@ def gaussian_row_density(spec: RFLVMSpec, data: RFLVMData, W: Array, noise_var: 
         log_prior = 0.0 if W_pos is None else frequency_log_prior(log_prior_W, W_pos)
         psi = design(X, W if W_pos is None else W_pos, False) @ beta
         ones = jnp.ones_like(noise_var)
-        return (total_log_lik("gaussian", Y, psi, data.observed, data.trials, noise_var, ones)
+        return (total_log_lik(spec.likelihood, Y, psi, data.observed, data.trials, noise_var, ones)
                 - 0.5 * jnp.sum(X**2) + log_prior)
     return density
 
@@ -214,8 +214,8 @@ def laplace_precision(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState, log_p
     block's density given the state's W, σ², h): :func:`curvature_diagonal` of the density
     whose curvature is exact by a few products (module docstring) — the count density with
     the intercept centred at ``position``'s m(X), the Gaussian's uncollapsed row density."""
-    Y = state.Y_fill if spec.likelihood == "gaussian" else None
-    if spec.likelihood == "gaussian":
+    Y = state.Y_fill if spec.collapsed else None
+    if spec.collapsed:
         curvature_fn = gaussian_row_density(spec, data, state.W, state.noise_var, Y,
                                             position, log_prior_W)
     else:      # the intercept centred at the mode's m(X): rows independent again
@@ -235,7 +235,7 @@ def start_at_mode(key: Array, spec: RFLVMSpec, data: RFLVMData, state: RFLVMStat
     """
     k_prior, k_noise = jax.random.split(key)
     log_prior_W = prior_W(k_prior, spec, data, state).log_density
-    Y = state.Y_fill if spec.likelihood == "gaussian" else None
+    Y = state.Y_fill if spec.collapsed else None
     fn = log_density(spec, data, state.W, state.noise_var, state.dispersion_rate, Y,
                      log_prior_W)
     search = find_mode(fn, to_position(spec, data, state))

@@ -46,9 +46,8 @@ def linear_predictor_per_row(X, s, W, beta, intercept: bool) -> Array:
 
 
 def expected_y(kind: str, psi: Array, trials: Array, noise_var: Array, dispersion: Array):
-    """E[y | ψ] per entry, in the data's columns ((N, J) for the multinomial)."""
-    if kind == "gaussian":
-        return psi
+    """E[y | ψ] per entry, in the data's columns ((N, J) for the multinomial): the
+    likelihood's inverse link."""
     lik = likelihood_object(kind, trials, noise_var, dispersion)
     return lik._inverse_link(psi)
 

@@ -19,6 +19,7 @@ from gplvm._validation import kept_columns
 from gplvm.inference.mcmc import Execution, Keep, Report, Sweeps, run_chains, split_rhat
 from gplvm.inference.mcmc.driver import concat_results
 from gplvm.inference.run import CheckpointTimer
+from gplvm.likelihoods import likelihood_class
 from gplvm.models._checkpoint import holding_checkpoint
 from gplvm.models.rflvm.columns import widen
 from gplvm.models.rflvm.convergence import (RHAT_TARGET, convergence_figures, describe,
@@ -43,7 +44,8 @@ class RFLVMRun:
     def _spec(self, kind: str, n_outputs: int, dynamic: bool) -> RFLVMSpec:
         return RFLVMSpec(likelihood=kind, n_components=int(self.n_components),
                          n_freq=int(self.n_features) // 2, n_outputs=n_outputs,
-                         intercept=kind != "gaussian", learn_kernel=bool(self.learn_kernel),
+                         intercept=not likelihood_class(kind).conjugate_normal,
+                         learn_kernel=bool(self.learn_kernel),
                          dynamic=dynamic, beta_prior_var=float(self.beta_prior_var),
                          intercept_prior_var=float(self.intercept_prior_var),
                          n_x_steps=int(self.x_steps), map_sweeps=self._map_sweeps(),
@@ -190,11 +192,11 @@ class RFLVMRun:
         # per-column figures over all D columns; the draws (``_draws_``) are the kept columns'
         kept = kept_columns(self.Y_std_)
         self.beta_samples_ = widen(self._draws_["beta"], kept)
-        kind = self._spec_.likelihood
+        spec = self._spec_
         nv = widen(self._draws_["noise_var"].mean(0), kept)       # · Y_std_²: 0, or NaN
-        self.noise_var_ = nv * self.Y_std_**2 if kind == "gaussian" else None
+        self.noise_var_ = nv * self.Y_std_**2 if spec.collapsed else None
         self.dispersion_ = (widen(self._draws_["dispersion"].mean(0), kept, np.nan)
-                            if kind == "negative_binomial" else None)
+                            if spec.dispersed else None)
         self.relevance_ = np.mean(self._draws_["W"] ** 2, axis=(0, 1))
         self._light_ = {k: np.asarray(v) for k, v in draws.items() if k != "X"}
         self._check_convergence(quiet or self.interrupted_)

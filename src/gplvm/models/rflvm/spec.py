@@ -11,11 +11,10 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import jax
+from gplvm.likelihoods import AbstractLikelihood, likelihood_class
 from gplvm.registry import register
 
 Array = jax.Array
-
-POLYA_GAMMA = ("bernoulli", "binomial", "negative_binomial", "multinomial")
 
 
 @register("gplvm.state.RFLVMSpec")
@@ -89,13 +88,30 @@ class RFLVMSpec:
         return 2 * self.n_freq + int(self.intercept)
 
     @property
+    def family(self) -> type[AbstractLikelihood]:
+        """The likelihood's class (:func:`gplvm.likelihoods.likelihood_class`): what the
+        sampler asks of the likelihood, so that it has no branch per likelihood."""
+        return likelihood_class(self.likelihood)
+
+    @property
+    def collapsed(self) -> bool:
+        """β is integrated out and there is no intercept (Gaussian: ``conjugate_normal``)."""
+        return self.family.conjugate_normal
+
+    @property
+    def dispersed(self) -> bool:
+        """The likelihood has a dispersion r the sampler draws (eqs. 29–31, :mod:`.dispersion`)."""
+        sampled = self.family.sampled_parameter
+        return sampled is not None and sampled[0] == "dispersion"
+
+    @property
     def polya_gamma(self) -> bool:
         """Whether β is drawn given Pólya-gamma variables ω (eq. 28)."""
-        if self.sampler == "nuts":
+        if self.sampler == "nuts" or not self.family.supports_polya_gamma:
             return False
-        if self.likelihood == "negative_binomial":
+        if self.dispersed:
             return self.nb_beta == "polya_gamma"
-        return self.likelihood in POLYA_GAMMA
+        return True
 
 
 @register("gplvm.state.RFLVMData")

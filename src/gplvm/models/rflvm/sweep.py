@@ -13,6 +13,15 @@ before any step that conditions on it):
   paper's ω | β → β | ω for the NB with ``spec.nb_beta = 'polya_gamma'``) → NB: r_j by CRT
   (eqs. 30–31, corrected) and its prior rate h, then mean-preserving Metropolis moves of
   (r_j, intercept_j) (:mod:`.dispersion`) → W | β, X (eq. 22) → X | β, W.
+* any other likelihood (one the library does not ship, docs/contract.md "Adding a
+  likelihood"): β | X, W by an elliptical slice per column under a working Gaussian from the
+  likelihood's own gradient and curvature (:func:`.weights_ess.sample_beta_slice`) →
+  W | β, X → X | β, W.
+
+The blocks ask the likelihood object (:mod:`gplvm.likelihoods`) for its ψ-dependent density,
+curvature and Pólya-gamma parameters, and choose among these steps by its declared traits
+(``conjugate_normal``, ``supports_polya_gamma``, ``log_rate_slice``, ``sampled_parameter``,
+``row_density``), never by its name.
 
 then, under kernel learning, the DP mixture on W (eqs. 23–25).
 
@@ -48,13 +57,13 @@ from gplvm.models.rflvm.frequencies import (FrequencyPrior, GivenBeta, frequency
 from gplvm.models.rflvm.latents import (_row_ll_fn, map_x_dynamic, map_x_static,
                                           update_time_params, update_x_dynamic,
                                           update_x_static)
-from gplvm.models.rflvm.loglik import full_log_lik, log_lik_constant
+from gplvm.models.rflvm.loglik import full_log_lik, likelihood_object, log_lik_constant
 from gplvm.models.rflvm.scale import scale_moves
 from gplvm.models.rflvm.spec import MapParams, RFLVMData, RFLVMSpec, RFLVMState
 from gplvm.models.rflvm.weights import (collapsed_terms, sample_beta_pg,
                                          sample_beta_pg_column, sample_noise_var,
                                          sample_beta_gaussian)
-from gplvm.models.rflvm.weights_ess import BetaPrior, sample_beta_ess
+from gplvm.models.rflvm.weights_ess import BetaPrior, sample_beta_ess, sample_beta_slice
 from gplvm.samplers import polya_gamma
 from gplvm.samplers.dp_mixture import dp_update, default_niw_prior
 
@@ -73,22 +82,23 @@ def _fraction(n_acc: Array, n_freq: int, dtype) -> Array:
     return n_acc.astype(dtype) / n_freq
 
 
-def _pg_params(spec: RFLVMSpec, data: RFLVMData, dispersion: Array):
-    """(b, κ) of eq. 26 per entry; b = 1 and κ = 0 where unobserved (ω is zeroed there)."""
-    Y, obs = data.Y, data.observed
-    if spec.likelihood in ("bernoulli", "binomial"):
-        b, kappa = data.trials, Y - 0.5 * data.trials
-    elif spec.likelihood == "negative_binomial":
-        b, kappa = Y + dispersion, 0.5 * (Y - dispersion)
-    else:  # multinomial: b = N_i, κ = y_ij − N_i/2 (eqs. 36–37)
-        b, kappa = data.trials, Y[:, :-1] - 0.5 * data.trials
-    return jnp.where(obs > 0, b, 1.0), kappa * obs
+def _pg_params(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState):
+    """(b, κ) of eq. 26 per entry, the likelihood's ``polya_gamma_params`` (binomial: b = n,
+    κ = y − n/2; NB: b = y + r, κ = (y − r)/2; multinomial: b = N_i, κ = y_ij − N_i/2,
+    eqs. 36–37); b = 1 and κ = 0 where unobserved (ω is zeroed there)."""
+    _, b, kappa = _likelihood(spec, data, state).polya_gamma_params(data.Y)
+    return jnp.where(data.observed > 0, b, 1.0), kappa * data.observed
+
+
+def _likelihood(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState):
+    """The likelihood object at the chain's state (:func:`.loglik.likelihood_object`)."""
+    return likelihood_object(spec.likelihood, data.trials, state.noise_var, state.dispersion)
 
 
 def _update_weights_pg(key, spec, data, state, Phi):
     key_omega, key_beta = jax.random.split(key)
-    b, kappa = _pg_params(spec, data, state.dispersion)
-    if spec.likelihood == "multinomial":
+    b, kappa = _pg_params(spec, data, state)
+    if spec.family.row_density:       # columns coupled: each given the others (eq. 35)
         return _update_weights_multinomial(key, data, state, Phi, b, kappa)
     psi = Phi @ state.beta + data.offset
     omega = polya_gamma(key_omega, b, psi) * data.observed
@@ -173,7 +183,7 @@ def _sweep_counts_nuts(key, spec, data, state):
     prior = prior_W(k_prop, spec, data, state)
     state = update_joint(k_joint, spec, data, state, log_prior_W=prior.log_density)
     X, beta = state.X, state.beta
-    if spec.likelihood == "negative_binomial":   # h | r
+    if spec.dispersed:                          # h | r
         r = state.dispersion
         _, b0, g0 = spec.dispersion_prior
         shape = b0 + r.shape[0] * spec.dispersion_prior[0]
@@ -197,13 +207,16 @@ def _sweep_counts(key, spec, data, state, inducing_times):
         beta = _update_weights_pg(k_beta, spec, data, state, Phi)
         n_proposals = jnp.full((), jnp.nan, Phi.dtype)       # exact conditional draw
         F = Phi @ beta                               # ψ without the offset, shared below
-    else:   # the slice carries Φβ along with β: F comes with it
-        nb = spec.likelihood == "negative_binomial"
+    elif spec.family.log_rate_slice:   # the slice carries Φβ along with β: F comes with it
         prior = BetaPrior(nb_prior_mean(spec, data, state.dispersion), data.beta_prior_prec)
         beta, n_proposals, F = sample_beta_ess(k_beta, Phi, state.beta, data, prior,
-                                               state.dispersion if nb else None)
+                                               state.dispersion if spec.dispersed else None)
+    else:   # any other likelihood: elliptical slice under β's prior
+        prior = BetaPrior(data.beta_prior_mean, data.beta_prior_prec)
+        beta, n_proposals, F = sample_beta_slice(k_beta, Phi, state.beta, data, prior,
+                                                 _likelihood(spec, data, state))
     state = state._replace(beta=beta, n_proposals_beta=n_proposals)
-    if spec.likelihood == "negative_binomial":
+    if spec.dispersed:
         def update():
             psi = F + data.offset
             r, h = update_dispersion_crt(
@@ -295,7 +308,7 @@ def sweep(key: Array, state: RFLVMState, spec: RFLVMSpec, data: RFLVMData,
           inducing_times: Array) -> RFLVMState:
     """One full sweep for one chain (see the module docstring for the order)."""
     key_model, key_dp = jax.random.split(key)
-    if spec.likelihood == "gaussian":
+    if spec.collapsed:
         state, psi_part = _sweep_gaussian(key_model, spec, data, state, inducing_times)
     else:
         state, psi_part = _sweep_counts(key_model, spec, data, state, inducing_times)

@@ -50,7 +50,7 @@ class RFLVMVerbs(TransformerMixin):
         """(Y, prepared data) of new rows, validated against the fitted model."""
         Y = new_rows(self, Y, "X_mean_")
         spec = self._spec_
-        if spec.likelihood != "binomial":
+        if not spec.family.takes_trials:    # new rows' trials are not known here
             get_likelihood(spec.likelihood).validate(Y)
         if offset is not None:
             offset = as_1d_float(offset, "offset")
@@ -175,10 +175,9 @@ class RFLVMVerbs(TransformerMixin):
         trials = (self._data_.trials[:1] if n_trials is None
                   else jnp.broadcast_to(jnp.asarray(narrow(n_trials, self.n_features_in_, kept),
                                                     float), psi.shape))
-        if kind == "multinomial" and n_trials is None:
+        if self._spec_.family.row_density and n_trials is None:    # the mean row total
             trials = jnp.full_like(psi, jnp.round(jnp.mean(self._data_.trials[:, 0])))
-        lik = likelihood_object(kind, jnp.broadcast_to(trials, psi.shape)
-                                if kind != "multinomial" else trials[:, :1], nv[s], disp[s])
+        lik = likelihood_object(kind, jnp.broadcast_to(trials, psi.shape), nv[s], disp[s])
         Yn = np.asarray(lik.sample(k_y, psi))
         return widen(Yn, kept) * self.Y_std_ + self.Y_mean_, np.asarray(X)
 

@@ -34,7 +34,8 @@ from gplvm.models.rflvm.loglik import softplus
 
 Array = jax.Array
 
-__all__ = ["BetaPrior", "working_gaussian", "sample_beta_ess", "slice_inputs", "SliceInputs"]
+__all__ = ["BetaPrior", "working_gaussian", "sample_beta_ess", "sample_beta_slice",
+           "slice_inputs", "SliceInputs"]
 
 
 class BetaPrior(NamedTuple):
@@ -66,7 +67,6 @@ def working_gaussian(Phi: Array, data, prior: BetaPrior, dispersion=None):
         K = B0^{1/2} ΦᵀΦ B0^{1/2} = V diag(s) Vᵀ.
     """
     Y, observed, offset = data.Y, data.observed, data.offset
-    prior_mean, prior_prec = prior
     n_obs = jnp.maximum(jnp.sum(observed, axis=0), 1.0)
     lam = jnp.sum(Y * observed, axis=0) / jnp.sum(jnp.exp(offset) * observed, axis=0)
     lam = jnp.maximum(lam, 0.5 / n_obs)
@@ -74,7 +74,14 @@ def working_gaussian(Phi: Array, data, prior: BetaPrior, dispersion=None):
     if dispersion is not None:
         lam = dispersion * lam / (dispersion + lam)
         z = z - jnp.log(dispersion)
-    z = z * observed
+    return working_gaussian_of(Phi, lam, z * observed, prior)
+
+
+def working_gaussian_of(Phi: Array, lam: Array, z: Array, prior: BetaPrior):
+    r"""N(μ_j, Λ_j⁻¹) of :func:`working_gaussian` from one Fisher weight ``lam`` (D,) per
+    column and the working response ``z`` (N, D) (0 where unobserved): Λ_j = λ_j ΦᵀΦ + B0⁻¹,
+    μ_j = Λ_j⁻¹(λ_j Φᵀz_j + B0⁻¹β0_j).  Same returns as :func:`working_gaussian`."""
+    prior_mean, prior_prec = prior
     root = 1.0 / jnp.sqrt(prior_prec)                                   # B0^{1/2} (diagonal)
     K = (Phi * root).T @ (Phi * root)
     s, V = jnp.linalg.eigh(K)
@@ -113,6 +120,84 @@ def sample_beta_ess(key: Array, Phi: Array, beta: Array, data, prior: BetaPrior,
     return (slice_in.mu + state.position[:, :P].T,
             jnp.mean(info.n_proposals.astype(beta.dtype)),
             slice_in.Phi_mu + state.position[:, P:].T)
+
+
+def likelihood_working_gaussian(Phi: Array, data, prior: BetaPrior, lik):
+    r""":func:`working_gaussian_of` for any likelihood ``lik``, from its own gradient and
+    curvature in ψ (``_grad_log_prob``, ``_curvature``) at ψ0 = o + c_j, c_j the intercept's
+    prior centre (the link of the column's mean, ``intercept_centre``): λ_j the mean curvature
+    over the column's observed entries, z = c_j + ∂ℓ/∂ψ (ψ0) / λ_j the working response of one
+    Fisher-scoring step from ψ0.  Free of β, as the slice needs."""
+    Y, observed = data.Y, data.observed
+    centre = prior.mean[-1]
+    psi0 = jnp.broadcast_to(data.offset + centre, Y.shape)
+    n_obs = jnp.maximum(jnp.sum(observed, axis=0), 1.0)
+    lam = jnp.sum(lik._curvature(Y, psi0) * observed, axis=0) / n_obs
+    lam = jnp.maximum(lam, 1e-6)
+    z = centre + lik._grad_log_prob(Y, psi0) / lam
+    return working_gaussian_of(Phi, lam, z * observed, prior)
+
+
+def sample_beta_slice(key: Array, Phi: Array, beta: Array, data, prior: BetaPrior,
+                      lik) -> tuple[Array, Array, Array]:
+    r"""β by elliptical slice sampling for any likelihood ``lik`` with neither a Pólya-gamma
+    augmentation nor ``log_rate_slice``: it needs of the likelihood its ψ-dependent
+    log-density ``_psi_log_prob``, its gradient and its curvature.
+
+    With one density per entry the columns of β are independent given X and W: each gets a
+    slice under the working Gaussian :func:`likelihood_working_gaussian`, with the target
+    p(y_j | β) N(β; β0, B0) / N(β; μ_j, Λ_j⁻¹) (module docstring; exact whatever the
+    approximation's quality).  With one density per row (``row_density``) all of β is one
+    slice under its prior N(β0, B0) (Murray, Adams & MacKay 2010).
+
+    Returns:
+        (β (P, D), mean number of points evaluated on the ellipse per slice, Φβ (N, D)).
+    """
+    if not lik.row_density:
+        return _slice_columns(key, Phi, beta, data, prior, lik)
+    P, D = beta.shape
+    key_nu, key_ess = jax.random.split(key)
+    nu = jax.random.normal(key_nu, beta.shape, beta.dtype) / jnp.sqrt(prior.prec)[:, None]
+    blocks = 1 if lik.row_density else D
+    to_blocks = lambda a: a.T.reshape(blocks, -1)                        # (P, D) -> (B, ·)
+    from_blocks = lambda g: g.reshape(D, P).T
+
+    def log_lik_fn(g):
+        psi = Phi @ (prior.mean + from_blocks(g)) + data.offset
+        vals = lik._psi_log_prob(data.Y, psi)
+        vals = vals * data.observed[..., :vals.shape[-1]]
+        return jnp.sum(vals, axis=0).reshape(blocks, -1).sum(axis=1)
+
+    g = to_blocks(beta - prior.mean)
+    state, info = ess_step(key_ess, ess_init(g, log_lik_fn), log_lik_fn, to_blocks(nu))
+    beta = prior.mean + from_blocks(state.position)
+    return beta, jnp.mean(info.n_proposals.astype(beta.dtype)), Phi @ beta
+
+
+def _slice_columns(key: Array, Phi: Array, beta: Array, data, prior: BetaPrior, lik):
+    """:func:`sample_beta_slice` for a density per entry: one slice per column of (g_j, Φg_j),
+    g = β − μ (as :func:`sample_beta_ess`), its log-target from ``lik._psi_log_prob``."""
+    P = beta.shape[0]
+    key_nu, key_ess = jax.random.split(key)
+    mu, lam, scale, s, V = likelihood_working_gaussian(Phi, data, prior, lik)
+    eps = jax.random.normal(key_nu, beta.shape, beta.dtype)
+    nu_c = scale @ ((V.T @ eps) / jnp.sqrt(lam[None, :] * s[:, None] + 1.0))
+    Phi_g, Phi_nu, Phi_mu = jnp.split(Phi @ jnp.concatenate([beta - mu, nu_c, mu], axis=1), 3,
+                                      axis=1)
+    c = (prior.prec[:, None] * (mu - prior.mean)).T                      # (D, P)
+    a = Phi_mu + data.offset                                             # (N, D)
+
+    def log_lik_fn(blocks):
+        g, Phi_g = blocks[:, :P], blocks[:, P:]
+        vals = lik._psi_log_prob(data.Y, a + Phi_g.T) * data.observed
+        return (jnp.sum(vals, axis=0) + 0.5 * lam * jnp.sum(Phi_g**2, axis=1)
+                - jnp.sum(c * g, axis=1))
+
+    stack = lambda g, Phi_g: jnp.concatenate([g.T, Phi_g.T], axis=1)      # (D, P + N)
+    state, info = ess_step(key_ess, ess_init(stack(beta - mu, Phi_g), log_lik_fn), log_lik_fn,
+                           stack(nu_c, Phi_nu))
+    return (mu + state.position[:, :P].T, jnp.mean(info.n_proposals.astype(beta.dtype)),
+            Phi_mu + state.position[:, P:].T)
 
 
 class SliceInputs(NamedTuple):
