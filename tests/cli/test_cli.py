@@ -15,6 +15,8 @@ import sys
 import warnings
 from pathlib import Path
 
+from _paths import LEGACY
+
 import jax
 import numpy as np
 import pytest
@@ -280,7 +282,7 @@ def test_offset_and_trials_reach_fit_where_it_takes_them(tmp_path, capsys, monke
 
 
 #: a real fitted Poisson RFLVM (30 rows x 6 columns), saved by tests/data/legacy_v1/make_files.py
-LEGACY_RFLVM = Path(__file__).parent / "data" / "legacy_v1" / "rflvm.gplvm"
+LEGACY_RFLVM = LEGACY / "rflvm.gplvm"
 
 
 def test_verbs_give_new_rows_library_sizes_against_the_fits_mean_total(tmp_path, monkeypatch,

@@ -3,13 +3,14 @@ built from JSON alone, Spambase's recovered counts, and seed 000 Table 1's smoke
 
 import json
 import sys
-from pathlib import Path
+
+from _paths import REPO
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "reproduce"))
+sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "benchmarks" / "reproduce"))
 import _cells  # noqa: E402
 import results_page  # noqa: E402
 import rflvm_table1  # noqa: E402

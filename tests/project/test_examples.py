@@ -4,11 +4,12 @@ rot (issue 15).  Each runs in this process (runpy) with the arguments a user wou
 import runpy
 import sys
 import warnings
-from pathlib import Path
+
+from _paths import REPO
 
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = REPO / "examples"
 SCRIPTS = sorted(p.name for p in EXAMPLES.glob("*.py"))
 
 

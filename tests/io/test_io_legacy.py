@@ -26,7 +26,8 @@ file stores the same draw (X of the supervised models), the regeneration is chec
 from __future__ import annotations
 
 import json
-from pathlib import Path
+
+from _paths import LEGACY
 
 import numpy as np
 import pytest
@@ -34,7 +35,6 @@ from sklearn.utils.validation import check_is_fitted
 
 import gplvm
 
-LEGACY = Path(__file__).parent / "data" / "legacy_v1"
 RTOL = 1e-10   # see the module docstring
 
 

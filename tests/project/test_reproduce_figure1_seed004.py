@@ -4,13 +4,14 @@ defines (checked with stand-in models whose predictions are known), and the Ψ1 
 those of the library's rules against a Monte Carlo reference."""
 
 import sys
-from pathlib import Path
+
+from _paths import REPO
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "reproduce"))
+sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "benchmarks" / "reproduce"))
 import results_page  # noqa: E402
 import rflvm_figure1  # noqa: E402
 import unscented_seed004  # noqa: E402

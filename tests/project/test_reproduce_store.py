@@ -12,12 +12,14 @@ import json
 import sys
 from pathlib import Path
 
+from _paths import REPO
+
 import numpy as np
 import pytest
 from scipy.stats import norm
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "reproduce"))
+sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "benchmarks" / "reproduce"))
 import revrand_seed002  # noqa: E402
 
 

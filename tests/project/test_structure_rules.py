@@ -6,9 +6,10 @@ breach, so that it cannot pass by finding nothing."""
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "structure_audit.py"
+from _paths import REPO
+
+SCRIPT = REPO / "scripts" / "structure_audit.py"
 spec = importlib.util.spec_from_file_location("structure_audit", SCRIPT)
 audit = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(audit)

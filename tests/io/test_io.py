@@ -18,8 +18,9 @@ import dataclasses
 import hashlib
 import json
 import warnings
-from pathlib import Path
 from typing import NamedTuple
+
+from _paths import LEGACY
 
 import jax
 import jax.numpy as jnp
@@ -36,7 +37,6 @@ from gplvm.io import FORMAT_VERSION, UPGRADED_FROM, SaveMixin, legacy
 from gplvm.kernels import RBF
 from gplvm.likelihoods import Binomial
 
-LEGACY = Path(__file__).parent / "data" / "legacy_v1"
 
 # ----------------------------------------------------------------------------- fitted models
 

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from pathlib import Path
+
+from _paths import LEGACY
 
 import jax
 import jax.numpy as jnp
@@ -414,7 +415,6 @@ def test_convergence_warning_when_the_bound_still_rises(small_counts):
 
 # ------------------------------------------------------------------------- format-1 files
 
-LEGACY = Path(__file__).parent / "data" / "legacy_v1"
 
 
 def test_format1_binomial_file_is_todays_count_model():

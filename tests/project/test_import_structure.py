@@ -12,9 +12,10 @@ import importlib.util
 import textwrap
 from pathlib import Path
 
-import pytest
+from _paths import REPO as ROOT
+from _paths import TESTS
 
-ROOT = Path(__file__).resolve().parent.parent
+import pytest
 
 
 def _load_script():
@@ -142,13 +143,12 @@ def test_every_slow_test_listed_exists_and_every_test_file_keeps_fast_tests():
 
     from conftest import slow_tests
 
-    tests = Path(__file__).parent
-    defined = {path.name: set(re.findall(r"^def (test_\w+)\(", path.read_text(), re.M))
-               for path in tests.glob("test_*.py")}
+    defined = {path.relative_to(ROOT).as_posix():
+               set(re.findall(r"^def (test_\w+)\(", path.read_text(), re.M))
+               for path in TESTS.rglob("test_*.py")}
     listed: dict = {}
     for nodeid in slow_tests():
         file, _, name = nodeid.partition("::")
-        file = file.removeprefix("tests/")
         name = name.split("[")[0]
         assert name in defined.get(file, ()), f"{nodeid}: no such test (update slow_tests.txt)"
         listed.setdefault(file, set()).add(name)

@@ -7,12 +7,13 @@ RFLVM sweep) of CPU, cold)."""
 
 import json
 import sys
-from pathlib import Path
+
+from _paths import REPO
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "reproduce"))
+sys.path.insert(0, str(REPO / "benchmarks" / "reproduce"))
 import rflvm_table3  # noqa: E402
 
 shared = pytest.mark.shared_data

@@ -8,13 +8,14 @@ outputs the smoother's imputations beat PPCA's, which ignores time.
 """
 
 import sys
-from pathlib import Path
+
+from _paths import REPO
 
 import numpy as np
 import pytest
 import scipy.stats
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "reproduce"))
+sys.path.insert(0, str(REPO / "benchmarks" / "reproduce"))
 from _ldm import LDSParams, LinearDynamicalModel, log_likelihood  # noqa: E402
 
 from gplvm.baselines import PPCA  # noqa: E402

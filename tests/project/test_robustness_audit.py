@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from pathlib import Path
+
+from _paths import REPO
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "robustness_audit.py"
+SCRIPT = REPO / "scripts" / "robustness_audit.py"
 _spec = importlib.util.spec_from_file_location("robustness_audit", SCRIPT)
 audit = sys.modules.setdefault("robustness_audit", importlib.util.module_from_spec(_spec))
 _spec.loader.exec_module(audit)

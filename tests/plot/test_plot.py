@@ -13,7 +13,8 @@ import matplotlib
 matplotlib.use("Agg")
 
 import warnings  # noqa: E402
-from pathlib import Path  # noqa: E402
+
+from _paths import LEGACY  # noqa: E402
 
 import arviz  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
@@ -96,7 +97,7 @@ def test_latent_sampled_model_draws_a_cloud_of_posterior_draws():
 def test_latent_of_a_real_rflvm_fit_draws_its_posterior_draws(tmp_path):
     """A Poisson RFLVM sampled by MCMC (1 chain, 8 kept draws of 30 rows; make_files.py there):
     the cloud holds the last n_draws aligned draws of every row, means one point per row."""
-    model = gplvm.load(Path(__file__).parent / "data" / "legacy_v1" / "rflvm.gplvm")
+    model = gplvm.load(LEGACY / "rflvm.gplvm")
     samples = np.asarray(model.X_samples_)
     chains, draws, n, _ = samples.shape
     labels = np.arange(n) % 3
