@@ -21,8 +21,8 @@ peak resident set size.
 ``--rflvm`` instead checks item 2's chain claim on the full RFLVM: a Gaussian RFLVM with 4 chains
 fitted with 4 devices (``XLA_FLAGS=--xla_force_host_platform_device_count=4``) and with one
 (``GPLVM_CPU_DEVICES=1``) in two subprocesses; the draws of X must be identical bit for bit.
-(tests/test_sharding.py checks the same of 4 elliptical slice chains: the RFLVM's sweep takes
-~30 s to compile, twice, too long for the suite.)
+(tests/inference/test_sharding.py checks the same of 4 elliptical slice chains: the RFLVM's
+sweep takes ~30 s to compile, twice, too long for the suite.)
 
 ``--rflvm-rows`` times the other RFLVM layout, one chain split by rows
 (``RFLVM(devices=d)``, :func:`gplvm.inference.mcmc.run_chains` with a row mesh): per

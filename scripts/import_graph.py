@@ -17,7 +17,7 @@ How an import is resolved, for a statement in module ``m``:
 
 Run from the repository root: ``python scripts/import_graph.py > docs/import_graph.md`` prints
 the package-level graph (``gplvm.kernels``, ``gplvm.models``, ``gplvm.io``, ...) as a Mermaid
-diagram in a short Markdown page.  ``tests/test_import_structure.py`` uses the module-level
+diagram in a short Markdown page.  ``tests/project/test_import_structure.py`` uses the module-level
 graph to check that there is no import cycle and that :mod:`gplvm.io` reaches no model.
 """
 
@@ -190,7 +190,7 @@ def main() -> None:
     print("An arrow A --> B: importing package or module A executes B (module-level imports "
           "parsed with `ast`; imports inside functions do not count).")
     print("Regenerate with `python scripts/import_graph.py > docs/import_graph.md`; "
-          "`tests/test_import_structure.py` checks the module-level graph has no cycle.\n")
+          "`tests/project/test_import_structure.py` checks the module-level graph has no cycle.\n")
     print(mermaid(package_graph(graph)))
     if cycle:
         print(f"\nModule-level cycle: {describe_cycle(graph, cycle, module_names())}")

@@ -10,7 +10,7 @@ it (``LOST``, ``SILENT``, ``UNCLEAR``) and the script exits 1::
     .venv/bin/python scripts/robustness_audit.py            # every case; a table
     .venv/bin/python scripts/robustness_audit.py -k svi     # the cases whose id has 'svi'
 
-``tests/test_robustness_audit.py`` runs the same cases as a parametrised test, so that a
+``tests/project/test_robustness_audit.py`` runs the same cases as a parametrised test, so that a
 regression fails the suite.  The models are tiny (a few optimiser steps): the cases test the
 checks around the computation, not its quality.
 """
@@ -450,7 +450,7 @@ def _precision_pair(name):
 def unclear_precision_follows_the_model(ctx, folder, name):
     """Fitted in float32 and used in a float64 process, as fitted and after load (and the
     reverse): the verbs give exactly what they gave in the precision of the fit.  (DPGPLVM
-    and StructuredGPLVM wrap the same verbs, checked in tests/test_float32.py; their float32
+    and StructuredGPLVM wrap the same verbs, checked in tests/models/test_float32.py; their float32
     fits compile for 30-60 s.)"""
     import gplvm
 

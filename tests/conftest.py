@@ -23,9 +23,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # The suite is bound by XLA compilation (thousands of small programs, each run a few times),
 # and most of a CPU compile is LLVM optimising the generated code.  The tests compile with
 # LLVM's optimisation off (XLA's own HLO passes, which decide fusion and numerics, still run):
-# measured on tests/test_dpgplvm.py, 149 -> 96 CPU-s.  What the tests assert (closed forms,
-# tolerances, same seed same draws within one configuration) does not depend on it; benchmarks
-# and users keep XLA's default.  An explicit level in XLA_FLAGS wins (subprocesses inherit it).
+# measured on tests/models/gplvm_family/test_dpgplvm.py, 149 -> 96 CPU-s.  What the tests
+# assert (closed forms, tolerances, same seed same draws within one configuration) does not
+# depend on it; benchmarks and users keep XLA's default.  An explicit level in XLA_FLAGS wins (subprocesses inherit it).
 if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
                                + " --xla_backend_optimization_level=0").strip()

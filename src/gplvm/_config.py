@@ -13,9 +13,9 @@ also be switched later):
   precision is compiled again (not reused) in the other; arrays created in one precision keep
   their dtype.  In float32 the jitter policy of :mod:`gplvm.linalg` starts at sqrt(eps) of
   float32 (3.5e-4 of the mean diagonal) instead of float64's 1.5e-8, and that is also the least
-  jitter any Cholesky factor gets (:func:`gplvm.linalg.jitter_floor`).  The tested tolerances
-  (``tests/test_float32.py``): the collapsed bound and its gradient within eps·(1 + βNσ_f²) of
-  float64's (the bound on the condition number of the matrix the bound factorises; ≈ 5e-4 on
+  jitter any Cholesky factor gets (:func:`gplvm.linalg.jitter_floor`).  The tested
+  tolerances (``tests/models/test_float32.py``): the collapsed bound and its gradient within
+  eps·(1 + βNσ_f²) of float64's (the bound on the condition number of the matrix the bound factorises; ≈ 5e-4 on
   the test's data), a short fit's bound within 0.5% of float64's, Bayesian linear regression's
   predictions within 10·eps·cond(A).  The limit: with noise far below the signal (β‖Ψ2‖ large)
   float32's round-off makes that matrix indefinite, the bound turns non-finite and the fit stops

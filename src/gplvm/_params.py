@@ -9,7 +9,7 @@ family shares), and checks across arguments in ``_parameter_relations``.  :func:
 runs them at the start of ``fit`` (and :func:`check_argument` on the arguments of
 ``sample``), before any computation, and raises a ``ValueError`` that names the estimator, the
 argument, the value received, what is wrong and the fix (STYLE.md 9).
-``tests/test_bad_input_matrix.py`` checks that every constructor argument of every estimator
+``tests/models/test_bad_input_matrix.py`` checks that every constructor argument of every estimator
 has a rule.
 """
 

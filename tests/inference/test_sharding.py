@@ -7,8 +7,8 @@ by ``gplvm._config``) that join with ``jax.distributed``: each first checks some
 4 devices (process 0 the sharded bound, process 1 the chains), then both run the documented
 command's computation over all 8; they print JSON, which the tests read.  The
 reference is the unsharded bound (``collapsed.data_term`` over ``psi_statistics`` of all rows,
-minus the KL), which tests/test_bgplvm_bound.py checks against dense closed forms; rows and
-devices change only the order of the additions, hence 1e-10 relative.
+minus the KL), which tests/objectives/test_bgplvm_bound.py checks against dense closed forms;
+rows and devices change only the order of the additions, hence 1e-10 relative.
 """
 
 from __future__ import annotations
@@ -409,8 +409,8 @@ def test_the_time_out_for_other_processes_is_the_argument_else_the_environment(m
 FIT_ROWS = 29        # odd: 3 padded rows on 4 devices
 FIT = dict(n_components=2, n_inducing=6, optimizer="adam", learning_rate=0.02, max_iter=40,
            progress=False, random_state=3)
-# the shapes of tests/test_svi.py's fits (160 × 8, B = 40, M = 10, complete rows), so the
-# one-device reference reuses their compiled programs (XLA's persistent cache)
+# the shapes of tests/models/gplvm_family/test_svi.py's fits (160 × 8, B = 40, M = 10, complete
+# rows), so the one-device reference reuses their compiled programs (XLA's persistent cache)
 SVI_FIT = dict(n_components=2, n_inducing=10, inference="svi", batch_size=40, max_iter=3,
                learning_rate=0.05, progress=False, random_state=3)
 

@@ -7,7 +7,7 @@ registry is the whitelist), a format-1 module path in a format-2 file, a non-est
 top, or an unknown format version is refused with a ValueError; a class that is not registered
 cannot be saved; an unfitted estimator cannot be saved.  Format-1 files: their names are
 translated, ``_upgrade_fitted`` is called with their attributes, and the committed format-1
-files (tests/data/legacy_v1, whose values tests/test_io_legacy.py checks) upgrade to exactly
+files (tests/data/legacy_v1, whose values tests/io/test_io_legacy.py checks) upgrade to exactly
 the attributes a model fitted today holds.
 """
 
@@ -684,7 +684,7 @@ def test_format1_files_upgrade_to_todays_attributes(name, fixture, request):
     """A committed format-1 file loads with exactly the attributes, of the same types, that a
     model of the same settings fitted by today's code holds, and the record of its format
     (``_upgrade_fitted`` must bring the old state up to date; the values are checked by
-    tests/test_io_legacy.py)."""
+    tests/io/test_io_legacy.py)."""
     assert _document(LEGACY / f"{name}.gplvm")["format_version"] == 1
     loaded = gplvm.load(LEGACY / f"{name}.gplvm")
     today = request.getfixturevalue(fixture)

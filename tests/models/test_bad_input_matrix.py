@@ -144,7 +144,8 @@ _NO_GROUPS = {"RFLVM": "RFLVM has no groups= (one sequence)"}
 _CHANNELS = "StructuredGPLVM takes (n_images, n_pixels, channels) with a grid"
 _PIXELS = "a constant pixel is fine: StructuredGPLVM scales each channel, not each pixel"
 _KEPT_OUT = {s: "the GPLVM family keeps such a column out of the fit and puts it back on "
-                "output (tests/test_bgplvm.py)" for s in ("BayesianGPLVM", "DPGPLVM")}
+                "output (tests/models/gplvm_family/test_bgplvm.py)"
+             for s in ("BayesianGPLVM", "DPGPLVM")}
 _KEPT_OUT["RFLVM"] = ("the Gaussian RFLVM keeps such a column out of the fit and puts it back "
                       "on output (tests/test_rflvm.py)")
 
@@ -441,7 +442,7 @@ def test_silent_nan_cases_of_issue_16_now_raise(make, pattern, tripwire):
 
 def test_seeds_and_keys_still_work_and_bad_seeds_are_named():
     """as_key accepts ints, keys and None, and names random_state for anything else."""
-    from gplvm._random import as_key
+    from gplvm.random import as_key
     assert np.array_equal(as_key(3), jax.random.PRNGKey(3))
     key = jax.random.PRNGKey(5)
     assert as_key(key) is key

@@ -174,7 +174,7 @@ def test_predict_checks_latent_columns_and_matches_inverse_transform(fitted):
 
 def test_new_rows_and_points_follow_the_fits_magnitude_rule(fitted):
     """One magnitude rule for every entry point (issue 31): what fit refuses (an entry above
-    1e150, whose square overflows; tests/test_bad_input_matrix.py) transform, impute, score
+    1e150, whose square overflows; tests/models/test_bad_input_matrix.py) transform, impute, score
     and predict refuse too, with the same message, before any computation."""
     _, model, Y = fitted
     huge = Y[:2].copy()

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import gplvm
-from gplvm._random import as_key
+from gplvm.random import as_key
 from gplvm.features import RandomFourierFeatures
 from gplvm.inference.optimise import _jitted
 from gplvm.kernels import RBF
@@ -223,7 +223,7 @@ def test_every_estimator_computes_in_its_fitted_precision():
     ``in_model_precision`` in every estimator, so none of them mixes a float32 model with
     float64 inputs or the reverse.  That the wrapping gives the fit's numbers exactly, both
     ways and after load, is checked on the Bayesian GPLVM, the RFLVM and both supervised
-    models by tests/test_robustness_audit.py (``unclear_precision_follows_the_model``)."""
+    models by tests/project/test_robustness_audit.py (``unclear_precision_follows_the_model``)."""
     family = ("_standardise_new", "_check_X", "_infer_new", "_predict_fitted", "_expected_y",
               "_sample_y")
     methods = {gplvm.BayesianGPLVM: family, gplvm.DPGPLVM: family, gplvm.StructuredGPLVM: family,

@@ -41,7 +41,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import gplvm
 from gplvm import BayesianGLM
-from gplvm._pytree import pytree_dataclass, static_field
+from gplvm.pytree import pytree_dataclass, static_field
 from gplvm.features import AbstractFeatureMap, Bias, Concat
 from gplvm.likelihoods import Bernoulli, Binomial, Gaussian, NegativeBinomial, Poisson
 from gplvm.models import _quantiles

@@ -11,8 +11,8 @@ test a contract these models do not have, not because they fail:
 * ``fit_transform(Y)`` returns the fitted q(X) (which, under the dynamical prior, also uses the
   neighbouring frames), ``transform(Y)`` infers each row alone with the model fixed (seed 003
   eqs. 36–37); the two agree only to the optimiser's tolerance, not to 1e-7 as the generic
-  transformer checks demand.  ``tests/test_bgplvm.py`` checks that transform finds the fitted
-  latents of training rows.
+  transformer checks demand.  ``tests/models/gplvm_family/test_bgplvm.py`` checks that
+  transform finds the fitted latents of training rows.
 * The "dtype preserved" check expects float32 output for float32 input; the library computes in
   float64 (DESIGN.md) and returns float64.
 
@@ -23,8 +23,8 @@ The DP-GP-LVM shares every verb, its validation and its tags with the Bayesian G
 (``AbstractGPLVM``); what is its own is the constructor and the fit schedule.  It runs every
 check that does not fit, plus the one-column fit (its own code path: no column mixture), and
 leaves to the Bayesian GPLVM the checks in ``SHARED_FIT_CHECKS``, each of which fits at new
-shapes and costs 10–50 s of compilation for the DP model's fit (``tests/test_contract.py`` fits
-it once for every verb).
+shapes and costs 10–50 s of compilation for the DP model's fit
+(``tests/models/test_contract.py`` fits it once for every verb).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ X_var_; sampled: X_samples_, a (chains, sweeps) history_, burn_in; grouped colum
 assignments_, atoms_, one relevance_ row per group), and a real RFLVM fit saved in
 tests/data/legacy_v1.  Plots are checked by their properties (points, labels, colours, bar
 heights, images), never by stored pixels.  Real fitted Bayesian GPLVMs are drawn by
-tests/test_cli.py and, on oil flow with its three classes, tests/test_anndata.py."""
+tests/cli/test_cli.py and, on oil flow with its three classes, tests/test_anndata.py."""
 
 from __future__ import annotations
 
@@ -289,13 +289,11 @@ def test_dp_factorisation_plot_shades_a_column_in_no_group_zero():
     column kept out of the fit is a row of zeros, not NaN (its own copy divided 0/0)."""
     from types import SimpleNamespace
 
-    from gplvm.models._dp_plot import plot_factorisation
-
     model = SimpleNamespace(assignments_=np.array([[1.0, 0.0], [0.0, 0.0]]),
                             relevance_=np.array([[2.0, 1.0], [1.0, 4.0]]),
                             atoms_=np.array([0, 1]))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        ax = plot_factorisation(model)
+        ax = gplvm.DPGPLVM.plot_factorisation(model)
     np.testing.assert_allclose(ax.get_images()[0].get_array(), [[1.0, 0.5], [0.0, 0.0]])
     plt.close("all")

@@ -28,7 +28,7 @@ or evaluated.  This module imports no estimator: the estimators import it (for
 Files that outlive a crash.  :func:`save` writes a temporary file beside ``path``, flushes it
 to disk (``fsync``) and only then renames it onto ``path`` (``os.replace``, atomic on POSIX and
 Windows), so a process killed while saving leaves the previous file whole
-(``tests/test_io_atomic.py`` kills savers mid-write).  :func:`load` refuses, with a
+(``tests/io/test_io_atomic.py`` kills savers mid-write).  :func:`load` refuses, with a
 ``ValueError`` naming the path, anything that is not (or no longer) a complete file: an empty or
 text file, a truncated or damaged archive, arrays whose checksum differs from the one recorded.
 

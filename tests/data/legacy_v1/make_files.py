@@ -1,4 +1,4 @@
-"""Writes the format-1 files of tests/test_io_legacy.py with the code of commit 311bb9a.
+"""Writes the format-1 files of tests/io/test_io_legacy.py with the code of commit 311bb9a.
 
 Run once, from the repository root, on that commit (``.venv/bin/python
 tests/data/legacy_v1/make_files.py``); the files are committed as test data so that every later

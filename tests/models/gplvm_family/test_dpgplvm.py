@@ -31,7 +31,7 @@ from gplvm.models.gplvm_family.variants.dp.dp_fitted import FittedDPGPLVM
 from gplvm.models.gplvm_family.variants.dp.missing_block import missing_block_split
 from gplvm.objectives import new_rows
 from gplvm.objectives.collapsed import kl_standard_normal
-from gplvm.plot._columns import column_relevance
+from gplvm.plot import column_relevance
 from gplvm.transforms import inverse_softplus
 
 #: three functions of a 3-D latent space, each pair sharing one dimension (each function

@@ -22,7 +22,7 @@ import pytest
 from scipy.stats import spearmanr
 
 import gplvm
-from gplvm._pytree import replace
+from gplvm.pytree import replace
 from gplvm.data import load_digits
 from gplvm.expectations import psi_statistics
 from gplvm.kernels import RBF, Coincidence, Matern32

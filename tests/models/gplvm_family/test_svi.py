@@ -368,4 +368,4 @@ def test_checkpoint_kill_or_ctrl_c_then_resume_equals_one_run(planted_fit, tmp_p
     assert resumed.elbo_ == disk_one.elbo_
 
 
-# (Ctrl-C while a step's results are written: tests/test_run.py, atomic())
+# (Ctrl-C while a step's results are written: tests/inference/test_run.py, atomic())

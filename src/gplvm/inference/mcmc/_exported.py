@@ -9,7 +9,7 @@ congress109, against 1.9 s to read its programs from the cache (issue 14,
 processes, deserialised and called: lowering that call is a few milliseconds, and its compile is
 a hit in the persistent cache.  A process that exports also runs the exported program, so the
 first and later processes compile and run the same program: the draws are the same whichever
-process made the file (tested in ``tests/test_mcmc_driver.py``).
+process made the file (tested in ``tests/inference/mcmc/test_mcmc_driver.py``).
 
 A file's name is a SHA-256 of everything that fixes the program: the caller's ``export_key``
 (which must describe the sweep and the ``record``/``trace`` functions completely — the RFLVM

@@ -18,8 +18,8 @@ Format 1's two private Bayesian GPLVM types, which no current code writes, live 
 :class:`BayesianGPLVMStatic` and :class:`BayesianGPLVMFixed` so that old files decode.
 
 This package imports no model when it is imported (:mod:`gplvm.io` reaches none,
-tests/test_import_structure.py): today's classes are found through :func:`gplvm.registry.lookup`
-by their registered names, and the RFLVM's helpers are imported inside the functions that use
+tests/project/test_import_structure.py): today's classes are found through
+:func:`gplvm.registry.lookup` by their registered names, and the RFLVM's helpers are imported inside the functions that use
 them, which run only while an old file is loaded.
 """
 

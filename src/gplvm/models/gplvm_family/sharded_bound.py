@@ -91,7 +91,7 @@ def row_statistics(kernel, Z, X_mean, X_var, data: ShardedData, rule=None):
     # check_vma=False: the Ψ-statistics' chunk loop (a lax.scan) starts its sum from a zero
     # that is the same on every device, which the check rejects as a carry that becomes
     # device-varying; the outputs need no check (the sums are psum-med, Ψ1 is split by rows),
-    # and the gradients are tested against the unsharded ones (tests/test_sharding.py)
+    # and the gradients are tested against the unsharded ones (tests/inference/test_sharding.py)
     block = jax.shard_map(_block_sums, mesh=data.mesh,
                           in_specs=(rep, rep, rows, rows, rows, rows, rows, rep),
                           out_specs=((rep, rep), rows), check_vma=False)
