@@ -1,4 +1,5 @@
-r"""The weights β of the Poisson and negative-binomial RFLVM by elliptical slice sampling.
+r"""The weights β of the RFLVM by elliptical slice sampling: Poisson, negative binomial, and any
+likelihood without an augmentation.
 
 Seed 000 (§3.1, eqs. 26–29) samples the negative-binomial weights through Pólya-gamma
 augmentation: N·D draws ω ~ PG(y + r, ψ), then D Gaussian conditionals whose precisions
@@ -20,6 +21,12 @@ K = B0^{1/2} ΦᵀΦ B0^{1/2} = V diag(s) Vᵀ (one eigendecomposition for all c
 fit of the working response z = log((y + ½)/e^o) (minus log r_j for the negative binomial,
 whose ψ is log(μ/r)).  Both depend on X, W, r and Y only, never on the current β, which is
 what keeps the slice exact.
+
+**Any other likelihood** (:func:`sample_beta_slice`: one the library does not ship, without a
+Pólya-gamma augmentation; docs/contract.md, "Adding a likelihood") gets the same slice under a
+working Gaussian built from the likelihood object's own gradient and curvature in ψ at the
+intercept's prior centre (:func:`likelihood_working_gaussian`): one Fisher-scoring step from
+ψ0 = o + c_j, again free of β; its log-target evaluates the likelihood's ``_psi_log_prob``.
 """
 
 from __future__ import annotations
