@@ -38,7 +38,7 @@ from gplvm.transforms import (
     to_constrained_positive,
     to_unconstrained_positive,
 )
-from test_io import assert_same
+from _same import assert_same
 
 PROPERTY = settings(max_examples=25, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow])

@@ -157,6 +157,26 @@ def test_every_slow_test_listed_exists_and_every_test_file_keeps_fast_tests():
             f"every test of {file} is marked slow: the fast loop would not test it")
 
 
+def test_a_test_imports_other_test_modules_only_from_its_own_folder():
+    """tests/ mirrors the package in folders without ``__init__.py``: pytest puts each test
+    file's own folder on ``sys.path`` (and pyproject.toml puts ``tests/``, for the helpers
+    beside conftest.py), so ``from test_io import ...`` works from tests/io/ but, from another
+    folder, only when test_io happens to be imported already -- not in a run of that one file
+    or of scripts/test.sh's group without it.  Shared code goes in a helper of tests/."""
+    import ast
+
+    folder = {path.stem: path.parent for path in TESTS.rglob("test_*.py")}
+    wrong = []
+    for path in sorted(TESTS.rglob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+            for name in names:
+                if name in folder and folder[name] != path.parent:
+                    wrong.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {name}")
+    assert wrong == []
+
+
 # ----------------------------------------------------------------------------- lazy imports
 
 
