@@ -3,7 +3,7 @@
     .venv/bin/python scripts/rflvm_nuts_injected_bugs.py [--bugs none,no_x_prior,...]
         [--kind poisson|gaussian] [--seed 14]
 
-Runs the whole-sweep Geweke test of tests/test_rflvm_geweke.py (same simulators, sizes and
+Runs the whole-sweep Geweke test of tests/models/rflvm/test_rflvm_geweke.py (same simulators, sizes and
 critical value) on ``sampler='nuts'`` with one bug monkeypatched into
 :mod:`gplvm.models.rflvm.joint` at a time, and prints max |z| beside the critical value:
 
@@ -31,7 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))   # its helpers
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "models" / "rflvm"))
 
 import test_rflvm_geweke as G  # noqa: E402
 

@@ -1,5 +1,5 @@
 """A tiny RFLVM problem shared by the tests of the mode search and the MAP fit
-(tests/test_rflvm_map_start.py, tests/test_rflvm_map.py)."""
+(tests/models/rflvm/test_rflvm_map_start.py, tests/models/rflvm/test_rflvm_map.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A likelihood the library does not ship, written as a user would: the proof that adding a
 likelihood to the RFLVM needs one likelihood module and nothing else (issue 33's acceptance;
-docs/contract.md, "Adding a likelihood").  Used by tests/test_rflvm_new_likelihood.py.
+docs/contract.md, "Adding a likelihood").  Used by tests/models/rflvm/test_rflvm_new_likelihood.py.
 
 Geometric counts with a log link: y | f ~ Geometric with mean μ = e^f on {0, 1, 2, ...},
 

@@ -24,10 +24,10 @@ from gplvm._version import __version__
 _LAZY = {"BayesianGLM": "gplvm.models", "BayesianGPLVM": "gplvm.models",
          "BayesianLinearRegression": "gplvm.models", "DPGPLVM": "gplvm.models",
          "RFLVM": "gplvm.models", "StructuredGPLVM": "gplvm.models.structured",
-         "load": "gplvm.io"}
+         "load": "gplvm.io", "DroppedColumnsWarning": "gplvm._validation"}
 
 __all__ = ["__version__", "config", "BayesianGLM", "BayesianGPLVM", "BayesianLinearRegression", "DPGPLVM",
-           "RFLVM", "StructuredGPLVM", "load"]
+           "RFLVM", "StructuredGPLVM", "load", "DroppedColumnsWarning"]
 
 
 class _ConfigureAfterJax(importlib.abc.MetaPathFinder):

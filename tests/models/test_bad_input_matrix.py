@@ -147,7 +147,7 @@ _KEPT_OUT = {s: "the GPLVM family keeps such a column out of the fit and puts it
                 "output (tests/models/gplvm_family/test_bgplvm.py)"
              for s in ("BayesianGPLVM", "DPGPLVM")}
 _KEPT_OUT["RFLVM"] = ("the Gaussian RFLVM keeps such a column out of the fit and puts it back "
-                      "on output (tests/test_rflvm.py)")
+                      "on output (tests/models/rflvm/test_rflvm.py)")
 
 DATA_CASES = [
     _y_case("Y inf", lambda: _with(gaussian(), 2, 1, np.inf)),

@@ -11,7 +11,7 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 import gplvm
 from gplvm import BayesianGPLVM
-from gplvm._validation import DroppedColumnsWarning
+from gplvm import DroppedColumnsWarning
 from gplvm.baselines import ColumnMeanImputer
 from gplvm.expectations import psi_statistics
 from gplvm.inference import OptimOptions, minimise

@@ -30,7 +30,8 @@ from gplvm.models.rflvm.checks import check_data, check_devices, check_fit_input
 from gplvm.models.rflvm.columns import narrow, standardise_fit
 from gplvm.models.rflvm.init import (inducing_times, initial_latents, initial_states,
                                      per_chain, prepare_data)
-from gplvm.models.rflvm.legacy import current_layouts, upgrade_fitted
+from gplvm.io.legacy.rflvm import current_layouts
+from gplvm.io.legacy.rflvm import upgrade_rflvm as upgrade_fitted
 from gplvm.models.rflvm.run import RFLVMRun
 from gplvm.models.rflvm.verbs import RFLVMVerbs
 from gplvm.registry import register
@@ -44,7 +45,7 @@ class RFLVM(SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseEstimator):
     with the Gaussian likelihood a column whose observed entries are all equal, or that has
     none, says nothing about the latents; with the Poisson, negative binomial, binomial and
     Bernoulli likelihoods a column with no observed entry.  The sampler fits the other columns,
-    a :class:`gplvm._validation.DroppedColumnsWarning` names the dropped ones, and every output
+    a :class:`gplvm.DroppedColumnsWarning` names the dropped ones, and every output
     keeps all D columns: ``predict``/``inverse_transform``/``sample``/``impute`` give a constant
     column its constant exactly (variance 0, ``noise_var_`` 0) and a never-observed column NaN.
     A constant *count* column (all zeros, say) is data, not a column to drop: it stays in the

@@ -436,7 +436,7 @@ def test_gaussian_constant_and_empty_columns_are_kept_out_and_put_back(tmp_path)
     bit for bit (new rows too: their random numbers are keyed by the kept columns' values).
     The dropped columns come back as 0 · scale_ + mean_: the constant exactly with variance 0
     and noise 0, or NaN; a saved and loaded model gives the same."""
-    from gplvm._validation import DroppedColumnsWarning
+    from gplvm import DroppedColumnsWarning
 
     Y = np.random.default_rng(12).normal(size=(12, 4))
     Y[1, 2] = np.nan
@@ -480,7 +480,7 @@ def test_count_columns_all_zero_stay_in_the_fit_and_never_observed_come_back_nan
     """Counts: an all-zero column is data (it pins its intercept) and is fitted; a column with
     no observed entry is kept out, so the fit is that of the other columns bit for bit, and
     it predicts NaN there."""
-    from gplvm._validation import DroppedColumnsWarning
+    from gplvm import DroppedColumnsWarning
 
     Y = np.random.default_rng(13).poisson(3.0, (12, 4)).astype(float)
     Y[:, 1] = 0.0

@@ -1,7 +1,7 @@
 """The NUTS block of the RFLVM (issue 30): its adaptation, and the estimator's ``sampler='nuts'``.
 
 That the block leaves the posterior invariant is tested by the Geweke test of the whole sweep
-(tests/test_rflvm_geweke.py, the ``-nuts`` cases).
+(tests/models/rflvm/test_rflvm_geweke.py, the ``-nuts`` cases).
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def _small_counts(seed=0, n=30):
 def test_auto_stops_at_the_first_round_whose_figures_converge(monkeypatch):
     """``n_iter='auto'``: rounds of max(burn_in, 100) sweeps after burn-in, each followed by
     the convergence check, stopping at the first that passes (the rule is made to pass at
-    its second call here: the rule itself is tested in tests/test_mcmc_convergence.py and
+    its second call here: the rule itself is tested in tests/inference/mcmc/test_mcmc_convergence.py and
     below); the stored figures are those of the stored draws."""
     from gplvm.models.rflvm import run as module
     from gplvm.models.rflvm.convergence import convergence_figures

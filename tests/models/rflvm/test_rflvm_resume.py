@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 import gplvm
+from _paths import LEGACY as _LEGACY_FILES
 from gplvm.inference.run import CheckpointTimer
 
-LEGACY = "tests/data/legacy_v1/rflvm"
+LEGACY = str(_LEGACY_FILES / "rflvm")
 KW = dict(likelihood="poisson", n_features=10, n_iter=16, burn_in=8, n_chains=2, block_size=4,
           progress=False, random_state=3)
 
