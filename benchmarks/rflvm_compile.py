@@ -13,6 +13,7 @@ seconds and its peak resident memory are printed below the table.
     .venv/bin/python benchmarks/rflvm_compile.py --samplers nuts --likelihoods negative_binomial
     .venv/bin/python benchmarks/rflvm_compile.py --n-samples 1000 --n-outputs 1000
     .venv/bin/python benchmarks/rflvm_compile.py --learn-kernel   # the DP mixture on W
+    .venv/bin/python benchmarks/rflvm_compile.py --emitters on    # XLA's default CPU emitters
 
 Each (likelihood, sampler) runs in its own subprocess, so that nothing compiled for one is
 reused by the next.
@@ -87,9 +88,10 @@ def _row(label: str, n: int, r) -> str:
 def one(args, likelihood: str, sampler: str) -> None:
     """One fit of ``likelihood`` × ``sampler`` in this process, and its table."""
     import gplvm
-    from gplvm.config import disable_compilation_cache
+    from gplvm.config import disable_compilation_cache, set_cpu_fusion_emitters
 
     disable_compilation_cache()
+    set_cpu_fusion_emitters(args.emitters == "on")
     collect = _Collect()
     _cpu_timed_logs(collect)
 
@@ -106,7 +108,7 @@ def one(args, likelihood: str, sampler: str) -> None:
     rows = sorted(collect.rows.items(), key=lambda kv: -sum(kv[1].values()))
     print(f"\n== RFLVM(likelihood={likelihood!r}, sampler={sampler!r}) on {args.n_samples} x "
           f"{args.n_outputs}, n_iter={args.n_iter}, learn_kernel={args.learn_kernel}, "
-          f"n_chains={args.chains} ==")
+          f"n_chains={args.chains}, CPU fusion emitters {args.emitters} ==")
     print(f"{'function':<44} {'n':>3} {'trace':>8} {'lower':>8} {'XLA':>8} {'total':>8}  (CPU s)")
     for name, r in rows[:args.top]:
         print(_row(name, collect.counts[name], r))
@@ -135,6 +137,9 @@ def main() -> None:
                    help="rflvm_convergence.py's first ('compile') fit is --n-iter 100 "
                         "--block-size 50: 100 sweeps, not only compiling")
     p.add_argument("--top", type=int, default=15, help="functions listed by name")
+    p.add_argument("--emitters", choices=("off", "on"), default="off",
+                   help="XLA's CPU fusion emitters for the MCMC blocks (gplvm.config."
+                        "set_cpu_fusion_emitters): off is gplvm's default, on is XLA's")
     p.add_argument("--one", nargs=2, metavar=("LIKELIHOOD", "SAMPLER"), help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.one:
@@ -148,7 +153,7 @@ def main() -> None:
             cmd = [sys.executable, __file__, "--one", lik, sampler, "--n-samples",
                    str(a.n_samples), "--n-outputs", str(a.n_outputs), "--n-iter",
                    str(a.n_iter), "--top", str(a.top), "--chains", str(a.chains),
-                   "--block-size", str(a.block_size)]
+                   "--block-size", str(a.block_size), "--emitters", a.emitters]
             cmd += ["--learn-kernel"] if a.learn_kernel else []
             done = subprocess.run(cmd)
             if done.returncode:     # e.g. killed for memory: say so, go on with the next

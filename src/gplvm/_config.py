@@ -161,6 +161,27 @@ def disable_compilation_cache() -> None:
         pass
 
 
+#: XLA's options for gplvm's MCMC blocks compiled for CPU devices
+#: (:func:`gplvm.inference.mcmc._exported.compile_lowered`): XLA's newer CPU fusion emitters,
+#: on by default in jaxlib 0.10, spend most of an RFLVM block's compile in LLVM code
+#: generation; the older ones compile it in 55–75% of the time at the same sweep speed and
+#: with less peak memory (``benchmarks/cpu_emitters.py``, ``benchmarks/rflvm_compile.py``;
+#: issue 30 item 4).  The two round differently: draws differ in their last bits.
+_CPU_COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
+
+
+def cpu_compiler_options() -> dict:
+    """A copy of the XLA options gplvm's MCMC blocks are compiled with on CPU."""
+    return dict(_CPU_COMPILER_OPTIONS)
+
+
+def set_cpu_fusion_emitters(enabled: bool) -> None:
+    """Compile later MCMC blocks on CPU with XLA's newer fusion emitters (``True``: XLA's
+    default) or without them (``False``: gplvm's default, faster to compile).  A block
+    compiled before keeps its setting; the draws of the two differ in their last bits."""
+    _CPU_COMPILER_OPTIONS["xla_cpu_use_fusion_emitters"] = bool(enabled)
+
+
 def _usable_cores() -> int:
     try:
         return len(os.sched_getaffinity(0))

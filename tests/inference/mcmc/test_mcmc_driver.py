@@ -67,8 +67,10 @@ def test_shapes_burn_in_thinning_and_trace():
     np.testing.assert_array_equal(res.trace["n"], np.tile(np.arange(1, 24), (C, 1)))
     assert res.trace["sum"].shape == (C, 23)
     np.testing.assert_array_equal(res.state["n"], [23] * C)
-    # the heavy draw after sweep 23 is the final state
-    np.testing.assert_array_equal(res.heavy["x"][:, -1], res.state["x"])
+    # the heavy draw after sweep 23 is the final state, up to rounding: XLA's CPU emitters
+    # that gplvm compiles with (gplvm.config.cpu_compiler_options) may compute the value once
+    # for the record and once for the state, in two fusions that round differently
+    np.testing.assert_array_max_ulp(res.heavy["x"][:, -1], res.state["x"], maxulp=4)
 
 
 @pytest.mark.parametrize("n_iter,burn_in,thin", [(1000, 0, 1), (1001, 0, 1), (5000, 1000, 3),

@@ -18,8 +18,9 @@ default partitionable Threefry this is ``split(fold_in(key, i), C)[c]``, the ear
 the chains never depend on how the sweeps are cut into blocks, on which device runs them, nor on
 how many chains run: the program depends on the number of devices, not of chains.
 
-The program is compiled ahead of time (``jit(...).lower(...).compile()``) so that the driver can
-time compilation as its own phase; the compiled programs are kept per sweep and argument shapes.
+The program is compiled ahead of time (``jit(...).lower(...).compile()``, on CPU with
+:func:`gplvm.config.cpu_compiler_options`) so that the driver can time compilation as its own
+phase; the compiled programs are kept per sweep and argument shapes.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from jax import lax
 from jax.sharding import NamedSharding, PartitionSpec
 
 from gplvm.inference.mcmc._devices import AXIS, Placement
-from gplvm.inference.mcmc._exported import compile_exported
+from gplvm._config import cpu_compiler_options
+from gplvm.inference.mcmc._exported import compile_exported, compile_lowered
 from gplvm.inference.mcmc._kept import Keep
 
 try:
@@ -192,13 +194,14 @@ class Block:
         """The compiled program for ``args`` and the seconds spent tracing, lowering and
         compiling it (0 when it was compiled before)."""
         leaves, tree = jax.tree_util.tree_flatten(args)
-        signature = (tree, tuple((x.shape, x.dtype, x.sharding) for x in leaves))
+        signature = (tree, tuple((x.shape, x.dtype, x.sharding) for x in leaves),
+                     tuple(sorted(cpu_compiler_options().items())))
         if signature in self.programs:
             return self.programs[signature], 0.0
         start = time.perf_counter()
         program = compile_exported(self.jitted, args, self.export_key, self.settings)
         if program is None:
-            program = self.jitted.lower(*args).compile()
+            program = compile_lowered(self.jitted.lower(*args), leaves)
         self.programs[signature] = program
         return program, time.perf_counter() - start
 

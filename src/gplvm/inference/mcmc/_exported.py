@@ -35,6 +35,8 @@ from typing import Callable, Optional
 
 import jax
 
+from gplvm._config import cpu_compiler_options
+
 logger = logging.getLogger("gplvm")
 
 MAX_FILES = 256
@@ -125,6 +127,20 @@ def _export(jitted: Callable, tree, leaves):
     return exported, out["tree"]
 
 
+def compile_lowered(lowered, leaves):
+    """``lowered.compile()`` with gplvm's CPU options (:func:`gplvm.config.cpu_compiler_options`:
+    XLA's older fusion emitters, faster to compile) when every argument lives on CPU devices;
+    without them if this jaxlib refuses an option (then XLA's default compile)."""
+    platforms = {d.platform for x in leaves
+                 for d in getattr(getattr(x, "sharding", None), "device_set", ())}
+    if (platforms or {jax.default_backend()}) == {"cpu"}:
+        try:
+            return lowered.compile(compiler_options=cpu_compiler_options())
+        except Exception as err:  # noqa: BLE001 -- an option this jaxlib does not know
+            logger.info("gplvm: compiling without %s (%s)", cpu_compiler_options(), err)
+    return lowered.compile()
+
+
 def compile_exported(jitted: Callable, args, export_key, settings) -> Optional[Callable]:
     """The compiled block for ``args``, through an exported file (read, or written now); None
     when exporting is off or fails (the caller compiles ``jitted`` itself)."""
@@ -150,7 +166,7 @@ def compile_exported(jitted: Callable, args, export_key, settings) -> Optional[C
                 _write(path, exported, out_tree)
             except OSError as err:  # the program is still good for this process
                 logger.info("gplvm: exported block not saved (%s)", err)
-        compiled = jax.jit(exported.call).lower(*leaves).compile()
+        compiled = compile_lowered(jax.jit(exported.call).lower(*leaves), leaves)
     except Exception as err:  # noqa: BLE001 -- fall back to compiling in-process
         logger.info("gplvm: block not exported (%s: %s); compiling it in-process",
                     type(err).__name__, err)
