@@ -162,24 +162,32 @@ def disable_compilation_cache() -> None:
 
 
 #: XLA's options for gplvm's MCMC blocks compiled for CPU devices
-#: (:func:`gplvm.inference.mcmc._exported.compile_lowered`): XLA's newer CPU fusion emitters,
-#: on by default in jaxlib 0.10, spend most of an RFLVM block's compile in LLVM code
-#: generation; the older ones compile it in 55–75% of the time at the same sweep speed and
-#: with less peak memory (``benchmarks/cpu_emitters.py``, ``benchmarks/rflvm_compile.py``;
-#: issue 30 item 4).  The two round differently: draws differ in their last bits.
-_CPU_COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
+#: (:func:`gplvm.inference.mcmc._exported.compile_lowered`); empty: XLA's defaults.
+_CPU_COMPILER_OPTIONS: dict = {}
 
 
 def cpu_compiler_options() -> dict:
-    """A copy of the XLA options gplvm's MCMC blocks are compiled with on CPU."""
+    """A copy of the XLA options gplvm's MCMC blocks are compiled with on CPU ({}: XLA's)."""
     return dict(_CPU_COMPILER_OPTIONS)
 
 
 def set_cpu_fusion_emitters(enabled: bool) -> None:
-    """Compile later MCMC blocks on CPU with XLA's newer fusion emitters (``True``: XLA's
-    default) or without them (``False``: gplvm's default, faster to compile).  A block
-    compiled before keeps its setting; the draws of the two differ in their last bits."""
-    _CPU_COMPILER_OPTIONS["xla_cpu_use_fusion_emitters"] = bool(enabled)
+    """Compile later MCMC blocks on CPU with XLA's newer fusion emitters (``True``, the
+    default: XLA's own setting) or without them (``False``).
+
+    Without them an RFLVM block compiles in 55–90% of the CPU time, with less peak memory
+    (``benchmarks/rflvm_compile.py --emitters off``; at 1000 × 1000 every likelihood but the
+    negative binomial's Gibbs block under 15 s), and sweeps at about the same speed
+    (``benchmarks/cpu_emitters.py``; issue 30 item 4).  The price is bit-for-bit
+    reproducibility across programs: the older emitters round the same computation differently
+    in different fusions, so draws then depend in their last bits (and, through a chain's
+    chaos, beyond) on the block size and the number of devices, which the default compile
+    does not (``tests/inference/mcmc/test_mcmc_driver.py``).  Same seed, same settings, same
+    machine still give the same draws.  A block compiled before keeps its setting.
+    """
+    _CPU_COMPILER_OPTIONS.clear()
+    if not enabled:
+        _CPU_COMPILER_OPTIONS["xla_cpu_use_fusion_emitters"] = False
 
 
 def _usable_cores() -> int:

@@ -18,9 +18,9 @@ default partitionable Threefry this is ``split(fold_in(key, i), C)[c]``, the ear
 the chains never depend on how the sweeps are cut into blocks, on which device runs them, nor on
 how many chains run: the program depends on the number of devices, not of chains.
 
-The program is compiled ahead of time (``jit(...).lower(...).compile()``, on CPU with
-:func:`gplvm.config.cpu_compiler_options`) so that the driver can time compilation as its own
-phase; the compiled programs are kept per sweep and argument shapes.
+The program is compiled ahead of time (``jit(...).lower(...).compile()``, on CPU with the
+options of :func:`gplvm.config.set_cpu_fusion_emitters`, none by default) so that the driver
+can time compilation as its own phase; the compiled programs are kept per sweep and argument shapes.
 """
 
 from __future__ import annotations

@@ -128,16 +128,17 @@ def _export(jitted: Callable, tree, leaves):
 
 
 def compile_lowered(lowered, leaves):
-    """``lowered.compile()`` with gplvm's CPU options (:func:`gplvm.config.cpu_compiler_options`:
-    XLA's older fusion emitters, faster to compile) when every argument lives on CPU devices;
-    without them if this jaxlib refuses an option (then XLA's default compile)."""
+    """``lowered.compile()``, with the CPU options set by
+    :func:`gplvm.config.set_cpu_fusion_emitters` (none by default) when every argument lives on
+    CPU devices; without them if this jaxlib refuses an option (then XLA's default compile)."""
+    options = cpu_compiler_options()
     platforms = {d.platform for x in leaves
                  for d in getattr(getattr(x, "sharding", None), "device_set", ())}
-    if (platforms or {jax.default_backend()}) == {"cpu"}:
+    if options and (platforms or {jax.default_backend()}) == {"cpu"}:
         try:
-            return lowered.compile(compiler_options=cpu_compiler_options())
+            return lowered.compile(compiler_options=options)
         except Exception as err:  # noqa: BLE001 -- an option this jaxlib does not know
-            logger.info("gplvm: compiling without %s (%s)", cpu_compiler_options(), err)
+            logger.info("gplvm: compiling without %s (%s)", options, err)
     return lowered.compile()
 
 
