@@ -110,13 +110,13 @@ def mode_frame(fn, position, n_head: int, P: int, D: int, floor: float = 1e-2):
     columns are independent given (X, W), so P Hessian-vector products give every column's
     P × P block: the tangent e_p in every column), its eigenvalues floored at ``floor``.  A
     fixed linear map (a constant Jacobian): a block-dense mass matrix for the weights."""
-    hvp = jax.jit(lambda v: jax.jvp(jax.grad(fn), (position,), (v,))[1])
-    cols = []
-    for p in range(P):
+    def column(p):                                          # row q, column j: −H_j[q, p]
         tangent = jnp.zeros((P, D)).at[p].set(1.0)
         v = jnp.concatenate([jnp.zeros(n_head), tangent.ravel()])
-        cols.append(-hvp(v)[n_head:].reshape(P, D))          # row q, column j: −H_j[q, p]
-    H = jnp.stack(cols, axis=-1).transpose(1, 0, 2)          # (D, P(q), P(p))
+        return -jax.jvp(jax.grad(fn), (position,), (v,))[1][n_head:].reshape(P, D)
+
+    cols = jax.jit(lambda: jax.lax.map(column, jnp.arange(P)))()    # (P(p), P(q), D)
+    H = cols.transpose(2, 1, 0)                              # (D, P(q), P(p))
     H = 0.5 * (H + jnp.swapaxes(H, -1, -2))
     e, V = jnp.linalg.eigh(H)
     A = jnp.einsum("jqk,jk,jpk->jqp", V, 1.0 / jnp.sqrt(jnp.maximum(e, floor)), V)
