@@ -41,7 +41,8 @@ def register_likelihood(cls: type[AbstractLikelihood]) -> type[AbstractLikelihoo
     if not isinstance(name, str) or not name:
         raise ValueError(f"{cls.__name__} needs a class attribute name: ClassVar[str] = ...")
     held = LIKELIHOODS.get(name)
-    if held is not None and held.__qualname__ != cls.__qualname__:
+    if held is not None and ((held.__module__, held.__qualname__)
+                             != (cls.__module__, cls.__qualname__)):
         raise ValueError(f"the likelihood name {name!r} is taken by {held.__name__}; choose "
                          f"another name for {cls.__name__}")
     LIKELIHOODS[name] = cls

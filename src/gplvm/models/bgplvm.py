@@ -25,10 +25,10 @@ from gplvm.models._common import check_is_fitted
 from gplvm.models.gplvm_family import fitted as fam
 from gplvm.models.gplvm_family.estimator import AbstractGPLVM, in_model_precision
 from gplvm.models.gplvm_family import columns
-from gplvm.models.gplvm_family.collapsed_run import CollapsedRun, portable
+from gplvm.models.gplvm_family.collapsed_run import CollapsedRun
 from gplvm.models.gplvm_family.latent import DynamicalLatent
 from gplvm.models.gplvm_family.new_rows import infer_latents
-from gplvm.models.gplvm_family.sharded_route import on_mesh
+from gplvm.models.gplvm_family.sharded_route import off_mesh, on_mesh
 from gplvm.models.gplvm_family.variants.svi.svi_estimator import SviMixin, forget_rows
 from gplvm.models.fit_state import CollapsedFitState, SviFitState
 from gplvm.registry import register
@@ -211,7 +211,7 @@ class BayesianGPLVM(CollapsedRun, SviMixin, ResumableMixin, AbstractGPLVM):
             u, summary = sharding.to_default_device((u, summary))
         self.fitted_ = columns.put_back(summary.fitted, Y_mean, Y_std)
         self.params_ = u
-        self._problem = portable(problem)  # rows on a mesh are not saved, nor kept on it
+        self._problem = off_mesh(problem)  # rows on a mesh are not saved, nor kept on it
         self.X_mean_, self.X_var_ = summary.X_mean, summary.X_var
         self.elbo_ = summary.bound
         self.jitter_ = problem.jitter

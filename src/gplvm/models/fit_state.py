@@ -37,7 +37,7 @@ class CollapsedFitState(NamedTuple):
     """``BayesianGPLVM``'s collapsed fit (:class:`.gplvm_family.collapsed_run.CollapsedRun`)."""
 
     u: Any              # the start of the current rung: unconstrained parameters (a dict)
-    problem: Any        # its GPLVMProblem, without rows on a mesh (``collapsed_run.portable``)
+    problem: Any        # its GPLVMProblem, without rows on a mesh (``sharded_route.off_mesh``)
     Y_mean: Any         # (D,) the columns' standardisation (kept-out columns coded in it)
     Y_std: Any
     earlier: tuple = ()  # the bound histories of the rungs before a jitter restart

@@ -21,14 +21,6 @@ from gplvm.models.gplvm_family.sharded_route import off_mesh, on_devices, on_mes
 from gplvm.objectives import collapsed
 
 
-def portable(problem):
-    """A fit's problem without its rows on a mesh (a :class:`~.sharded_route.ShardedRoute`: a
-    mesh belongs to the process and a file cannot hold it) and with its arrays on the default
-    device (:func:`~.sharded_route.off_mesh`); the rows come back in
-    :meth:`CollapsedRun._with_rows`.  A one-device problem is returned as is."""
-    return off_mesh(problem)
-
-
 class CollapsedRun:
     """``_run`` from ``_fit_state_`` (a :class:`~gplvm.models.fit_state.CollapsedFitState`
     set by ``fit``: the start, the histories of earlier restarts and the optimiser state), the
@@ -68,7 +60,7 @@ class CollapsedRun:
                        int(self.max_iter), "BayesianGPLVM")
         result = ladder.result
         if result.interrupted:      # Ctrl-C: keep where this run stands for resume()
-            self._fit_state_ = run._replace(u=ladder.u, problem=portable(ladder.problem),
+            self._fit_state_ = run._replace(u=ladder.u, problem=off_mesh(ladder.problem),
                                             earlier=tuple(ladder.histories[:-1]),
                                             state=result.state)
         if (self.optimizer != "adam" and ladder.n_done >= self.max_iter
@@ -81,7 +73,7 @@ class CollapsedRun:
 
     def _with_rows(self, run):
         """The resume point's problem with its rows: a fit on devices keeps its resume point
-        without them (:func:`portable`, so that a checkpoint or an interrupted fit can be
+        without them (:func:`~.sharded_route.off_mesh`, so that a checkpoint or an interrupted fit can be
         saved); they are split again over ``devices`` (one pass over the standardised data),
         or, with ``devices=None`` now, the problem is rebuilt on one device (the same fit up to
         the order of the additions)."""
@@ -101,7 +93,7 @@ class CollapsedRun:
         earlier = tuple(histories)
 
         def record(state):
-            self._fit_state_ = self._fit_state_._replace(problem=portable(problem),
+            self._fit_state_ = self._fit_state_._replace(problem=off_mesh(problem),
                                                          earlier=earlier, state=state)
             history = np.concatenate([*earlier, state.history])
             self._finish(state.params, problem, (self._fit_state_.Y_mean,

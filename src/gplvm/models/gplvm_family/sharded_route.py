@@ -47,9 +47,8 @@ class ShardedRoute:
                                                      problem.column_weights)          # (2)
         return RouteTerms(value, parts, psi1[:X_mean.shape[0]], kl)
 
-    def optimal_q_u(self, parts, groups, noise_var):
-        """(Ū, Σ_u per group): the dense route's (:func:`collapsed.optimal_q_u`)."""
-        return collapsed.optimal_q_u(parts, groups, noise_var)
+    #: (Ū, Σ_u per group): the dense route's (the M × M algebra is the same)
+    optimal_q_u = DenseRoute.optimal_q_u
 
 
 def on_mesh(problem) -> bool:

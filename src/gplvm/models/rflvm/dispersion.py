@@ -30,7 +30,7 @@ import numpy as np
 from jax.scipy.special import digamma, gammaln
 
 from gplvm._pytree import to_device
-from gplvm.models.rflvm.loglik import softplus
+from gplvm.likelihoods._common import plain_softplus as softplus
 from gplvm.samplers.crt import EXACT_TERMS, sample_nb_dispersion
 
 Array = jax.Array

@@ -145,7 +145,7 @@ def initial_states(keys: Array, spec: RFLVMSpec, data: RFLVMData, X0: Array, jit
 def _initial_states_block(spec: RFLVMSpec, jitter: float, n_clusters: int) -> Block:
     def states(keys, data, X0):
         return jax.vmap(lambda k: init_state(k, spec, data, X0, jitter, n_clusters))(keys)
-    return Block(jax.jit(states), export_key=f"gplvm.RFLVM start {spec!r}",
+    return Block(jax.jit(states), export_key=spec.export_key("start "),
                  settings=(jitter, n_clusters))
 
 

@@ -19,7 +19,6 @@ import jax
 import jax.numpy as jnp
 
 from gplvm.likelihoods import likelihood_class
-from gplvm.likelihoods._common import plain_softplus as softplus  # noqa: F401 (weights_ess)
 
 Array = jax.Array
 
@@ -37,7 +36,7 @@ def psi_log_lik(kind: str, Y: Array, psi: Array, trials: Array, noise_var: Array
     return likelihood_object(kind, trials, noise_var, dispersion)._psi_log_prob(Y, psi)
 
 
-def masked(kind: str, values: Array, observed: Array) -> Array:
+def masked(values: Array, observed: Array) -> Array:
     """Zero the unobserved entries (values per row, (N, 1), take the row's mask)."""
     return values * observed[..., :values.shape[-1]]
 
@@ -45,7 +44,7 @@ def masked(kind: str, values: Array, observed: Array) -> Array:
 def row_log_lik(kind, Y, psi, observed, trials, noise_var, dispersion) -> Array:
     """Σ_j over observed entries of each row: (N,)."""
     vals = psi_log_lik(kind, Y, psi, trials, noise_var, dispersion)
-    return jnp.sum(masked(kind, vals, observed), axis=-1)
+    return jnp.sum(masked(vals, observed), axis=-1)
 
 
 def total_log_lik(kind, Y, psi, observed, trials, noise_var, dispersion) -> Array:
@@ -74,4 +73,4 @@ def full_log_lik(kind, Y, psi, observed, trials, noise_var, dispersion) -> Array
     vals = lik._log_prob(Y, psi)
     if vals.ndim < psi.ndim:
         vals = vals[..., None]
-    return masked(kind, vals, observed)
+    return masked(vals, observed)

@@ -149,7 +149,7 @@ def mode_states(spec: RFLVMSpec, data: RFLVMData, states: RFLVMState):
 def _mode_block(spec: RFLVMSpec) -> Block:
     def modes(data, states):
         return lax.map(lambda s: mode_state(spec, data, s), states)
-    return Block(jax.jit(modes), export_key=f"gplvm.RFLVM MAP {spec!r}")
+    return Block(jax.jit(modes), export_key=spec.export_key("MAP "))
 
 
 def map_result(spec: RFLVMSpec, data: RFLVMData, init) -> tuple:

@@ -264,4 +264,4 @@ def start_chains(keys: Array, spec: RFLVMSpec, data: RFLVMData, states: RFLVMSta
 def _start_block(spec: RFLVMSpec) -> Block:
     def start(keys, data, states):
         return lax.map(lambda ks: start_at_mode(ks[0], spec, data, ks[1]), (keys, states))
-    return Block(jax.jit(start), export_key=f"gplvm.RFLVM mode start {spec!r}")
+    return Block(jax.jit(start), export_key=spec.export_key("mode start "))

@@ -138,7 +138,7 @@ class RFLVMRun:
             execution=Execution(
                 block_size=int(self.block_size), row_mesh=self._row_mesh(),
                 n_rows=int(self._data_.Y.shape[0]),
-                export_key=f"gplvm.RFLVM {spec!r}"),  # the spec fixes the sweep and the records
+                export_key=spec.export_key("")),  # the spec fixes the sweep and the records
             report=Report(
                 progress=self.progress,
                 desc=f"RFLVM ({spec.likelihood})" + (f" {desc}" if desc else ""),

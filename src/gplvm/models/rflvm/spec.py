@@ -93,6 +93,15 @@ class RFLVMSpec:
         sampler asks of the likelihood, so that it has no branch per likelihood."""
         return likelihood_class(self.likelihood)
 
+    def export_key(self, what: str) -> str | None:
+        """The key of the exported program ``what`` of this spec
+        (:mod:`gplvm.inference.mcmc._exported`), or None (compile in the process, no file)
+        when the likelihood's class is not gplvm's: the files' key digests gplvm's own source
+        only, so an edited user likelihood would otherwise run a stale program."""
+        if not self.family.__module__.startswith("gplvm."):
+            return None
+        return f"gplvm.RFLVM {what}{self!r}"
+
     @property
     def collapsed(self) -> bool:
         """β is integrated out and there is no intercept (Gaussian: ``conjugate_normal``)."""

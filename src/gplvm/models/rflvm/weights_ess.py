@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 
 from gplvm.inference.mcmc import ess_init, ess_step
-from gplvm.models.rflvm.loglik import softplus
+from gplvm.likelihoods._common import plain_softplus as softplus
 
 Array = jax.Array
 
@@ -165,19 +165,17 @@ def sample_beta_slice(key: Array, Phi: Array, beta: Array, data, prior: BetaPrio
     P, D = beta.shape
     key_nu, key_ess = jax.random.split(key)
     nu = jax.random.normal(key_nu, beta.shape, beta.dtype) / jnp.sqrt(prior.prec)[:, None]
-    blocks = 1 if lik.row_density else D
-    to_blocks = lambda a: a.T.reshape(blocks, -1)                        # (P, D) -> (B, ·)
-    from_blocks = lambda g: g.reshape(D, P).T
+    to_block = lambda a: a.T.reshape(1, -1)                 # (P, D) -> one block (1, D·P)
+    from_block = lambda g: g.reshape(D, P).T
 
     def log_lik_fn(g):
-        psi = Phi @ (prior.mean + from_blocks(g)) + data.offset
+        psi = Phi @ (prior.mean + from_block(g)) + data.offset
         vals = lik._psi_log_prob(data.Y, psi)
-        vals = vals * data.observed[..., :vals.shape[-1]]
-        return jnp.sum(vals, axis=0).reshape(blocks, -1).sum(axis=1)
+        return jnp.sum(vals * data.observed[..., :vals.shape[-1]])[None]
 
-    g = to_blocks(beta - prior.mean)
-    state, info = ess_step(key_ess, ess_init(g, log_lik_fn), log_lik_fn, to_blocks(nu))
-    beta = prior.mean + from_blocks(state.position)
+    state, info = ess_step(key_ess, ess_init(to_block(beta - prior.mean), log_lik_fn),
+                           log_lik_fn, to_block(nu))
+    beta = prior.mean + from_block(state.position)
     return beta, jnp.mean(info.n_proposals.astype(beta.dtype)), Phi @ beta
 
 
