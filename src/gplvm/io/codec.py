@@ -39,7 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gplvm.io.legacy import format1_name
+from gplvm.io.legacy import format1_name, object_fields
 from gplvm.registry import lookup, name_of
 
 _SCALARS = (type(None), bool, int, float, str)
@@ -190,7 +190,7 @@ class Decoder:
                 kind == "dataclass" and not dataclasses.is_dataclass(cls)):
             raise ValueError(f"damaged file: {doc['class']} is stored as a {kind}, which it "
                              f"is not")
-        fields = {k: self.decode(v) for k, v in doc["fields"].items()}
+        fields = object_fields(name, {k: self.decode(v) for k, v in doc["fields"].items()})
         try:
             return cls(**fields)
         except TypeError as err:

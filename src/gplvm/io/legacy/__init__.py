@@ -81,6 +81,19 @@ def format1_name(name: object) -> object:
     return FORMAT1_NAMES.get(name, name) if isinstance(name, str) else name
 
 
+def object_fields(name: object, fields: dict) -> dict:
+    """The stored fields of an object of registered name ``name`` as today's class takes them.
+    A ``gplvm.state.GPLVMProblem`` written before the sharded route (formats 2 to 6) has one
+    more field, ``sharded``, always None in a file (rows on a mesh were never saved): it is
+    dropped; any other value is a damaged file."""
+    if name == "gplvm.state.GPLVMProblem" and "sharded" in fields:
+        fields = dict(fields)
+        if fields.pop("sharded") is not None:
+            raise ValueError("damaged file: a GPLVMProblem holds rows on a mesh (field "
+                             "'sharded'), which no gplvm file ever held")
+    return fields
+
+
 @register("gplvm.format1.BayesianGPLVMStatic")
 class BayesianGPLVMStatic(NamedTuple):
     """Format 1's ``_static`` (``gplvm.models._bgplvm_core.Static``): data and configuration

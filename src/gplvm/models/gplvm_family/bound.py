@@ -24,19 +24,8 @@ from gplvm.registry import register
 from gplvm.transforms import softplus
 
 
-class _ProblemFields(NamedTuple):
-    Y0: Optional[jnp.ndarray]
-    groups: MissingGroups
-    latent: Any
-    kernel: Any
-    rule: Any
-    route: Any
-    jitter: float
-    column_weights: Optional[jnp.ndarray] = None
-
-
 @register("gplvm.state.GPLVMProblem")
-class Problem(_ProblemFields):
+class Problem(NamedTuple):
     """What the collapsed bound reads besides the parameters ``u``.
 
     Attributes:
@@ -52,18 +41,18 @@ class Problem(_ProblemFields):
         jitter: added to K_uu's diagonal (:func:`gplvm.linalg.escalate_jitter`).
         column_weights: (D,) weights w_d, or None for all ones.
 
-    Files written before the sharded route (formats 2 to 6) hold one more field, ``sharded``,
-    always None there (rows on a mesh were never saved); the constructor accepts that None and
-    drops it.
+    Files written before the sharded route hold one more field, ``sharded`` (always None):
+    :func:`gplvm.io.legacy.object_fields` drops it.
     """
 
-    __slots__ = ()
-
-    def __new__(cls, *args, sharded=None, **kwargs):
-        if sharded is not None:
-            raise TypeError("Problem has no field 'sharded': rows on a mesh are a route, "
-                            "gplvm.models.gplvm_family.sharded_route.ShardedRoute")
-        return super().__new__(cls, *args, **kwargs)
+    Y0: Optional[jnp.ndarray]
+    groups: MissingGroups
+    latent: Any
+    kernel: Any
+    rule: Any
+    route: Any
+    jitter: float
+    column_weights: Optional[jnp.ndarray] = None
 
 
 class Unpacked(NamedTuple):
