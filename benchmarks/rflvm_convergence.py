@@ -8,7 +8,8 @@ settings with the table):
         [--chains 4] [--seed 0] [--learn-kernel] [--features 100]
 
 ``--samplers nuts-no-gauge`` is ``sampler='nuts'`` with (X, W) *not* taken modulo rotations
-(``gplvm.models.rflvm.gauge.applies`` patched off for that fit): the ablation of the gauge;
+(``gplvm.models.rflvm.gauge.applies`` patched off for that fit; run it alone, with
+``GPLVM_COMPILATION_CACHE=0``, which the script requires): the ablation of the gauge;
 ``nuts-depth10`` is ``sampler='nuts'`` with trees of up to 2¹⁰ − 1 leapfrog steps (the
 library's cap is 2⁸ − 1); ``nuts-accept0.6`` has dual averaging aim at a mean acceptance
 of 0.6 instead of Stan's 0.8 (run with ``GPLVM_COMPILATION_CACHE=0``, which the script
@@ -161,18 +162,20 @@ def fit_ablated(Y, sampler: str, n_iter: int, args) -> tuple:
 
 
 def check_patched_target(samplers: list) -> None:
-    """``nuts-accept<a>`` patches a constant read when the sweep is traced, which is in no
-    cache's key: it needs the persistent cache off, and no other NUTS fit in the same process
-    (whose traced sweep and compiled block of the same spec would be reused)."""
-    patched = [s for s in samplers if s.startswith("nuts-accept")]
+    """``nuts-accept<a>`` and ``nuts-no-gauge`` patch what the sweep reads when it is traced
+    (the target acceptance, ``gauge.applies``), which is in no cache's key: each needs the
+    persistent cache off (or a program exported by an earlier process is read back) and no
+    other NUTS fit in the same process (whose traced sweep and compiled block of the same spec
+    would be reused; checked: a 'nuts' fit then a patched one gave identical draws)."""
+    patched = [s for s in samplers if s.startswith("nuts-accept") or s == "nuts-no-gauge"]
     if not patched:
         return
     if os.environ.get("GPLVM_COMPILATION_CACHE") != "0":
-        raise SystemExit(f"{patched[0]}: set GPLVM_COMPILATION_CACHE=0 (the patched target is "
-                         f"not in the cached block's key)")
+        raise SystemExit(f"{patched[0]}: set GPLVM_COMPILATION_CACHE=0 (what it patches is not "
+                         f"in the cached block's key)")
     if len([s for s in samplers if s.startswith("nuts")]) > 1:
         raise SystemExit(f"{patched[0]}: run it alone among the NUTS samplers (one process "
-                         f"reuses a NUTS block traced with another target)")
+                         f"reuses a NUTS block traced without the patch)")
 
 
 def _ess_rhat(ll: np.ndarray, dist: np.ndarray) -> dict:
