@@ -301,16 +301,15 @@ class _NonFinite(Exception):
 
 
 class _Settings(NamedTuple):
-    """What :func:`minimise` was asked to do (its arguments that the phases read)."""
+    """What :func:`minimise` was asked to do (its arguments that the phases read; Adam's
+    learning rate, the optax optimizer, the stopping test's tol and patience and the callback
+    are those of ``options``)."""
 
     fun: Callable
     args: tuple
     method: str
-    learning_rate: float
-    optimizer: Optional[optax.GradientTransformation]
     n_iter: int
-    tol: float
-    patience: int
+    options: OptimOptions
 
 
 class _Fit:
@@ -318,9 +317,9 @@ class _Fit:
     checkpoint timer, and ``last``, the last committed state, kept here so that a fault or a
     Ctrl-C raised inside a step (or inside SciPy) cannot lose it."""
 
-    def __init__(self, settings: _Settings, callback, progress: Progress,
-                 timer: CheckpointTimer, state: _Iterate):
-        self.settings, self.callback = settings, callback
+    def __init__(self, settings: _Settings, progress: Progress, timer: CheckpointTimer,
+                 state: _Iterate):
+        self.settings, self.callback = settings, settings.options.callback
         self.progress, self.timer, self.last = progress, timer, state
 
     def steps(self, step, state: _Iterate, n: int) -> RunResult:
@@ -342,7 +341,7 @@ class _Fit:
         stopping test is met (never for Adam, whose objective is noisy)."""
         if self.callback is not None:
             self.callback(len(state.history) - 1, state.params, state.history[-1])
-        return self.settings.method != "adam" and state.quiet >= self.settings.patience
+        return self.settings.method != "adam" and state.quiet >= self.settings.options.patience
 
 
 def _shown(value: float) -> dict:
@@ -380,7 +379,7 @@ def _optax_phase(fit: _Fit, state: _Iterate, method: str) -> bool:
     for ``init(params)``) until ``n_iter`` iterations in all; whether the stopping test was
     met."""
     s = fit.settings
-    step, init = _jitted(s.fun, method, s.learning_rate, s.optimizer)
+    step, init = _jitted(s.fun, method, s.options.learning_rate, s.options.optimizer)
     with fit.progress.compiling():
         init = _compile(init, state.params)
         opt_state = init(state.params)
@@ -388,9 +387,9 @@ def _optax_phase(fit: _Fit, state: _Iterate, method: str) -> bool:
             opt_state = restored_opt_state(opt_state, state.opt_state)
         step = _compile(step, state.params, opt_state, state.key, s.args)
     stochastic = method == "adam"
-    if not stochastic and state.quiet >= s.patience:   # resumed just as the test was met
+    if not stochastic and state.quiet >= s.options.patience:   # resumed just as the test was met
         return True
-    return fit.steps(_optax_step(step, s.args, stochastic, s.tol),
+    return fit.steps(_optax_step(step, s.args, stochastic, s.options.tol),
                      state._replace(opt_state=opt_state), s.n_iter).stopped
 
 
@@ -463,7 +462,8 @@ class _SciPyIterations:
         objective at the new iterate."""
         del key
         value, params = float(reported.fun), self.flat.tree(np.array(reported.x))
-        quiet = state.quiet + 1 if _converging((state.value, value), self.fit.settings.tol) \
+        quiet = state.quiet + 1 if _converging((state.value, value),
+                                                self.fit.settings.options.tol) \
             else 0
         return (_Iterate(params, (), None, state.history + (state.value,), quiet, params, value),
                 _shown(state.value))
@@ -565,10 +565,8 @@ def minimise(fun: Callable, params, *, args: tuple = (), method: str = "lbfgs",
     state = _starting(_strong(params if start is None else start.params), start)
     timer = CheckpointTimer(None if checkpoint is None else
                             lambda state: checkpoint(_snapshot(state)), o.checkpoint_interval)
-    fit = _Fit(_Settings(fun, args, method, o.learning_rate, o.optimizer, n_iter, o.tol,
-                         o.patience),
-               o.callback, Progress(n_iter, desc, progress, initial=len(state.history)), timer,
-               state)
+    fit = _Fit(_Settings(fun, args, method, n_iter, o),
+               Progress(n_iter, desc, progress, initial=len(state.history)), timer, state)
     end, interrupted, fault = None, False, None
     try:
         end = _lbfgsb_phase(fit, state) if method == "lbfgsb" else "optax"
