@@ -22,7 +22,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from gplvm._validation import kept_columns, standardise_kept  # noqa: F401 (re-exported)
-from gplvm.models.gplvm_family.variants.dp.dp_fitted import FittedDPGPLVM
 from gplvm.models.gplvm_family.fitted import FittedGPLVM
 from gplvm.objectives.new_rows import FittedMap
 
@@ -39,7 +38,7 @@ def standardise_all(Y, Y_mean, Y_std) -> np.ndarray:
     return Ys
 
 
-def _widen(a, kept: np.ndarray, fill=0):
+def widen(a, kept: np.ndarray, fill=0):
     """``a`` with its last axis (the fitted columns) widened to all D columns, ``fill`` at the
     dropped ones."""
     a = jnp.asarray(a)
@@ -47,22 +46,26 @@ def _widen(a, kept: np.ndarray, fill=0):
     return out.at[..., np.flatnonzero(kept)].set(a)
 
 
-def _widen_map(fmap: FittedMap, kept: np.ndarray) -> FittedMap:
-    return fmap._replace(V=_widen(fmap.V, kept), column_group=_widen(fmap.column_group, kept))
+def widen_map(fmap: FittedMap, kept: np.ndarray) -> FittedMap:
+    """A :class:`FittedMap` of the fitted columns widened to all D columns (zero columns of V,
+    group 0, at the dropped ones)."""
+    return fmap._replace(V=widen(fmap.V, kept), column_group=widen(fmap.column_group, kept))
 
 
 def put_back(fitted, Y_mean, Y_std):
-    """A fitted value of the kept columns (:class:`FittedGPLVM` or :class:`FittedDPGPLVM`)
-    widened to all columns, with the full standardisation ``Y_mean``, ``Y_std`` (D,) coding
-    the dropped ones (module docstring).  Returned unchanged when no column was dropped."""
+    """A fitted value of the kept columns widened to all columns, with the full
+    standardisation ``Y_mean``, ``Y_std`` (D,) coding the dropped ones (module docstring).
+    Returned unchanged when no column was dropped.
+
+    A :class:`FittedGPLVM` is widened here; a variant's fitted value widens itself, by its
+    method ``widened(kept, Y_mean, Y_std)`` (e.g. the DP-GP-LVM's ``FittedDPGPLVM.widened``),
+    so that this core module knows no variant."""
     kept = kept_columns(Y_std)
     if kept.all():
         return fitted
     Y_mean, Y_std = np.asarray(Y_mean), np.asarray(Y_std)
-    if isinstance(fitted, FittedDPGPLVM):
-        return fitted._replace(maps=_widen_map(fitted.maps, kept),
-                               phi=_widen(jnp.asarray(fitted.phi).T, kept).T,
-                               Y_mean=Y_mean, Y_std=Y_std)
     if isinstance(fitted, FittedGPLVM):
-        return fitted._replace(map=_widen_map(fitted.map, kept), Y_mean=Y_mean, Y_std=Y_std)
+        return fitted._replace(map=widen_map(fitted.map, kept), Y_mean=Y_mean, Y_std=Y_std)
+    if hasattr(fitted, "widened"):
+        return fitted.widened(kept, Y_mean, Y_std)
     raise TypeError(f"no columns to put back into {type(fitted).__name__}")

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gplvm.expectations import psi_statistics
+from gplvm.models.gplvm_family import columns
 from gplvm.models.gplvm_family import fitted as fam
 from gplvm.models.gplvm_family.variants.dp.atoms import atom, stack_atoms
 from gplvm.models.gplvm_family.bound import Problem
@@ -57,6 +58,14 @@ class FittedDPGPLVM(NamedTuple):
     @property
     def n_atoms(self) -> int:
         return int(self.phi.shape[1])
+
+    def widened(self, kept: np.ndarray, Y_mean, Y_std) -> "FittedDPGPLVM":
+        """This value of the ``kept`` columns widened to all D columns
+        (:func:`.gplvm_family.columns.put_back`): every atom's map with zero columns and φ
+        with zero rows (no atom) at the dropped ones, and the full standardisation."""
+        return self._replace(maps=columns.widen_map(self.maps, kept),
+                             phi=columns.widen(jnp.asarray(self.phi).T, kept).T,
+                             Y_mean=Y_mean, Y_std=Y_std)
 
 
 def fitted_from(u: dict, problem: Problem, phi, Y_mean, Y_std) -> FittedDPGPLVM:
