@@ -62,6 +62,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gplvm  # noqa: E402
+from _hooks import wrapped  # noqa: E402
 from _peer_venvs import ensure_venv  # noqa: E402
 from gplvm.data.loaders import load_oil_flow  # noqa: E402
 from gplvm.metrics import loo_1nn_errors  # noqa: E402
@@ -138,19 +139,17 @@ def initial_values(Y, seed):
     """Our initial point as constrained values (what GPy is given; the arguments of a one-
     iteration ``fit`` to ``minimise``, captured), and the median CPU seconds of
     one compiled objective+gradient there."""
-    seen, real = {}, bgplvm_module.minimise
+    seen = {}
 
-    def spy(fun, params, **kw):
-        seen.update(params=params, problem=kw["args"][0])
-        return real(fun, params, **kw)
+    def spy(real):
+        def minimise(fun, params, **kw):
+            seen.update(params=params, problem=kw["args"][0])
+            return real(fun, params, **kw)
+        return minimise
 
-    bgplvm_module.minimise = spy
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model(seed, "lbfgs", 1).fit(Y)
-    finally:
-        bgplvm_module.minimise = real
+    with wrapped(bgplvm_module, "minimise", spy), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model(seed, "lbfgs", 1).fit(Y)
     u, kern = seen["params"], seen["problem"].kernel.from_unconstrained(seen["params"]["kernel"])
     fg = jax.jit(jax.value_and_grad(negative_bound))
     cpu = []
@@ -168,23 +167,21 @@ def initial_values(Y, seed):
 def run_ours(Y, seed, optimizer, max_iter):
     """A warm fit through ``BayesianGPLVM.fit``; the bound per iteration against the wall and
     CPU seconds since ``fit`` was called (a callback passed to its ``minimise``)."""
-    trace, real = [], bgplvm_module.minimise
+    trace = []
 
     def record(i, params, value):
         trace.append((time.perf_counter(), time.process_time(), -value))
 
-    def spy(fun, params, *, options, **kw):
-        return real(fun, params, options=options._replace(callback=record), **kw)
+    def spy(real):
+        def minimise(fun, params, *, options, **kw):
+            return real(fun, params, options=options._replace(callback=record), **kw)
+        return minimise
 
     est = model(seed, optimizer, max_iter)
-    bgplvm_module.minimise = spy
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            wall0, cpu0 = time.perf_counter(), time.process_time()
-            est.fit(Y)
-    finally:
-        bgplvm_module.minimise = real
+    with wrapped(bgplvm_module, "minimise", spy), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        est.fit(Y)
     t = np.array(trace)
     top = np.argsort(-est.relevance_)[:2]
     return {"wall": t[:, 0] - wall0, "cpu": t[:, 1] - cpu0, "bound": t[:, 2],

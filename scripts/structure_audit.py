@@ -11,10 +11,8 @@
    ``gplvm.<other>._z``; the tests of gplvm's top-level modules, in ``tests/`` itself, may import
    ``gplvm._x`` only; ``tests/project`` (the repository as a whole) only public modules;
    ``tests/datasets`` mirrors ``gplvm.data`` (``tests/data`` is saved files, not checked).
-   :data:`PENDING_TEST_IMPORTS` lists the breaches found when the rule came in, still to remove:
-   a new one fails, a listed one that is gone must leave the list.
 
-    .venv/bin/python scripts/structure_audit.py   # prints each breach; exit status 1 if any not pending
+    .venv/bin/python scripts/structure_audit.py   # prints each breach; exit status 1 if any
 
 ``tests/project/test_structure_rules.py`` runs the same checks.
 """
@@ -35,9 +33,6 @@ CONSUMERS = ("benchmarks", "examples", "scripts")
 #: folders of ``tests/`` not named after the package whose tests they hold (``None``: public
 #: modules only)
 TEST_FOLDER_PACKAGES = {"datasets": "gplvm.data", "project": None}
-#: ``path module`` of the tests' private imports that rule 4 found when it came in (issue 33,
-#: item 4), each without a public name for what the test needs
-PENDING_TEST_IMPORTS: tuple = ()
 
 
 def _shown(path: Path) -> str:
@@ -158,37 +153,17 @@ def private_imports_in_tests(tests: Path = ROOT / "tests",
     return found
 
 
-def _unnumbered(item: str) -> str:
-    """``path module`` of a ``path:line module`` entry."""
-    where, module = item.split(" ")
-    return f"{where.rsplit(':', 1)[0]} {module}"
-
-
-def unlisted_and_gone(found: list[str], pending=PENDING_TEST_IMPORTS) -> tuple[list, list]:
-    """The tests' breaches (:func:`private_imports_in_tests`) not in ``pending``, and the
-    entries of ``pending`` no breach matches any more."""
-    keys = {_unnumbered(item) for item in found}
-    return ([item for item in found if _unnumbered(item) not in pending],
-            [entry for entry in pending if entry not in keys])
-
-
 def main() -> int:
     breaches = {"functions over 8 parameters": wide_functions(),
                 "estimator modules over 300 lines": long_estimator_modules(),
                 "private gplvm modules imported by benchmarks, examples or scripts":
-                    private_imports()}
-    tests = private_imports_in_tests()
-    new, gone = unlisted_and_gone(tests)
-    breaches["private gplvm modules imported by tests of another package (not pending)"] = new
-    breaches["pending tests' imports that are gone (remove them from PENDING_TEST_IMPORTS)"] = gone
+                    private_imports(),
+                "private gplvm modules imported by tests of another package":
+                    private_imports_in_tests()}
     for what, items in breaches.items():
         print(f"{what}: {len(items)}")
         for item in items:
             print(f"  {item}")
-    pending = [item for item in tests if item not in new]
-    print(f"private gplvm modules imported by tests of another package, pending: {len(pending)}")
-    for item in pending:
-        print(f"  {item}")
     return 1 if any(breaches.values()) else 0
 
 
