@@ -13,6 +13,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from gplvm.data.synthetic import rbf_gram
+
 #: Figure 6's four functions of a Q = 6 latent space: dimensions 0, 1, 2 are shared by function
 #: 0 with functions 1, 2, 3 respectively, and 3, 4, 5 are private to functions 1, 2, 3.
 FIGURE6_DIMENSIONS = ((0, 1, 2), (0, 3), (1, 4), (2, 5))
@@ -53,9 +55,7 @@ def make_factorised(n_samples: int = 200, columns_per_function: int = 15,
     blocks, labels = [], []
     for g, dims in enumerate(dimensions):
         active[g, list(dims)] = True
-        Xg = X[:, list(dims)] / lengthscale
-        sq = np.sum(Xg**2, 1)
-        K = np.exp(-0.5 * np.maximum(sq[:, None] + sq[None, :] - 2 * Xg @ Xg.T, 0.0))
+        K = rbf_gram(X[:, list(dims)] / lengthscale)
         L = np.linalg.cholesky(K + 1e-8 * np.eye(n_samples))
         H = L @ rng.normal(size=(n_samples, n_draws))
         mixing = rng.normal(size=(n_draws, columns_per_function)) / np.sqrt(n_draws)
