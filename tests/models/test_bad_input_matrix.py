@@ -314,6 +314,7 @@ BAD_PARAMS = [
     ("n_features", 3, ("RFLVM",)),
     *[("n_iter", v) for v in (0, -1, 2.5, "automatic")],
     *[("ess_target", v) for v in (0, -5, 100.5, "400")],
+    *[("max_time", v) for v in (0, -1.0, np.nan, "300")],
     *[("burn_in", v) for v in (-1, 12)],
     *[("n_chains", v) for v in (0, 1.5)],
     ("thin", 0), ("max_stored", 0), ("learn_kernel", "yes"), ("n_clusters", 0),

@@ -13,6 +13,8 @@ the run is in :mod:`.run`, the verbs after fitting in :mod:`.verbs`.
 
 from __future__ import annotations
 
+import time
+
 import jax
 from sklearn.base import BaseEstimator, TransformerMixin
 
@@ -30,7 +32,6 @@ from gplvm.models.rflvm.checks import check_data, check_devices, check_fit_input
 from gplvm.models.rflvm.columns import narrow, standardise_fit
 from gplvm.models.rflvm.init import (inducing_times, initial_latents, initial_states,
                                      per_chain, prepare_data)
-from gplvm.io.legacy.rflvm import current_layouts
 from gplvm.io.legacy.rflvm import upgrade_rflvm as upgrade_fitted
 from gplvm.models.rflvm.run import RFLVMRun
 from gplvm.models.rflvm.verbs import RFLVMVerbs
@@ -67,9 +68,9 @@ class RFLVM(SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseEstimator):
             ``burn_in`` sweeps, rounds of max(burn_in, 100) sweeps until every chain
             statistic has converged — rank-normalised split R-hat ≤ 1.01 and bulk ESS ≥
             ``ess_target`` for the log-likelihood and for the distances between 20 fixed row
-            pairs of X (:mod:`gplvm.models.rflvm.convergence`) — or ``max_iter`` sweeps have
-            run (then a ``ConvergenceWarning`` gives the figures).  The progress bar shows
-            them after each round.
+            pairs of X (:mod:`gplvm.models.rflvm.convergence`) — or ``max_iter`` sweeps or
+            ``max_time`` seconds have run (then a ``ConvergenceWarning`` gives the figures).
+            The progress bar shows them after each round.
         burn_in: sweeps discarded (paper: 1000).
         n_chains: chains run together (``vmap``).
         thin: keep every ``thin``-th latent draw after burn-in.
@@ -122,6 +123,9 @@ class RFLVM(SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseEstimator):
             (:func:`gplvm.inference.mcmc.run_chains`, ``row_mesh``).
         max_iter: ``n_iter='auto'``: the most sweeps per chain, burn-in included.
         ess_target: ``n_iter='auto'``: the bulk ESS every followed statistic must reach.
+        max_time: ``n_iter='auto'``: seconds of wall time (None: no limit), counted from the
+            start of ``fit`` (compilation included) or of ``resume``; checked after each
+            round, so the run stops after the round in which they run out.
         inference: ``'mcmc'`` (sample the posterior with ``sampler``) or ``'map'``: no
             sampling, each chain's state the mode of the joint density of (X, W, β, log r)
             found by L-BFGS from its jittered PCA start, a fast point estimate whose restarts
@@ -157,6 +161,7 @@ class RFLVM(SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseEstimator):
     _parameter_constraints = {"n_components": POSITIVE_INT, "likelihood": LIKELIHOOD,
         "n_features": integer(2, even=True), "n_iter": N_ITER_AUTO,
         "max_iter": POSITIVE_INT, "ess_target": POSITIVE_INT,
+        "max_time": optional(POSITIVE, "300.0"),
         "burn_in": NON_NEGATIVE_INT, "n_chains": POSITIVE_INT, "thin": POSITIVE_INT,
         "max_stored": POSITIVE_INT, "learn_kernel": FLAG,
         "kernel": optional(STATIONARY_KERNEL, "gplvm.kernels.RBF(lengthscale=1.0)"),
@@ -182,7 +187,8 @@ class RFLVM(SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseEstimator):
                  block_size: int = 50, standardize: bool = True, random_state=0,
                  progress: bool = True, checkpoint=None, checkpoint_interval: float = 60.0,
                  nb_beta: str = "polya_gamma", sampler: str = "gibbs", devices=None,
-                 max_iter: int = 10000, ess_target: int = 400, inference: str = "mcmc"):
+                 max_iter: int = 10000, ess_target: int = 400, inference: str = "mcmc",
+                 max_time: float | None = None):
         self.n_components = n_components
         self.likelihood = likelihood
         self.n_features = n_features
@@ -213,6 +219,7 @@ class RFLVM(SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseEstimator):
         self.max_iter = max_iter
         self.ess_target = ess_target
         self.inference = inference
+        self.max_time = max_time
 
     def fit(self, Y, y=None, *, times=None, offset=None, n_trials=None):
         """Sample the posterior of the latents and the map given ``Y`` (NaN = missing).
@@ -229,6 +236,7 @@ class RFLVM(SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseEstimator):
         Returns:
             self.
         """
+        started = time.perf_counter()           # max_time counts from here
         check_params(self)
         check_devices(self.devices, self.checkpoint)
         lik, Y, times, offset, dropped = check_fit_inputs(self, Y, times, offset, n_trials)
@@ -261,7 +269,7 @@ class RFLVM(SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseEstimator):
             return self._fit_map((states, *carry))
         if states.tuning is not None:     # the NUTS block adapts over the burn-in
             states = self._start_nuts(states, key_init)
-        return self._sample((states, *carry), start=0, earlier=None)
+        return self._sample((states, *carry), start=0, earlier=None, started=started)
 
     def resume(self, Y=None):
         """Finish an interrupted (or checkpointed) fit: the remaining sweeps from the stored
@@ -276,16 +284,8 @@ class RFLVM(SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self, "_result_")
         refuse_data(self, Y)
-        if self.inference == "map":          # nothing to continue: the modes are the fit
-            return self
-        # a file saved before the CRT layout changed carries the old one: lay it out again
-        for name, value in current_layouts(
-                {"_spec_": self._spec_, "_data_": self._data_, "_result_": self._result_}).items():
-            setattr(self, name, value)
-        earlier = self._result_
-        done = (earlier.n_done >= self.max_iter or (self.converged_ and not self.interrupted_)
-                if self._auto() else earlier.n_done >= self.n_iter)
-        if done:
+        earlier = self._unfinished()       # the stored run, laid out as today's (:mod:`.run`)
+        if earlier is None:
             return self
         if self.devices is not None:   # e.g. a file's devices=4 read on a smaller machine
             check_params(self)

@@ -9,6 +9,7 @@ draws, traces, per-column figures) and the convergence check; the ``inference='m
 from __future__ import annotations
 
 import functools
+import time
 import warnings
 
 import jax
@@ -19,6 +20,7 @@ from gplvm._validation import kept_columns
 from gplvm.inference.mcmc import Execution, Keep, Report, Sweeps, run_chains, split_rhat
 from gplvm.inference.mcmc.driver import concat_results
 from gplvm.inference.run import CheckpointTimer
+from gplvm.io.legacy.rflvm import current_layouts
 from gplvm.likelihoods import likelihood_class
 from gplvm.models._checkpoint import holding_checkpoint
 from gplvm.models.rflvm.columns import widen
@@ -37,7 +39,7 @@ AUTO_ROUND = 100
 class RFLVMRun:
     """The sampler's spec from the constructor arguments (``_spec``, ``_map_sweeps``,
     ``_auto``); ``_sample`` / ``_run`` from a chain start (``fit``) or from the stored chain
-    states (``resume``), ``_fit_map``, ``_start_nuts``, ``_checkpoint_writer``,
+    states (``resume``, ``_unfinished``), ``_fit_map``, ``_start_nuts``, ``_checkpoint_writer``,
     ``_set_fitted`` and ``_check_convergence``; the estimator has ``_spec_``, ``_data_``,
     ``_key_run_`` (set by ``fit``), ``Y_std_``, ``save`` and the constructor arguments."""
 
@@ -60,6 +62,22 @@ class RFLVMRun:
 
     def _auto(self) -> bool:
         return isinstance(self.n_iter, str) and self.n_iter == "auto"
+
+    def _unfinished(self):
+        """The stored run that :meth:`resume` continues, laid out as today's (a file saved
+        before the CRT layout changed carries the old one), or None when nothing is left:
+        ``inference='map'``, ``n_iter`` sweeps done, or with ``n_iter='auto'`` converged (not
+        interrupted) or ``max_iter`` sweeps done.  A run that stopped on ``max_time`` goes on,
+        its budget counted again from the resume."""
+        if self.inference == "map":          # nothing to continue: the modes are the fit
+            return None
+        for name, value in current_layouts(
+                {"_spec_": self._spec_, "_data_": self._data_, "_result_": self._result_}).items():
+            setattr(self, name, value)
+        earlier = self._result_
+        done = (earlier.n_done >= self.max_iter or (self.converged_ and not self.interrupted_)
+                if self._auto() else earlier.n_done >= self.n_iter)
+        return None if done else earlier
 
     @holding_checkpoint
     def _fit_map(self, init):
@@ -90,11 +108,14 @@ class RFLVMRun:
         from gplvm.inference.sharding import make_mesh   # jax.sharding only when asked
         return make_mesh(self.devices)
 
-    def _sample(self, init, start: int, earlier):
+    def _sample(self, init, start: int, earlier, started: float | None = None):
         """``n_iter`` sweeps, or with ``n_iter='auto'`` rounds until converged (see ``n_iter``);
-        each round continues the chains exactly as :meth:`resume` does."""
+        each round continues the chains exactly as :meth:`resume` does.  ``started``: the
+        ``time.perf_counter()`` from which ``max_time`` counts (``fit``'s start; by default
+        now, as in ``resume``)."""
         if not self._auto():
             return self._run(init, start, earlier, int(self.n_iter))
+        started = time.perf_counter() if started is None else started
         max_iter, burn_in = int(self.max_iter), int(self.burn_in)
         round_length = max(burn_in, AUTO_ROUND)
         # rounds end at burn_in + k·round whatever the start, so a resumed run checks (and
@@ -106,17 +127,29 @@ class RFLVMRun:
             self._run(init, start, earlier, target, quiet=True, desc=desc)
             if self.interrupted_ or self.converged_ or self.n_iter_ >= max_iter:
                 break
+            if self.max_time is not None and time.perf_counter() - started > self.max_time:
+                break                # the budget ran out in this round: stop after it
             earlier = self._result_
             init, start = earlier.state, int(earlier.n_done)
             desc = describe(self.convergence_)
             target += round_length
         if not self.converged_ and not self.interrupted_:
-            warnings.warn(f"RFLVM: not converged after max_iter={max_iter} sweeps per chain "
-                          f"({describe(self.convergence_)} for the log-likelihood / the worst "
-                          f"latent distance; the targets are R-hat <= {RHAT_TARGET} and ESS >= "
-                          f"{self.ess_target}); converged_ is False: raise max_iter, or "
-                          f"resume() after raising it", ConvergenceWarning, stacklevel=3)
+            warnings.warn(self._not_converged(time.perf_counter() - started),
+                          ConvergenceWarning, stacklevel=3)
         return self
+
+    def _not_converged(self, elapsed: float) -> str:
+        """The warning of an ``n_iter='auto'`` run that ran out of sweeps or of time."""
+        figures = (f"{describe(self.convergence_)} for the log-likelihood / the worst latent "
+                   f"distance; the targets are R-hat <= {RHAT_TARGET} and ESS >= "
+                   f"{self.ess_target}")
+        if self.n_iter_ >= int(self.max_iter):
+            return (f"RFLVM: not converged after max_iter={int(self.max_iter)} sweeps per "
+                    f"chain ({figures}); converged_ is False: raise max_iter, or resume() "
+                    f"after raising it")
+        return (f"RFLVM: not converged within max_time={self.max_time:g} s: {elapsed:.0f} s "
+                f"of wall time, {self.n_iter_} sweeps per chain ({figures}); converged_ is "
+                f"False: raise max_time, or resume() to run up to max_time seconds more")
 
     @holding_checkpoint
     def _run(self, init, start: int, earlier, n_iter: int, quiet: bool = False,

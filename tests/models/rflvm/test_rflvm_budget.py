@@ -1,0 +1,62 @@
+"""``RFLVM(max_time=...)``: the wall-time budget of ``n_iter='auto'`` (issue 30, item 3: "or
+until a time/sweep budget runs out, in which case warn with the figures")."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+import gplvm
+
+#: a tiny Gibbs fit whose ESS target no run can reach: only the budgets end it
+KW = dict(n_components=1, n_features=10, n_iter="auto", burn_in=20, ess_target=10**6,
+          max_iter=10**4, n_chains=2, learn_kernel=False, progress=False, block_size=20,
+          random_state=1)
+
+
+def _counts(n=30):
+    rng = np.random.default_rng(0)
+    t = np.linspace(-2, 2, n)
+    return rng.poisson(np.exp(np.stack([np.sin(t + j) for j in range(5)], axis=1))).astype(
+        float)
+
+
+def test_max_time_stops_after_the_round_in_which_it_runs_out(tmp_path):
+    """A budget far below one round's time: the run stops after its first round (burn-in 20 +
+    100 sweeps), warns with the figures and the settings to change, and is not converged;
+    resume() gives it another budget (one more round), continuing the same chains as a
+    fixed-length run of that many sweeps, also after a save and load."""
+    with pytest.warns(ConvergenceWarning, match=r"max_time=0\.001 s: \d+ s of wall time, 120 "
+                                                r"sweeps per chain \(R-hat .* ESS .*raise "
+                                                r"max_time, or resume\(\)"):
+        model = gplvm.RFLVM(max_time=1e-3, **KW).fit(_counts())
+    assert model.n_iter_ == 120 and not model.converged_ and not model.interrupted_
+    assert model.history_.shape == (2, 120)
+    model.save(tmp_path / "fit.npz")
+    loaded = gplvm.load(tmp_path / "fit.npz")
+    assert loaded.max_time == 1e-3
+    with pytest.warns(ConvergenceWarning, match="220 sweeps per chain"):
+        loaded.resume()
+    assert loaded.n_iter_ == 220 and not loaded.converged_
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fixed = gplvm.RFLVM(**{**KW, "n_iter": 220}).fit(_counts())
+    np.testing.assert_array_equal(loaded.history_, fixed.history_)
+
+
+def test_no_budget_runs_to_max_iter():
+    """max_time=None (the default) leaves max_iter as the only budget, whose warning it
+    keeps."""
+    assert gplvm.RFLVM().max_time is None
+    with pytest.warns(ConvergenceWarning, match=r"max_iter=220 sweeps per chain"):
+        model = gplvm.RFLVM(**{**KW, "max_iter": 220}).fit(_counts())
+    assert model.n_iter_ == 220 and not model.converged_
+
+
+@pytest.mark.parametrize("bad", [-1.0, 0, float("nan"), float("inf"), "300", True, [300]])
+def test_bad_max_time_is_refused_by_name(bad):
+    with pytest.raises(ValueError, match="max_time"):
+        gplvm.RFLVM(**{**KW, "max_time": bad}).fit(_counts())
