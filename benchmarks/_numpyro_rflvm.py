@@ -7,7 +7,7 @@ never imports gplvm.
 IN holds ``Y`` (N, J) counts, ``offset`` (N, 1), ``W0`` (C, M/2, Q) each chain's frequencies,
 ``beta_mean`` (P, J) and ``beta_prec`` (P,) β's prior (intercept row last, centred on the
 column's log-mean as gplvm centres it), ``X0`` (C, N, Q) each chain's start, ``beta0`` (C, P, J),
-and ``settings`` = [warm-up, samples, seed, w_sd].  The model is gplvm's: X ~ N(0, I),
+and ``settings`` = [warm-up, samples, seed, w_sd, budget].  The model is gplvm's: X ~ N(0, I),
 β_pj ~ N(mean_pj, 1/prec_p), y_nj ~ Poisson(exp(ψ_nj)), ψ = [√(2/M)·sin(XWᵀ), √(2/M)·cos(XWᵀ), 1]β
 + offset, and either W ~ N(0, w_sd² I) (w_sd > 0: the RBF kernel's spectral density, W
 sampled as gplvm samples it) or W held at chain 0's W0 for every chain (w_sd = 0: the model of
@@ -18,6 +18,11 @@ OUT holds ``log_lik`` (C, S) (Σ log p(y | ψ) with log y! included, as gplvm's 
 ``X`` (C, S, N, Q), ``n_leapfrog`` (C, S), ``compile_s`` (process CPU seconds of a run of
 2 + 2 iterations per chain: about the compilation) and ``cpu_s`` (those of the timed run less
 ``compile_s``, since every MCMC object compiles its kernel again).
+
+With a budget (process CPU seconds, > 0) there is no separate compile run (``compile_s`` NaN,
+``cpu_s`` the whole run's, compilation included): the warm-up runs whole, then the draws come in
+chunks of ~1/20 of ``samples`` per chain, continuing each chain from where the last chunk left
+it, until ``samples`` draws or the budget is spent, whichever first; S is the draws made.
 """
 
 from __future__ import annotations
@@ -78,22 +83,43 @@ def run(d, n_warmup, n_samples, seed, w_sd):
     return mcmc, args
 
 
+def run_budgeted(d, n_warmup, n_samples, seed, w_sd, budget):
+    """:func:`run`'s chains within ``budget`` CPU seconds of this process, counted from the
+    call (module docstring): (draws, n_leapfrog, args)."""
+    t0 = time.process_time()
+    chunk = max(n_samples // 20, 1)
+    mcmc, args = run(d, n_warmup, chunk, seed, w_sd)        # warm-up and the first chunk
+    parts = [(mcmc.get_samples(group_by_chain=True),
+              mcmc.get_extra_fields(group_by_chain=True)["num_steps"])]
+    while chunk * len(parts) < n_samples and time.process_time() - t0 < budget:
+        mcmc.post_warmup_state = mcmc.last_state
+        mcmc.run(mcmc.post_warmup_state.rng_key, *args, extra_fields=("num_steps",))
+        parts.append((mcmc.get_samples(group_by_chain=True),
+                      mcmc.get_extra_fields(group_by_chain=True)["num_steps"]))
+    draws = {k: jnp.concatenate([p[0][k] for p in parts], axis=1) for k in parts[0][0]}
+    return draws, jnp.concatenate([p[1] for p in parts], axis=1), args
+
+
 def main(path_in, path_out):
     d = dict(np.load(path_in))
     n_warmup, n_samples, seed = (int(v) for v in d["settings"][:3])
-    w_sd = float(d["settings"][3])
+    w_sd, budget = float(d["settings"][3]), float(d["settings"][4])
     t0 = time.process_time()
-    run(d, 2, 2, seed, w_sd)                 # ~ the compilation (and 4 iterations per chain)
-    compile_s = time.process_time() - t0
-    t0 = time.process_time()
-    mcmc, args = run(d, n_warmup, n_samples, seed, w_sd)
-    cpu_s = time.process_time() - t0 - compile_s    # the timed run compiles again
-    draws = mcmc.get_samples(group_by_chain=True)
-    C = d["X0"].shape[0]
+    if budget > 0:
+        draws, steps, args = run_budgeted(d, n_warmup, n_samples, seed, w_sd, budget)
+        compile_s, cpu_s = float("nan"), time.process_time() - t0
+    else:
+        run(d, 2, 2, seed, w_sd)             # ~ the compilation (and 4 iterations per chain)
+        compile_s = time.process_time() - t0
+        t0 = time.process_time()
+        mcmc, args = run(d, n_warmup, n_samples, seed, w_sd)
+        cpu_s = time.process_time() - t0 - compile_s    # the timed run compiles again
+        draws = mcmc.get_samples(group_by_chain=True)
+        steps = mcmc.get_extra_fields(group_by_chain=True)["num_steps"]
+    C, n_samples = d["X0"].shape[0], draws["X"].shape[1]
     Ws = draws["W"] if w_sd > 0 else jnp.broadcast_to(args[2], (C, n_samples) + args[2].shape)
     ll = jax.vmap(jax.vmap(lambda x, w, b: log_lik(args[0], args[1], w, x, b)))(
         draws["X"], Ws, draws["beta"])
-    steps = mcmc.get_extra_fields(group_by_chain=True)["num_steps"]
     np.savez(path_out, X=np.asarray(draws["X"]), log_lik=np.asarray(ll),
              n_leapfrog=np.asarray(steps), cpu_s=cpu_s, compile_s=compile_s)
 
