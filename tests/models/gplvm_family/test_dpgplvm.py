@@ -346,3 +346,56 @@ def test_constant_and_empty_columns_are_kept_out_and_put_back():
     assert (mean[:, 2] == 1.5).all() and (var[:, 2] == 0).all()
     assert np.isnan(mean[:, 5]).all() and np.isnan(model.noise_var_[5])
     assert model.noise_var_[2] == 0.0
+
+
+def _gp_part_with_flag(u, flag, problem, phi, prior):
+    """The DP-GP-LVM's negative GP part plus ``flag`` (module level: compiled once)."""
+    from gplvm.models.gplvm_family.variants.dp import atoms
+    return atoms.negative_gp_part(u, problem, phi, prior) + flag
+
+
+def test_a_non_finite_bound_restarts_on_the_family_jitter_ladder(monkeypatch):
+    """The DP-GP-LVM's L-BFGS runs restart on the family's one jitter policy
+    (:func:`gplvm.models.gplvm_family.jitter_ladder.climb`): a bound that turns NaN at warm-up
+    iteration k (and is finite again at the larger jitter) restarts from the last finite
+    iterate at a larger K_uu jitter, warned, and the history keeps the steps of the run before
+    the restart (the clean fit's first k + 1 values, iterate k included: optax's line search
+    evaluated it before the fault) and counts them in ``n_iter_``."""
+    from gplvm.inference.optimise import OptimOptions
+    dp_fit = dpgplvm_module.dp_fit
+    rng = np.random.default_rng(1)
+    Y = np.tanh(rng.normal(size=(20, 2)) @ rng.normal(size=(2, 5))) + 0.05 * rng.normal(
+        size=(20, 5))
+    kw = dict(n_components=2, n_inducing=5, truncation=2, max_iter=12, n_warmup=8,
+              steps_per_update=4, n_init_steps=3, random_state=0, progress=False)
+    real, k = dp_fit.minimise, 3
+
+    def with_flag(fault: bool):
+        flag, calls = np.zeros(()), []
+
+        def fake(fun, params, *, args, **rest):
+            flag[...] = 0.0                     # every run after the faulty one is clean
+            first = not calls
+            calls.append(1)
+
+            def callback(i, p, value):
+                if fault and first and i == k - 1:
+                    flag[...] = np.nan
+
+            return real(_gp_part_with_flag, params, args=(flag, *args),
+                        options=OptimOptions(callback=callback), **rest)
+        return fake
+
+    fits = {}
+    for fault in (False, True):
+        monkeypatch.setattr(dp_fit, "minimise", with_flag(fault))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fits[fault] = DPGPLVM(**kw).fit(Y)
+    clean, faulty = fits[False], fits[True]
+    messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert any(f"at iteration {k} " in m for m in messages), messages
+    assert any("DPGPLVM: raising the Kuu jitter" in m for m in messages), messages
+    assert faulty.jitter_ > clean.jitter_
+    np.testing.assert_array_equal(faulty.history_[:k + 1], clean.history_[:k + 1])
+    assert faulty.n_iter_ == len(faulty.history_) and np.all(np.isfinite(faulty.history_))

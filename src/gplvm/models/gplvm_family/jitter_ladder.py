@@ -33,13 +33,21 @@ class Ladder(NamedTuple):
     result: OptimResult
 
 
+def _kernel(u):
+    """The unconstrained parameters of the kernel of K_uu in ``u`` (one kernel's)."""
+    return u["kernel"]
+
+
 def climb(rung: Callable[..., OptimResult], u, problem, state, histories: list,
-          max_iter: int, owner: str) -> Ladder:
+          max_iter: int, owner: str, kernel_of: Callable[[Any], Any] = _kernel) -> Ladder:
     """Run ``rung(u, problem, state, n_iter, histories)`` (an optimiser run of at most
     ``n_iter`` iterations, continuing from ``state`` when not None, that may raise
     :class:`NonFiniteObjectiveError`), restarting on the next jitter rung while the bound turns
     non-finite, until ``max_iter`` iterations in all (those of ``histories``, earlier runs,
-    included), convergence or Ctrl-C (module docstring).
+    included), convergence or Ctrl-C (module docstring).  A rung is relative to the mean
+    diagonal of K_uu at ``u["Z"]`` under the kernel ``kernel_of(u)`` (unconstrained; by
+    default ``u["kernel"]``; the DP-GP-LVM, whose atoms share one jitter, passes its first
+    atom's).
 
     Raises:
         NonFiniteObjectiveError: no rung gave a finite bound at the start.
@@ -65,7 +73,7 @@ def climb(rung: Callable[..., OptimResult], u, problem, state, histories: list,
         n_done += result.n_iter
         if n_done >= max_iter or result.converged or result.interrupted:
             break
-        kernel = problem.kernel.from_unconstrained(u["kernel"])
+        kernel = problem.kernel.from_unconstrained(kernel_of(u))
         scale = float(jnp.mean(kernel.diag(u["Z"])))
         try:
             if not np.isfinite(scale):      # no rung is finite: the ladder would not end

@@ -37,16 +37,14 @@ import sys
 import warnings
 from typing import Any, NamedTuple
 
-import jax.numpy as jnp
 import numpy as np
 
 from gplvm.inference import minimise
-from gplvm.inference.optimise import NonFiniteObjectiveError
 from gplvm.inference.run import Hooks, Progress
 from gplvm.inference.run import run as loop
-from gplvm.linalg import CholeskyError, escalate_jitter
-from gplvm.models.gplvm_family.variants.dp import atoms, dp
 from gplvm.models.gplvm_family.bound import Problem
+from gplvm.models.gplvm_family.jitter_ladder import climb
+from gplvm.models.gplvm_family.variants.dp import atoms, dp
 from gplvm.registry import register
 
 
@@ -121,37 +119,23 @@ class _Run:
         return float(dp.dp_terms(self.state if state is None else state, self.priors.dp))
 
     def steps(self, n_steps: int, u=None, state=None):
-        """L-BFGS on u with the DP state fixed; returns (u, bounds per step, result)."""
+        """L-BFGS on u with the DP state fixed, ``n_steps`` iterations in all on the library's
+        jitter ladder (:func:`.gplvm_family.jitter_ladder.climb`, as the Bayesian GPLVM's fit:
+        a bound turned non-finite restarts from the last finite iterate with the next K_uu
+        jitter, relative to atom 0's kernel; ``self.problem`` takes the jitter reached).
+        Returns (u, the bound after every step of every restart, the
+        :class:`~.jitter_ladder.Ladder`)."""
         u = self.u if u is None else u
         state = self.state if state is None else state
-        while True:
-            try:
-                result = minimise(atoms.negative_gp_part, u,
-                                  args=(self.problem, state.phi, self.priors.atom),
-                                  n_iter=n_steps, progress=False, desc="DPGPLVM")
-            except NonFiniteObjectiveError as err:   # non-finite at u: a larger jitter next
-                result = err.result
-            stopped_early = (result.n_iter < n_steps and not result.converged
-                             and not result.interrupted)
-            if not stopped_early or not self._raise_jitter(result.params):
-                break
-            u = result.params
-        return result.params, self.dp_constant(state) - result.history, result
 
-    def _raise_jitter(self, u) -> bool:
-        """The library's jitter policy between restarts (as the Bayesian GPLVM's fit)."""
-        kernel = self.problem.kernel.from_unconstrained(atoms.atom(u["kernel"], 0))
-        scale = float(jnp.mean(kernel.diag(u["Z"])))
-        try:
-            jitter = escalate_jitter(self.problem.jitter, scale, name="Kuu")
-        except CholeskyError as err:
-            warnings.warn(f"DPGPLVM: the bound stayed non-finite ({err}); keeping the last "
-                          f"finite parameters", RuntimeWarning, stacklevel=4)
-            return False
-        self.problem = self.problem._replace(jitter=jitter)
-        warnings.warn(f"DPGPLVM: raising the Kuu jitter to {jitter:.1e} and continuing",
-                      RuntimeWarning, stacklevel=4)
-        return True
+        def rung(u, problem, opt_state, n_iter, histories):
+            return minimise(atoms.negative_gp_part, u,
+                            args=(problem, state.phi, self.priors.atom),
+                            n_iter=n_iter, progress=False, desc="DPGPLVM")
+
+        ladder = climb(rung, u, self.problem, None, [], n_steps, "DPGPLVM", kernel_of=_atom_0)
+        self.problem = ladder.problem
+        return ladder.u, self.dp_constant(state) - np.concatenate(ladder.histories), ladder
 
     def advance(self, n_steps: int) -> bool:
         """Take up to ``n_steps`` accepted gradient steps; False when the budget is spent."""
@@ -161,11 +145,11 @@ class _Run:
         n_steps = min(n_steps, remaining)
         if n_steps <= 0:
             return True
-        self.u, values, result = self.steps(n_steps)
+        self.u, values, ladder = self.steps(n_steps)
         self.history.append(values)
-        self.n_iter += result.n_iter
-        self.interrupted = result.interrupted
-        self.bar.advance(result.n_iter, {"bound": f"{values[-1]:.6g}"} if len(values) else None)
+        self.n_iter += ladder.n_done
+        self.interrupted = ladder.result.interrupted
+        self.bar.advance(ladder.n_done, {"bound": f"{values[-1]:.6g}"} if len(values) else None)
         return not self.interrupted
 
     def sweep(self):
@@ -186,18 +170,23 @@ class _Run:
                                            np.asarray(self.state.phi),
                                            self.schedule.max_merge_trials):
             state = merged_state(self.state, keep, drop, self.priors.dp)
-            u, values, result = self.steps(self.schedule.merge_steps, state=state)
-            if result.interrupted:      # Ctrl-C while refining: judge nothing, stop
+            u, values, ladder = self.steps(self.schedule.merge_steps, state=state)
+            if ladder.result.interrupted:      # Ctrl-C while refining: judge nothing, stop
                 self.interrupted = True
                 return False
             if bound(u, self.problem, state, self.priors) > before:
                 self.u, self.state = u, state
                 self.history.append(values)
-                self.n_iter += result.n_iter
-                self.bar.advance(result.n_iter)
+                self.n_iter += ladder.n_done
+                self.bar.advance(ladder.n_done)
                 self.n_merges += 1
                 return True
         return False
+
+
+def _atom_0(u):
+    """Atom 0's unconstrained kernel parameters, whose K_uu scales the shared jitter."""
+    return atoms.atom(u["kernel"], 0)
 
 
 def merge_candidates(F, phi, max_trials: int):
