@@ -369,3 +369,33 @@ def test_checkpoint_kill_or_ctrl_c_then_resume_equals_one_run(planted_fit, tmp_p
 
 
 # (Ctrl-C while a step's results are written: tests/inference/test_run.py, atomic())
+
+
+def test_an_error_inside_a_step_leaves_the_run_where_its_last_step_ended(planted_fit, tmp_path,
+                                                                          monkeypatch):
+    """An exception other than Ctrl-C raised inside a step (the 7th, in epoch 2) propagates,
+    and the model holds the run state of the 6 committed steps (its host arrays and its
+    counters agree): resume() from it gives the uninterrupted run bit for bit."""
+    from gplvm.models.gplvm_family.variants.svi import svi_fit
+
+    _, Y, _ = planted_fit
+    one = _fit(Y, max_iter=3)                      # 160 rows in batches of 40: 4 steps each
+    real_step, calls = svi_fit._step, [0]
+
+    def failing(*args, **kwargs):
+        calls[0] += 1
+        if calls[0] == 7:
+            raise RuntimeError("a fault inside the step")
+        return real_step(*args, **kwargs)
+
+    model = _model(max_iter=3, checkpoint=tmp_path / "run.npz", checkpoint_interval=0)
+    monkeypatch.setattr(svi_fit, "_step", failing)
+    with pytest.raises(RuntimeError, match="a fault inside the step"):
+        model.fit(Y)
+    monkeypatch.setattr(svi_fit, "_step", real_step)
+    state = model._fit_state_
+    assert (state.n_step, len(state.history), state.step_in_epoch) == (6, 1, 2)
+    model.resume()
+    np.testing.assert_array_equal(model.X_mean_, one.X_mean_)
+    np.testing.assert_array_equal(model.history_, one.history_)
+    assert model.elbo_ == one.elbo_

@@ -46,35 +46,36 @@ class SviMixin:
         vars(self).pop("_fit_state_", None)     # an earlier run's resume point goes first
         _SVI_ROWS.pop(self, None)
         N, D = rows_of.source.shape
-        run = svi_fit.start_run(self, rows_of, N, batch_size, as_key(self.random_state))
+        start = svi_fit.start_run(self, rows_of, N, batch_size, as_key(self.random_state))
         self.times_ = self.groups_ = None
         self._train_Y, self.n_features_in_ = train_Y, D
         # a memmap is not kept: new rows start from the latents of a subsample of its rows
         self._start_index = (None if train_Y is not None else
                              np.linspace(0, N - 1, min(N, svi_init.INIT_ROWS)).astype(int))
         self._start_Y = None if train_Y is not None else rows_of.source.rows(self._start_index)
-        self._fit_state_ = SviFitState(**run)
+        self._fit_state_ = start
         _SVI_ROWS[self] = rows_of
         return self._run_svi(rows_of)
 
     @holding_checkpoint
     def _run_svi(self, rows_of):
         """Run from ``_fit_state_`` to ``max_iter`` epochs, checkpointing as it goes.  The
-        loop of :mod:`.svi_fit` advances a dict of the state's fields in place; the state is
-        made from it again at each checkpoint and when the loop ends (or fails)."""
-        run, N = self._fit_state_._asdict(), rows_of.source.shape[0]
+        loop of :mod:`.svi_fit` carries the :class:`SviFitState` from step to step and hands
+        each committed one to ``_fit_state_``, so that it is where the run stands however the
+        run ends (each step is committed whole or not at all)."""
 
-        def write(run):         # a checkpoint: the model of this step, flagged interrupted
-            self._fit_state_ = SviFitState(**run)
-            self._set_svi(svi_fit.result_of(run, np.nan, True, self.devices is not None),
+        def reached(state):
+            self._fit_state_ = state
+
+        def write(state):       # a checkpoint: the model of this step, flagged interrupted
+            reached(state)
+            self._set_svi(svi_fit.result_of(state, np.nan, True, self.devices is not None),
                           rows_of)
             self.save(self.checkpoint)
 
-        try:
-            result = svi_fit.run_svi(self, rows_of, N, run, int(self.max_iter),
-                                     checkpoint=None if self.checkpoint is None else write)
-        finally:        # where the run stands (each step is committed whole or not at all)
-            self._fit_state_ = SviFitState(**run)
+        result = svi_fit.run_svi(self, rows_of, rows_of.source.shape[0], self._fit_state_,
+                                 int(self.max_iter), reached=reached,
+                                 checkpoint=None if self.checkpoint is None else write)
         self._set_svi(result, rows_of)
         if not result.interrupted:              # nothing left to resume: let the rows go
             _SVI_ROWS.pop(self, None)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import warnings
 from functools import partial
-from typing import Callable, NamedTuple, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -31,6 +31,7 @@ from gplvm.inference import sharding
 from gplvm.inference.optimise import restored_opt_state
 from gplvm.inference.run import CheckpointTimer, Hooks, Progress
 from gplvm.inference.run import run as loop
+from gplvm.models.fit_state import SviFitState
 from gplvm.models.gplvm_family.variants.svi.svi_bound import (SviSetup, full_bound,
                                                               minibatch_bound_and_sums)
 from gplvm.models.gplvm_family.variants.svi.svi_init import Standardised, initial_state
@@ -160,14 +161,14 @@ def _rng_from(saved: dict) -> np.random.Generator:
     return rng
 
 
-def start_run(est, rows_of: Standardised, n_rows: int, batch_size: int, key) -> dict:
+def start_run(est, rows_of: Standardised, n_rows: int, batch_size: int, key) -> SviFitState:
     """The resume point of a new fit: the starting values (:func:`initial_state`), fresh Adam
     states and the generator of the minibatches, before the first step.
 
-    The dict holds only what a gplvm file can (arrays, numbers, strings and registered types):
+    Its fields hold only what a gplvm file can (arrays, numbers, strings and registered types):
     the optax states as their leaves, rebuilt on use from ``ADAM.init`` (the globals' by
     :mod:`gplvm.inference.optimise`'s own restore, as for ``OptimState``), the generator as its
-    state.  Keys:
+    state.  They are
     ``g``, ``g_state`` (leaves), ``X_mean``, ``X_var_raw`` (N, Q host arrays, updated in place
     by the run), ``local_state`` (leaves, (N, ...) host arrays, likewise), ``setup``,
     ``batch_size``, ``rng`` (the state at the start of the current epoch), ``step_in_epoch``
@@ -175,90 +176,131 @@ def start_run(est, rows_of: Standardised, n_rows: int, batch_size: int, key) -> 
     ``history``, ``n_step``, ``n_bad``, ``Y_mean``, ``Y_std``, ``has_missing``."""
     start = initial_state(est, rows_of, n_rows, key)
     Q = start.X_mean.shape[1]
-    local_state = _host_tree(ADAM.init({"X_mean": jnp.zeros(Q), "X_var": jnp.zeros(Q)}), n_rows)
+    local_state = _host_tree(ADAM.init(_local_zeros(Q)), n_rows)
     rng = np.random.default_rng(int(jax.random.randint(jax.random.fold_in(key, 4), (), 0,
                                                        2**31 - 1)))
-    return {"g": start.g, "g_state": jax.tree_util.tree_leaves(ADAM.init(start.g)),
-            "X_mean": np.array(start.X_mean), "X_var_raw": np.array(start.X_var_raw),
-            "local_state": jax.tree_util.tree_leaves(local_state), "setup": start.setup,
-            "batch_size": int(batch_size), "rng": _rng_state(rng), "step_in_epoch": 0,
-            "epoch_values": [], "epoch_ok": [], "history": [], "n_step": 0, "n_bad": 0,
-            "Y_mean": np.asarray(rows_of.Y_mean), "Y_std": np.asarray(rows_of.Y_std),
-            "has_missing": bool(rows_of.has_missing)}
+    return SviFitState(g=start.g, g_state=jax.tree_util.tree_leaves(ADAM.init(start.g)),
+                       X_mean=np.array(start.X_mean), X_var_raw=np.array(start.X_var_raw),
+                       local_state=jax.tree_util.tree_leaves(local_state), setup=start.setup,
+                       batch_size=int(batch_size), rng=_rng_state(rng), step_in_epoch=0,
+                       epoch_values=[], epoch_ok=[], history=[], n_step=0, n_bad=0,
+                       Y_mean=np.asarray(rows_of.Y_mean), Y_std=np.asarray(rows_of.Y_std),
+                       has_missing=bool(rows_of.has_missing))
+
+
+def _local_zeros(Q: int) -> dict:
+    """One row's local parameters (zeros): the tree of q(x_n) that its Adam state mirrors."""
+    return {"X_mean": jnp.zeros(Q), "X_var": jnp.zeros(Q)}
+
+
+class _Taken(NamedTuple):
+    """What one step computed, before :meth:`_Minibatches.commit` writes it into the state:
+    the batch's rows ``index``, the new global parameters ``g`` and their Adam state
+    ``g_state`` (a tree, on the device), the rows' new local parameters ``xl`` and Adam states
+    ``xl_state`` (host), the minibatch bound ``value`` and ``ok`` (the step was finite)."""
+
+    index: np.ndarray
+    g: dict
+    g_state: Any
+    xl: dict
+    xl_state: Any
+    value: float
+    ok: bool
 
 
 class _Minibatches:
-    """The step of :func:`run_svi`: one minibatch, ``step(key, run) -> (pending, info)``, and
-    its commit, which writes the step's results into the resume point ``run`` (its host arrays
-    in place) all together or not at all (:func:`gplvm.inference.run.atomic`)."""
+    """The step of :func:`run_svi` over the run's :class:`SviFitState`: ``step(key, state) ->
+    (taken, info)`` computes one minibatch from the state without changing it, and
+    ``commit(state, taken) -> state`` writes the step into it all together or not at all
+    (:func:`gplvm.inference.run.atomic`): the batch's rows into its host arrays in place (so
+    that a step costs O(B), not O(N)), its bound onto the epoch's lists, the rest by
+    ``_replace``.  Besides the state it keeps only constants (the rows, the rates, the mesh,
+    the trees the state's leaves are of) and the current epoch's minibatches, drawn from the
+    state's generator."""
 
-    def __init__(self, rows_of, n_rows, run, local, local_state, rates: _Rates, mesh):
-        self.rows_of, self.n_rows, self.local, self.local_state = rows_of, n_rows, local, \
-            local_state
-        self.rates, self.mesh = rates, mesh
-        self.g = jax.tree_util.tree_map(jnp.asarray, run["g"])
-        self.g_state = restored_opt_state(ADAM.init(self.g), run["g_state"])
-        if self.mesh is not None:  # replicated on the mesh from the start: one compilation
-            self.g, self.g_state = sharding.replicate((self.g, self.g_state), self.mesh)
-        self.epoch, self.batches = None, None
+    def __init__(self, rows_of, n_rows, state: SviFitState, rates: _Rates, mesh):
+        self.rows_of, self.n_rows, self.rates, self.mesh = rows_of, n_rows, rates, mesh
+        self.local_def = jax.tree_util.tree_structure(ADAM.init(
+            _local_zeros(state.X_mean.shape[1])))
+        self.g_def = jax.tree_util.tree_structure(ADAM.init(state.g))
+        self.epoch, self.batches, self.rng = None, None, None
 
-    def _batches(self, run):
+    def start(self, state: SviFitState) -> SviFitState:
+        """``state`` with its global parameters and their Adam state on the device (each
+        leaf of its template's dtype), replicated on the mesh when there is one: one
+        compilation for every step."""
+        g = jax.tree_util.tree_map(jnp.asarray, state.g)
+        g_state = restored_opt_state(ADAM.init(g), state.g_state)
+        if self.mesh is not None:
+            g, g_state = sharding.replicate((g, g_state), self.mesh)
+        return state._replace(g=g, g_state=jax.tree_util.tree_leaves(g_state))
+
+    def _local(self, state: SviFitState):
+        """The state's host arrays as the trees of the step: q(x_n) and its Adam states."""
+        return ({"X_mean": state.X_mean, "X_var": state.X_var_raw},
+                self.local_def.unflatten(list(state.local_state)))
+
+    def _batches(self, state: SviFitState):
         """The current epoch's minibatches, drawn from the generator's state at its start."""
-        if self.epoch != len(run["history"]):
-            self.epoch = len(run["history"])
-            self.rng = _rng_from(run["rng"])
-            self.batches = epoch_batches(self.rng, self.n_rows, int(run["batch_size"]))
+        if self.epoch != len(state.history):
+            self.epoch = len(state.history)
+            self.rng = _rng_from(state.rng)
+            self.batches = epoch_batches(self.rng, self.n_rows, int(state.batch_size))
         return self.batches
 
-    def step(self, key, run):
-        index = self._batches(run)[run["step_in_epoch"]]
+    def step(self, key, state: SviFitState):
+        index = self._batches(state)[state.step_in_epoch]
+        local, local_state = self._local(state)
         (g, g_state, xl, xl_state), value, ok = _step(
-            self.g, self.g_state, _gather(self.local, index), _gather(self.local_state, index),
-            self.rows_of(index), _step_setup(run["setup"], run["n_step"]), self.rates,
-            self.mesh)
+            state.g, self.g_def.unflatten(state.g_state), _gather(local, index),
+            _gather(local_state, index), self.rows_of(index),
+            _step_setup(state.setup, state.n_step), self.rates, self.mesh)
         xl, xl_state = jax.device_get((xl, xl_state))
-        pending = (index, g, g_state, xl, xl_state, float(value), bool(ok))
-        epoch_ends = run["step_in_epoch"] + 1 == len(self.batches)
-        return pending, ({"bound": f"{_epoch_mean(run, value, ok):.4g}"} if epoch_ends else {})
+        taken = _Taken(index, g, g_state, xl, xl_state, float(value), bool(ok))
+        epoch_ends = state.step_in_epoch + 1 == len(self.batches)
+        return taken, ({"bound": f"{_epoch_mean(state, value, ok):.4g}"} if epoch_ends else {})
 
-    def commit(self, run, pending):
-        index, g, g_state, xl, xl_state, value, ok = pending
-        self.g, self.g_state = g, g_state
-        _scatter(self.local, index, xl)
-        _scatter(self.local_state, index, xl_state)
-        run["epoch_values"].append(value)
-        run["epoch_ok"].append(ok)
-        run.update(g=g, g_state=jax.tree_util.tree_leaves(g_state),
-                   step_in_epoch=run["step_in_epoch"] + 1, n_step=run["n_step"] + 1)
-        if run["step_in_epoch"] == len(self.batches):       # the epoch is done
-            run["history"].append(_epoch_mean(run))
-            run.update(n_bad=run["n_bad"] + int(np.sum(~np.asarray(run["epoch_ok"]))),
-                       rng=_rng_state(self.rng), step_in_epoch=0, epoch_values=[],
-                       epoch_ok=[])
-        return run
+    def commit(self, state: SviFitState, taken: _Taken) -> SviFitState:
+        local, local_state = self._local(state)
+        _scatter(local, taken.index, taken.xl)
+        _scatter(local_state, taken.index, taken.xl_state)
+        state.epoch_values.append(taken.value)
+        state.epoch_ok.append(taken.ok)
+        state = state._replace(g=taken.g, g_state=jax.tree_util.tree_leaves(taken.g_state),
+                               step_in_epoch=state.step_in_epoch + 1, n_step=state.n_step + 1)
+        if state.step_in_epoch == len(self.batches):       # the epoch is done
+            state.history.append(_epoch_mean(state))
+            state = state._replace(n_bad=state.n_bad + int(np.sum(~np.asarray(state.epoch_ok))),
+                                   rng=_rng_state(self.rng), step_in_epoch=0, epoch_values=[],
+                                   epoch_ok=[])
+        return state
 
 
-def _epoch_mean(run: dict, *last) -> float:
+def _epoch_mean(state: SviFitState, *last) -> float:
     """The mean of the epoch's finite minibatch bounds (with ``last`` = (value, ok) of a step
     not yet committed); NaN when none was finite."""
-    values = np.asarray([*run["epoch_values"], *last[:1]], dtype=float)
-    ok = np.asarray([*run["epoch_ok"], *(bool(x) for x in last[1:])], dtype=bool)
+    values = np.asarray([*state.epoch_values, *last[:1]], dtype=float)
+    ok = np.asarray([*state.epoch_ok, *(bool(x) for x in last[1:])], dtype=bool)
     return float(np.mean(values[ok])) if ok.any() else np.nan
 
 
-def run_svi(est, rows_of: Standardised, n_rows: int, run: dict, n_epochs: int,
-            checkpoint: Optional[Callable[[dict], None]] = None) -> SviResult:
-    """Adam over minibatches from the resume point ``run`` (:func:`start_run`, or one a
+def run_svi(est, rows_of: Standardised, n_rows: int, state: SviFitState, n_epochs: int,
+            checkpoint: Optional[Callable[[SviFitState], None]] = None,
+            reached: Optional[Callable[[SviFitState], None]] = None) -> SviResult:
+    """Adam over minibatches from the resume point ``state`` (:func:`start_run`, or one a
     checkpoint saved) until ``n_epochs`` epochs are done.
 
-    The minibatches are the steps of :func:`gplvm.inference.run.run`: ``run`` is brought up
-    to date after every step (its host arrays in place, Ctrl-C held back while it is), so after
-    Ctrl-C or at a checkpoint it is exactly where the next step starts: continuing from it
-    replays the steps of an uninterrupted run on the same numbers (the same minibatches, from
-    the generator's state at the epoch's start and the steps of that epoch already done), and
-    gives its result bit for bit.  ``checkpoint(run)``, when given, is called after a step at
-    most every ``est.checkpoint_interval`` seconds (:class:`gplvm.inference.run.CheckpointTimer`).
-    The progress bar counts minibatches and shows each epoch's mean bound.
+    The minibatches are the steps of :func:`gplvm.inference.run.run`, which carries the
+    :class:`SviFitState` from step to step (:class:`_Minibatches`: each step committed with
+    Ctrl-C held back, its host arrays written in place), so after Ctrl-C or at a checkpoint
+    the state is exactly where the next step starts: continuing from it replays the steps of
+    an uninterrupted run on the same numbers (the same minibatches, from the generator's state
+    at the epoch's start and the steps of that epoch already done), and gives its result bit
+    for bit.  ``checkpoint(state)``, when given, is called after a step at most every
+    ``est.checkpoint_interval`` seconds (:class:`gplvm.inference.run.CheckpointTimer`);
+    ``reached(state)``, when given, after every step (before any checkpoint), so that the
+    caller holds where the run stands whatever ends it (the host arrays of ``state`` move
+    with the run).  The progress bar counts minibatches and shows each epoch's mean bound.
 
     Args:
         est: the estimator (its constructor arguments: learning_rate, progress, devices:
@@ -267,37 +309,41 @@ def run_svi(est, rows_of: Standardised, n_rows: int, run: dict, n_epochs: int,
     """
     devices = getattr(est, "devices", None)
     mesh = None if devices is None else sharding.make_mesh(devices)
-    setup, batch_size = run["setup"], int(run["batch_size"])
-    Q = run["X_mean"].shape[1]
-    local = {"X_mean": run["X_mean"], "X_var": run["X_var_raw"]}
-    # the rows' Adam states stay the host arrays of ``run`` (updated in place by each step)
-    local_state = jax.tree_util.tree_structure(ADAM.init(
-        {"X_mean": jnp.zeros(Q), "X_var": jnp.zeros(Q)})).unflatten(list(run["local_state"]))
-    steps = _Minibatches(rows_of, n_rows, run, local, local_state,
+    batch_size = int(state.batch_size)
+    steps = _Minibatches(rows_of, n_rows, state,
                          _Rates(n_rows / batch_size, jnp.asarray(float(est.learning_rate)),
                                 jnp.asarray(float(NATURAL_STEP))), mesh)
     per_epoch = n_rows // batch_size
-    total, done = n_epochs * per_epoch, len(run["history"]) * per_epoch + run["step_in_epoch"]
+    total, done = n_epochs * per_epoch, len(state.history) * per_epoch + state.step_in_epoch
     bar = Progress(total, "BayesianGPLVM (svi)", bool(est.progress), initial=done)
+
+    def commit(state, taken):
+        state = steps.commit(state, taken)
+        if reached is not None:
+            reached(state)
+        return state
+
     try:
         timer = CheckpointTimer(checkpoint, float(getattr(est, "checkpoint_interval", 0.0)))
-        out = loop(steps.step, run, total, start=done,
-                   hooks=Hooks(progress=bar, checkpoint=timer, commit=steps.commit))
+        out = loop(steps.step, steps.start(state), total, start=done,
+                   hooks=Hooks(progress=bar, checkpoint=timer, commit=commit))
     finally:
         bar.close()
-    if run["n_bad"]:
-        warnings.warn(f"BayesianGPLVM (svi): {run['n_bad']} of {run['n_step']} minibatch steps "
+    state = out.state
+    if state.n_bad:
+        warnings.warn(f"BayesianGPLVM (svi): {state.n_bad} of {state.n_step} minibatch steps "
                       f"had a non-finite bound or gradient and were skipped; lower "
                       f"learning_rate", RuntimeWarning, stacklevel=3)
-    bound = full_bound(steps.g, local["X_mean"], local["X_var"], rows_of, n_rows, setup,
+    bound = full_bound(state.g, state.X_mean, state.X_var_raw, rows_of, n_rows, state.setup,
                        batch_size, mesh)
-    return result_of(run, bound, out.interrupted, mesh is not None)
+    return result_of(state, bound, out.interrupted, mesh is not None)
 
 
-def result_of(run: dict, bound: float, interrupted: bool, on_mesh: bool = False) -> SviResult:
-    """The :class:`SviResult` of the resume point ``run``; ``on_mesh``: its ``g`` is on a mesh
-    and is copied to the default device, as a collapsed fit's fitted values."""
-    g = sharding.to_default_device(run["g"]) if on_mesh else run["g"]
-    X_var = np.asarray(softplus(jnp.asarray(run["X_var_raw"])))
-    return SviResult(g, run["X_mean"], X_var, run["setup"], bound,
-                     np.asarray(run["history"], dtype=float), len(run["history"]), interrupted)
+def result_of(state: SviFitState, bound: float, interrupted: bool,
+              on_mesh: bool = False) -> SviResult:
+    """The :class:`SviResult` of the resume point ``state``; ``on_mesh``: its ``g`` is on a
+    mesh and is copied to the default device, as a collapsed fit's fitted values."""
+    g = sharding.to_default_device(state.g) if on_mesh else state.g
+    X_var = np.asarray(softplus(jnp.asarray(state.X_var_raw)))
+    return SviResult(g, state.X_mean, X_var, state.setup, bound,
+                     np.asarray(state.history, dtype=float), len(state.history), interrupted)
