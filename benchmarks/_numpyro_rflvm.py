@@ -1,4 +1,4 @@
-"""NumPyro NUTS on the RFLVM's Poisson block with W held fixed: the peer of
+"""NumPyro NUTS on the RFLVM's Poisson (or negative binomial) block: the peer of
 ``rflvm_convergence.py`` (issue 30).  Runs in ``benchmarks/.venvs/numpyro`` (``_peer_venvs.py``),
 never imports gplvm.
 
@@ -13,6 +13,13 @@ and ``settings`` = [warm-up, samples, seed, w_sd, budget].  The model is gplvm's
 sampled as gplvm samples it) or W held at chain 0's W0 for every chain (w_sd = 0: the model of
 issue 30's NumPyro row) — the parametrisation a user of a generic PPL would write (β centred),
 NUTS with NumPyro's default window adaptation (diagonal mass), the chains one after the other.
+
+The negative binomial, when IN also holds ``nb_prior`` = (a0, b0, g0), ``r0`` (C, J) and ``h0``
+(C,) (each chain's dispersions and their prior's rate): gplvm's eq. 29 with its intercept prior,
+h ~ Ga(b0, rate g0), r_j ~ Ga(a0, rate h), the intercept β_Pj ~ N(mean_Pj − log r_j, 1/prec_P)
+(the prior on the log-mean c_j + log r_j, ``gplvm.models.rflvm.init.nb_prior_mean``), and
+y_nj ~ NB(r_j, logits ψ_nj) (mean r_j e^ψ, ``NegativeBinomialLogits``); NumPyro samples log r
+and log h.
 
 OUT holds ``log_lik`` (C, S) (Σ log p(y | ψ) with log y! included, as gplvm's trace),
 ``X`` (C, S, N, Q), ``n_leapfrog`` (C, S), ``compile_s`` (process CPU seconds of a run of
@@ -51,17 +58,31 @@ def design(X, W):
     return jnp.concatenate([Phi, jnp.ones((X.shape[0], 1))], axis=-1)
 
 
-def model(Y, offset, W, beta_mean, beta_sd, N, Q, w_sd):
+def model(Y, offset, W, beta_mean, beta_sd, N, Q, w_sd, nb=None):
     X = numpyro.sample("X", dist.Normal(0.0, 1.0).expand([N, Q]).to_event(2))
     if w_sd > 0:
         W = numpyro.sample("W", dist.Normal(0.0, w_sd).expand(list(W.shape)).to_event(2))
+    r = None
+    if nb is not None:
+        a0, b0, g0 = nb
+        h = numpyro.sample("h", dist.Gamma(b0, g0))
+        r = numpyro.sample("r", dist.Gamma(a0, h).expand([Y.shape[1]]).to_event(1))
+        beta_mean = beta_mean.at[-1].add(-jnp.log(r))
     beta = numpyro.sample("beta", dist.Normal(beta_mean, beta_sd[:, None]).to_event(2))
     psi = design(X, W) @ beta + offset
-    numpyro.sample("Y", dist.Poisson(jnp.exp(psi)).to_event(2), obs=Y)
+    numpyro.sample("Y", observation(psi, r), obs=Y)
 
 
-def log_lik(Y, offset, W, X, beta):
+def observation(psi, r=None):
+    if r is None:
+        return dist.Poisson(jnp.exp(psi)).to_event(2)
+    return dist.NegativeBinomialLogits(r, psi).to_event(2)
+
+
+def log_lik(Y, offset, W, X, beta, r=None):
     psi = design(X, W) @ beta + offset
+    if r is not None:
+        return observation(psi, r).log_prob(Y)
     return jnp.sum(Y * psi - jnp.exp(psi) - gammaln(Y + 1.0))
 
 
@@ -75,8 +96,11 @@ def run(d, n_warmup, n_samples, seed, w_sd):
     W = d["W0"][0]
     args = (jnp.asarray(d["Y"]), jnp.asarray(d["offset"]), jnp.asarray(W),
             jnp.asarray(d["beta_mean"]), jnp.asarray(d["beta_prec"]) ** -0.5,
-            d["Y"].shape[0], W.shape[1], w_sd)
+            d["Y"].shape[0], W.shape[1], w_sd,
+            tuple(float(v) for v in d["nb_prior"]) if "nb_prior" in d else None)
     init = {"X": jnp.asarray(d["X0"]), "beta": jnp.asarray(d["beta0"])}
+    if "nb_prior" in d:       # init_params are unconstrained values: log r, log h
+        init.update(r=jnp.log(d["r0"]), h=jnp.log(d["h0"]))
     if w_sd > 0:
         init["W"] = jnp.asarray(d["W0"])
     mcmc.run(jax.random.PRNGKey(seed), *args, init_params=init, extra_fields=("num_steps",))
@@ -118,8 +142,9 @@ def main(path_in, path_out):
         steps = mcmc.get_extra_fields(group_by_chain=True)["num_steps"]
     C, n_samples = d["X0"].shape[0], draws["X"].shape[1]
     Ws = draws["W"] if w_sd > 0 else jnp.broadcast_to(args[2], (C, n_samples) + args[2].shape)
-    ll = jax.vmap(jax.vmap(lambda x, w, b: log_lik(args[0], args[1], w, x, b)))(
-        draws["X"], Ws, draws["beta"])
+    rs = draws["r"] if "r" in draws else jnp.zeros(draws["X"].shape[:2])     # (unused)
+    ll = jax.vmap(jax.vmap(lambda x, w, b, r: log_lik(
+        args[0], args[1], w, x, b, r if "r" in draws else None)))(draws["X"], Ws, draws["beta"], rs)
     np.savez(path_out, X=np.asarray(draws["X"]), log_lik=np.asarray(ll),
              n_leapfrog=np.asarray(steps), cpu_s=cpu_s, compile_s=compile_s)
 

@@ -19,7 +19,8 @@ CPU and wall seconds are the whole fit's, compilation and mode search included (
 ``GPLVM_COMPILATION_CACHE=0`` so that no earlier process's compiled programs are read).  The
 library checks its budget after each round; a fit still sampling at ``--hard-stop`` seconds
 (1.2 × budget) is stopped by the library's Ctrl-C path at the end of the block then running
-and diagnosed on the draws it has (:func:`fit_auto`).  Column "converged": the library's rule
+and diagnosed on the draws it has (:func:`fit_auto`).  ``--clock cpu`` puts the budget on the
+process's CPU seconds instead (budget × ``--cores``), for a machine loaded by other jobs.  Column "converged": the library's rule
 and how the run ended (max_time, max_iter, the hard stop); for the fixed-length samplers the
 same rule on this table's figures.  ``--sweeps sampler@dataset=n`` sets one data set's.
 
@@ -73,7 +74,8 @@ chains: ``RFLVM(max_stored=200)``).  Its CPU seconds exclude compilation as gplv
 of 2 + 2 iterations first; see ``_numpyro_rflvm.py``); with ``--peer-budget`` s > 0 they
 include it (no separate run), and after its whole warm-up the peer draws in chunks until its
 draws or the budget are spent ("draws + warm-up" in the sweeps column).  The peer runs on the
-Poisson data sets (offsets included); it has no negative binomial model.  Its 1-NN and R²
+Poisson data sets (offsets included) and on ``bridges-nb`` (gplvm's negative binomial: its
+dispersion prior and intercept centring, ``_numpyro_rflvm.py``).  Its 1-NN and R²
 use the mean of its draws over all chains with W fixed (one frame), chain 0's with W sampled.
 Column "leapfrogs per draw": the mean number of leapfrog steps per kept draw (NUTS only).
 """
@@ -88,6 +90,7 @@ os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
 import argparse  # noqa: E402
 import signal  # noqa: E402
 import sys  # noqa: E402
+import threading  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 from typing import NamedTuple, Optional  # noqa: E402
@@ -240,8 +243,8 @@ def _ess_rhat(ll: np.ndarray, dist: np.ndarray) -> dict:
             "rhat_dist": float(np.max(rhat_d)), "ess_dist": float(np.median(ess_d))}
 
 
-def chain_starts(Y, args, n_chains: int, offset=None):
-    """(spec, data, states): the Poisson block and each chain's start exactly as
+def chain_starts(Y, args, n_chains: int, offset=None, kind: str = "poisson"):
+    """(spec, data, states): the ``kind`` block and each chain's start exactly as
     ``RFLVM(sampler='nuts', learn_kernel=False)`` builds them before its mode search (same
     seed, PCA start, jitter, W draws, β at its prior mean; a leading chain axis on states),
     given the rows' ``offset`` (or none)."""
@@ -251,25 +254,29 @@ def chain_starts(Y, args, n_chains: int, offset=None):
     from gplvm.kernels import RBF
     from gplvm.models.rflvm.init import initial_latents, initial_states, prepare_data
 
-    model = gplvm.RFLVM(likelihood="poisson", n_features=args.features, n_chains=n_chains,
+    model = gplvm.RFLVM(likelihood=kind, n_features=args.features, n_chains=n_chains,
                         learn_kernel=False, sampler="nuts", random_state=args.seed)
-    spec = model._spec("poisson", Y.shape[1], False)
+    spec = model._spec(kind, Y.shape[1], False)
     data = prepare_data(spec, Y, offset, None, RBF(lengthscale=1.0), None)
     key_init, _ = jax.random.split(as_key(args.seed))
-    X0 = initial_latents(Y, "poisson", key_init, model.n_components, model.init, offset)
+    X0 = initial_latents(Y, kind, key_init, model.n_components, model.init, offset)
     states = initial_states(jax.random.split(key_init, n_chains), spec, data, X0, 0.1,
                             model.n_clusters)
     return spec, data, states
 
 
 def numpyro_inputs(Y, args) -> dict:
-    """The Poisson model's prior and each chain's start (:func:`chain_starts`), for
-    ``_numpyro_rflvm.py``."""
-    _, data, states = chain_starts(Y, args, args.chains, args.offset)
-    return {"Y": Y, "offset": np.asarray(data.offset), "W0": np.asarray(states.W),
-            "beta_mean": np.asarray(data.beta_prior_mean),
-            "beta_prec": np.asarray(data.beta_prior_prec), "X0": np.asarray(states.X),
-            "beta0": np.asarray(states.beta)}
+    """The model's prior and each chain's start (:func:`chain_starts`), for
+    ``_numpyro_rflvm.py``; the negative binomial's dispersion prior and starts besides."""
+    spec, data, states = chain_starts(Y, args, args.chains, args.offset, args.likelihood)
+    inputs = {"Y": Y, "offset": np.asarray(data.offset), "W0": np.asarray(states.W),
+              "beta_mean": np.asarray(data.beta_prior_mean),
+              "beta_prec": np.asarray(data.beta_prior_prec), "X0": np.asarray(states.X),
+              "beta0": np.asarray(states.beta)}
+    if args.likelihood == "negative_binomial":
+        inputs.update(nb_prior=np.asarray(spec.dispersion_prior, float),
+                      r0=np.asarray(states.dispersion), h0=np.asarray(states.dispersion_rate))
+    return inputs
 
 
 def fit_numpyro(Y, n_iter: int, args, fixed_w: bool):
@@ -308,32 +315,48 @@ def fit_numpyro(Y, n_iter: int, args, fixed_w: bool):
 
 def fit_auto(Y, sampler: str, burn_in: int, args) -> tuple:
     """``gibbs-auto`` / ``nuts-auto``: one fit of ``RFLVM(n_iter='auto', burn_in=burn_in,
-    max_time=args.budget, max_iter=args.max_iter)``, timed whole (mode search, compilation and
-    every round), with nothing of this sampler and shape run before in this process (set
+    max_iter=args.max_iter)``, timed whole (mode search, compilation and every round), with
+    nothing of this sampler and shape run before in this process (set
     ``GPLVM_COMPILATION_CACHE=0`` so that no earlier process's programs are read either).
 
-    The library checks ``max_time`` after each round; a fit still sampling ``args.hard_stop``
-    seconds after its start is stopped by the library's own Ctrl-C path (a SIGINT, sent only
-    while the driver runs blocks and honoured at the end of the block then running: the draws
-    so far are kept and diagnosed).  Returns (model or None, CPU s, wall s, how it ended)."""
+    ``--clock wall``: ``max_time=args.budget``, which the library checks after each round, and
+    a fit still sampling ``args.hard_stop`` wall seconds after its start is stopped there.
+    ``--clock cpu`` (for a machine loaded by other jobs, where wall seconds measure the load):
+    no ``max_time``; the fit is stopped when this process has used ``args.budget × --cores``
+    CPU seconds, what a quiet machine of that many cores gives in ``budget`` wall seconds.  A
+    stop is the library's own Ctrl-C path (a SIGINT, sent only while the driver runs blocks and
+    honoured at the end of the block then running: the draws so far are kept and diagnosed).
+    Returns (model or None, CPU s, wall s, how it ended)."""
+    cpu_clock = args.clock == "cpu"
     model = gplvm.RFLVM(n_iter="auto", burn_in=burn_in, max_iter=args.max_iter,
-                        max_time=args.budget, sampler=sampler[:-len("-auto")],
-                        likelihood=args.likelihood, n_features=args.features,
-                        n_chains=args.chains, learn_kernel=args.learn_kernel, progress=False,
+                        max_time=None if cpu_clock else args.budget,
+                        sampler=sampler[:-len("-auto")], likelihood=args.likelihood,
+                        n_features=args.features, n_chains=args.chains,
+                        learn_kernel=args.learn_kernel, progress=False,
                         random_state=args.seed, block_size=min(args.auto_block, burn_in))
+    limit = args.budget * args.cores if cpu_clock else args.hard_stop
+    unit = "CPU s" if cpu_clock else "s"
+    t0, w0, escaped = time.process_time(), time.perf_counter(), False
+    sent, done = threading.Event(), threading.Event()
 
     def stop(signum, frame):
-        while frame is not None:          # inside the driver's loop (gplvm.inference.run.run)?
+        while frame is not None and not sent.is_set():   # inside the driver's loop?
             if frame.f_code.co_name == "run" and frame.f_code.co_filename.endswith(
                     os.path.join("inference", "run.py")):
+                sent.set()
                 os.kill(os.getpid(), signal.SIGINT)
                 return
-            frame = frame.f_back
-        signal.setitimer(signal.ITIMER_REAL, 1.0)          # not sampling now: try again in 1 s
+            frame = frame.f_back            # not sampling now: the watcher asks again in 1 s
+
+    def watch():
+        clock, start = ((time.process_time, t0) if cpu_clock else (time.perf_counter, w0))
+        while not done.wait(1.0) and not sent.is_set():
+            if clock() - start >= limit:
+                os.kill(os.getpid(), signal.SIGALRM)
 
     previous = signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, args.hard_stop)
-    t0, w0, escaped = time.process_time(), time.perf_counter(), False
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -341,15 +364,16 @@ def fit_auto(Y, sampler: str, burn_in: int, args) -> tuple:
         except KeyboardInterrupt:
             escaped = True
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            done.set()
+            watcher.join()
             signal.signal(signal.SIGALRM, previous)
     cpu, wall = time.process_time() - t0, time.perf_counter() - w0
     if not hasattr(model, "n_iter_") or escaped:
-        return None, cpu, wall, f"stopped at {args.hard_stop:.0f} s before any sampling ended"
+        return None, cpu, wall, f"stopped at {limit:.0f} {unit} before any sampling ended"
     if model.converged_:
         ended = "yes"
     elif model.interrupted_:
-        ended = f"no (stopped at {args.hard_stop:.0f} s)"
+        ended = f"no (stopped at {limit:.0f} {unit})"
     else:
         ended = "no (max_iter)" if model.n_iter_ >= args.max_iter else "no (max_time)"
     return model, cpu, wall, ended
@@ -378,6 +402,11 @@ def main(argv=None):
     parser.add_argument("--learn-kernel", action="store_true")
     parser.add_argument("--budget", type=float, default=300.0,
                         help="auto samplers: RFLVM(max_time=...), wall seconds")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="auto samplers: 'cpu' stops a fit at budget × cores CPU seconds "
+                        "instead (fit_auto)")
+    parser.add_argument("--cores", type=int, default=os.cpu_count(),
+                        help="--clock cpu: the cores whose budget wall seconds it stands for")
     parser.add_argument("--hard-stop", type=float, default=None,
                         help="auto samplers: wall seconds after which a fit is stopped mid-round "
                         "(default 1.2 × budget)")
@@ -397,8 +426,10 @@ def main(argv=None):
           f"GPLVM_COMPILATION_CACHE={os.environ.get('GPLVM_COMPILATION_CACHE', '(unset: on)')}; "
           f"gplvm {gplvm.__version__}; {args.chains} chains, M = {args.features}, "
           f"{'DP kernel' if args.learn_kernel else 'frequencies from a fixed RBF'}; auto: "
-          f"max_time={args.budget:g} s, stopped at {args.hard_stop:g} s, max_iter="
-          f"{args.max_iter}; NumPyro budget {args.peer_budget:g} CPU s; "
+          + (f"stopped at {args.budget * args.cores:g} CPU s (no max_time)"
+             if args.clock == "cpu" else
+             f"max_time={args.budget:g} s, stopped at {args.hard_stop:g} s")
+          + f", max_iter={args.max_iter}; NumPyro budget {args.peer_budget:g} CPU s; "
           f"load {os.getloadavg()[0]:.2f}")
     header = ("| data | sampler | sweeps × chains | converged | CPU s (first fit) | wall s | "
               "R-hat log-lik | R-hat dist (max) | ESS log-lik | ESS dist (median) | "
@@ -439,8 +470,8 @@ def run_row(Y, data: Data, name: str, sampler: str, n_iter: int, args):
     """One row: (figures, CPU s, wall s, first fit's CPU s or None, converged, posterior mean
     of X or None, sweeps per chain), or None when the row is skipped."""
     if sampler.startswith("numpyro"):
-        if args.likelihood != "poisson":
-            print(f"[skip] {sampler} on {name}: the peer model is the Poisson one")
+        if args.likelihood not in ("poisson", "negative_binomial"):
+            print(f"[skip] {sampler} on {name}: the peer has the Poisson and NB models only")
             return None
         got = fit_numpyro(Y, n_iter, args, fixed_w=sampler == "numpyro-fixed-w")
         if got is None:
