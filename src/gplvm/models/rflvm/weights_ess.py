@@ -181,16 +181,14 @@ def sample_beta_slice(key: Array, Phi: Array, beta: Array, data, prior: BetaPrio
 
 def _slice_columns(key: Array, Phi: Array, beta: Array, data, prior: BetaPrior, lik):
     """:func:`sample_beta_slice` for a density per entry: one slice per column of (g_j, Φg_j),
-    g = β − μ (as :func:`sample_beta_ess`), its log-target from ``lik._psi_log_prob``."""
+    g = β − μ, on the ellipse of :func:`_ellipse` (as :func:`sample_beta_ess`), its log-target
+    from ``lik._psi_log_prob`` (every column evaluated at each shrink: a likelihood's
+    parameters may be per column, so its columns are not taken apart)."""
     P = beta.shape[0]
     key_nu, key_ess = jax.random.split(key)
-    mu, lam, scale, s, V = likelihood_working_gaussian(Phi, data, prior, lik)
-    eps = jax.random.normal(key_nu, beta.shape, beta.dtype)
-    nu_c = scale @ ((V.T @ eps) / jnp.sqrt(lam[None, :] * s[:, None] + 1.0))
-    Phi_g, Phi_nu, Phi_mu = jnp.split(Phi @ jnp.concatenate([beta - mu, nu_c, mu], axis=1), 3,
-                                      axis=1)
-    c = (prior.prec[:, None] * (mu - prior.mean)).T                      # (D, P)
-    a = Phi_mu + data.offset                                             # (N, D)
+    gaussian = likelihood_working_gaussian(Phi, data, prior, lik)
+    blocks, nu_blocks, mu, Phi_mu, c = _ellipse(key_nu, Phi, beta, prior, gaussian)
+    lam, a = gaussian[1], Phi_mu + data.offset                            # (D,), (N, D)
 
     def log_lik_fn(blocks):
         g, Phi_g = blocks[:, :P], blocks[:, P:]
@@ -198,11 +196,30 @@ def _slice_columns(key: Array, Phi: Array, beta: Array, data, prior: BetaPrior, 
         return (jnp.sum(vals, axis=0) + 0.5 * lam * jnp.sum(Phi_g**2, axis=1)
                 - jnp.sum(c * g, axis=1))
 
-    stack = lambda g, Phi_g: jnp.concatenate([g.T, Phi_g.T], axis=1)      # (D, P + N)
-    state, info = ess_step(key_ess, ess_init(stack(beta - mu, Phi_g), log_lik_fn), log_lik_fn,
-                           stack(nu_c, Phi_nu))
+    state, info = ess_step(key_ess, ess_init(blocks, log_lik_fn), log_lik_fn, nu_blocks)
     return (mu + state.position[:, :P].T, jnp.mean(info.n_proposals.astype(beta.dtype)),
             Phi_mu + state.position[:, P:].T)
+
+
+def _ellipse(key_nu: Array, Phi: Array, beta: Array, prior: BetaPrior, gaussian):
+    """The ellipse of a per-column slice under the working Gaussian ``gaussian`` = (μ, λ,
+    scale, s, V) of :func:`working_gaussian_of`: ν − μ ~ N(0, Λ⁻¹) drawn with ``key_nu``,
+    the blocks (g_j, Φg_j) (D, P + N) at g = β − μ and at ν − μ, μ, Φμ (N, D) and
+    c = (B0⁻¹(μ − β0))ᵀ (D, P), the slice's linear term (:func:`_column_ll_on`)."""
+    mu, lam, scale, s, V = gaussian
+    eps = jax.random.normal(key_nu, beta.shape, beta.dtype)
+    # ν − μ ~ N(0, Λ⁻¹) through the symmetric square root B0^{1/2} V diag(·)^{-1/2} Vᵀ, a
+    # continuous function of ΦᵀΦ: through B0^{1/2} V alone the draw would follow the
+    # eigenvectors, which rounding in ΦᵀΦ turns within a (near-)repeated eigenvalue, so that
+    # the same key gave another draw when the rows' sums were added in another order
+    # (a chain split over devices, issue 18)
+    nu_c = scale @ ((V.T @ eps) / jnp.sqrt(lam[None, :] * s[:, None] + 1.0))
+    # Φ(β − μ), Φ(ν − μ) and Φμ as one product
+    Phi_g, Phi_nu, Phi_mu = jnp.split(Phi @ jnp.concatenate([beta - mu, nu_c, mu], axis=1), 3,
+                                      axis=1)
+    c = (prior.prec[:, None] * (mu - prior.mean)).T
+    stack = lambda g, Phi_g: jnp.concatenate([g.T, Phi_g.T], axis=1)      # (D, P + N)
+    return stack(beta - mu, Phi_g), stack(nu_c, Phi_nu), mu, Phi_mu, c
 
 
 class SliceInputs(NamedTuple):
@@ -224,26 +241,15 @@ def slice_inputs(key_nu: Array, Phi: Array, beta: Array, data, prior: BetaPrior,
     product) and the blocks and per-column data of the slice, laid out by column
     (:func:`sample_beta_ess`)."""
     Y, observed, offset = data.Y, data.observed, data.offset
-    prior_mean, prior_prec = prior
-    mu, lam, scale, s, V = working_gaussian(Phi, data, prior, dispersion)
-    eps = jax.random.normal(key_nu, beta.shape, beta.dtype)
-    # ν − μ ~ N(0, Λ⁻¹) through the symmetric square root B0^{1/2} V diag(·)^{-1/2} Vᵀ, a
-    # continuous function of ΦᵀΦ: through B0^{1/2} V alone the draw would follow the
-    # eigenvectors, which rounding in ΦᵀΦ turns within a (near-)repeated eigenvalue, so that
-    # the same key gave another draw when the rows' sums were added in another order
-    # (a chain split over devices, issue 18)
-    nu_c = scale @ ((V.T @ eps) / jnp.sqrt(lam[None, :] * s[:, None] + 1.0))
-    # Φ(β − μ), Φ(ν − μ) and Φμ as one product
-    Phi_g, Phi_nu, Phi_mu = jnp.split(Phi @ jnp.concatenate([beta - mu, nu_c, mu], axis=1), 3,
-                                      axis=1)
-    c = (prior_prec[:, None] * (mu - prior_mean)).T
+    gaussian = working_gaussian(Phi, data, prior, dispersion)
+    blocks, nu_blocks, mu, Phi_mu, c = _ellipse(key_nu, Phi, beta, prior, gaussian)
+    lam = gaussian[1]
     if dispersion is None:
         per_column = ((Y * observed).T, (observed * jnp.exp(Phi_mu + offset)).T, lam, c)
     else:
         per_column = ((Y * observed).T, ((Y + dispersion) * observed).T, (Phi_mu + offset).T,
                       lam, c)
-    stack = lambda g, Phi_g: jnp.concatenate([g.T, Phi_g.T], axis=1)      # (D, P + N)
-    return SliceInputs(stack(beta - mu, Phi_g), stack(nu_c, Phi_nu), per_column, mu, Phi_mu)
+    return SliceInputs(blocks, nu_blocks, per_column, mu, Phi_mu)
 
 
 def _column_ll_on(per_column, P: int):
