@@ -61,11 +61,11 @@ def _fill_trace(trace: dict) -> dict:
 def _complete_data(data, kind: str):
     """``data`` with the count layouts it predates filled in (module docstring); the chains'
     copies carry a leading chain axis, and every chain holds the same data."""
-    from gplvm.models.rflvm.init import LAYOUT_FIELDS, count_layouts
+    from gplvm.models.rflvm.init import count_layouts, layout_fields
 
     if not isinstance(data, lookup("gplvm.state.RFLVMData")):
         return data
-    layouts = [k for k in LAYOUT_FIELDS.get(kind, ())
+    layouts = [k for k in layout_fields(kind)
                if getattr(data, k) is None or (k == "customers" and len(data.customers) == 4)]
     if not layouts:
         return data

@@ -67,10 +67,11 @@ def prepare_data(spec: RFLVMSpec, Y: np.ndarray, offset, trials, kernel, times) 
                      kernel=kernel, **count_layouts(spec.likelihood, Y, obs))
 
 
-LAYOUT_FIELDS = {name: cls.count_layouts for name, cls in LIKELIHOODS.items()
-                 if cls.count_layouts}
-"""The fields of :class:`.spec.RFLVMData` that :func:`count_layouts` fills, per likelihood
-(each likelihood's ``count_layouts``; those registered when this module was imported)."""
+def layout_fields(kind: str) -> tuple:
+    """The fields of :class:`.spec.RFLVMData` that :func:`count_layouts` fills for the
+    likelihood registered as ``kind`` (its ``count_layouts``; () for a name not registered)."""
+    cls = LIKELIHOODS.get(kind)
+    return tuple(cls.count_layouts) if cls is not None else ()
 
 
 def count_layouts(kind: str, Y: np.ndarray, observed: np.ndarray) -> dict:
