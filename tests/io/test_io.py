@@ -20,6 +20,7 @@ import json
 import warnings
 from typing import NamedTuple
 
+from _format5 import rewrite as _rewrite
 from _paths import LEGACY
 from _same import assert_same
 
@@ -221,30 +222,6 @@ def test_glm_round_trip(glm, tmp_path):
 
 
 # ----------------------------------------------------------------------------- the file
-
-
-def _rewrite(path, change, reseal: bool = True):
-    """Apply ``change`` to the file's JSON document and write the file back.
-
-    ``reseal``: make the file what a gplvm of the document's format would have written -- its
-    ``document_sha256`` recomputed (format 4), or the checksums that its older format did not
-    have removed -- so that a test reaches the loader's other checks; False leaves them as
-    they were, as an editor of the file would."""
-    with np.load(path, allow_pickle=False) as archive:
-        entries = {name: archive[name] for name in archive.files}
-    document = json.loads(entries["__gplvm__"].tobytes().decode("utf-8"))
-    change(document)
-    version = document.get("format_version")
-    if reseal and type(version) is int:
-        if version < 4:
-            document.pop("document_sha256", None)
-        if version < 3:
-            document.pop("payload_sha256", None)
-        if version >= 4 and "document_sha256" in document:
-            document["document_sha256"] = gio.document_sha256(document)
-    entries["__gplvm__"] = np.frombuffer(json.dumps(document).encode(), dtype=np.uint8)
-    with open(path, "wb") as file:
-        np.savez(file, **entries)
 
 
 @pytest.fixture

@@ -23,7 +23,8 @@ dataclass      ``class`` (a registered name) and ``fields``
 Format 2 names a class by the stable name it is registered under with
 :func:`gplvm.registry.register` (``"gplvm.kernels.RBF"``, ``"gplvm.state.MissingGroups"``);
 format 1 named it by its Python path (``"gplvm.kernels.stationary.RBF"``), which the
-:class:`Decoder` of a format-1 file translates through :data:`gplvm.io.legacy.FORMAT1_NAMES`.
+:class:`Decoder` of a format-1 file translates through :data:`gplvm.io.legacy.FORMAT1_NAMES`
+(:func:`gplvm.io.legacy.registered_class`, which reads the estimator's name too).
 Classes are rebuilt through :func:`gplvm.registry.lookup` only, so the registry is the
 whitelist: nothing named in a file is imported or evaluated, and nothing is unpickled
 (API.md: loading never executes).
@@ -39,7 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gplvm.io.legacy import format1_name, object_fields
+from gplvm.io.legacy import object_fields, registered_class
 from gplvm.registry import lookup, name_of
 
 _SCALARS = (type(None), bool, int, float, str)
@@ -184,7 +185,7 @@ class Decoder:
 
     def _object(self, kind: str, doc: dict) -> Any:
         name = doc.get("class")
-        cls = lookup(format1_name(name) if self.format_version == 1 else name)
+        cls = registered_class(name, self.format_version)
         is_namedtuple = issubclass(cls, tuple) and hasattr(cls, "_fields")
         if is_namedtuple != (kind == "namedtuple") or (
                 kind == "dataclass" and not dataclasses.is_dataclass(cls)):

@@ -34,8 +34,9 @@ text file, a truncated or damaged archive, arrays whose checksum differs from th
 
 Versions.  Every upgrade of an older file is :mod:`gplvm.io.legacy`'s.  Format 1 (gplvm before
 issue 11) named classes by ``module.QualName``; such names are translated through
-:data:`gplvm.io.legacy.FORMAT1_NAMES`, and the two private Bayesian GPLVM types they held live
-on in :mod:`gplvm.io.legacy`.  When a file's version is below
+:data:`gplvm.io.legacy.FORMAT1_NAMES` (:func:`gplvm.io.legacy.registered_class`), and the two
+private Bayesian GPLVM types they held live on in :mod:`gplvm.io.legacy`.  When a file's
+version is below
 :data:`FORMAT_VERSION`, :func:`load` hands the decoded fitted attributes to the estimator's
 classmethod ``_upgrade_fitted(fitted, format_version)``, which returns today's attributes (the
 default, :meth:`SaveMixin._upgrade_fitted`, returns them unchanged); likewise its constructor
@@ -73,7 +74,7 @@ from gplvm._config import get_precision, precision
 from gplvm._version import __version__
 from gplvm.io import legacy     # the upgrades of older files (and the format-1 types they hold)
 from gplvm.io.codec import Decoder, Encoder
-from gplvm.registry import estimators, lookup, name_of
+from gplvm.registry import estimators, name_of
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "UPGRADED_FROM", "SaveMixin", "document_sha256", "load",
            "payload_sha256", "save", "write_atomic"]
@@ -299,8 +300,7 @@ def _load(name: str) -> Any:
     document = _read_document(entries.pop(_DOCUMENT))
     version = _check_format(document)
     _check_checksums(name, document, entries, version)
-    name = document.get("class")
-    cls = lookup(legacy.format1_name(name) if version == 1 else name)
+    cls = legacy.registered_class(document.get("class"), version)
     if cls not in estimators():
         raise ValueError(f"the file's top-level class {document['class']!r} is not a gplvm "
                          f"estimator")

@@ -5,8 +5,9 @@ is here (issue 33: one legacy module; formerly ``io/legacy.py``, ``gplvm_family/
 :func:`gplvm.load` reads a file of an older format version in three steps, all of them here:
 
 1. class names: format 1 (gplvm before issue 11) named classes by ``module.QualName``;
-   :func:`format1_name` translates each through :data:`FORMAT1_NAMES` to the registered name
-   that reads it today (:class:`gplvm.io.codec.Decoder`, :func:`gplvm.io.load`);
+   :func:`registered_class` reads every class name of a file (the estimator's, in
+   :func:`gplvm.io.load`, and each object's, in :class:`gplvm.io.codec.Decoder`), a format-1
+   one through :func:`format1_name` and :data:`FORMAT1_NAMES`;
 2. the run state: files of format 5 and below kept it as a dict attribute ``_resume_``, which
    :func:`typed_fit_state` turns into the estimator's registered FitState
    (:mod:`gplvm.models.fit_state`; format 6 keeps it in the document's ``fit_state``);
@@ -32,8 +33,8 @@ from gplvm.io.legacy.rflvm import current_layouts, upgrade_rflvm
 from gplvm.registry import lookup, register
 
 __all__ = ["FORMAT1_NAMES", "BayesianGPLVMFixed", "BayesianGPLVMStatic", "current_layouts",
-           "format1_name", "typed_fit_state", "upgrade_bgplvm", "upgrade_dpgplvm", "upgrade_glm",
-           "upgrade_rflvm"]
+           "format1_name", "registered_class", "typed_fit_state", "upgrade_bgplvm",
+           "upgrade_dpgplvm", "upgrade_glm", "upgrade_rflvm"]
 
 #: Every name a format-1 file can hold (``module.QualName``), mapped to the registered name that
 #: reads it today.
@@ -79,6 +80,16 @@ def format1_name(name: object) -> object:
     """The registered name that reads the format-1 class name ``name`` (itself when it is not
     one of :data:`FORMAT1_NAMES`: the lookup then refuses it)."""
     return FORMAT1_NAMES.get(name, name) if isinstance(name, str) else name
+
+
+def registered_class(name: object, format_version: int) -> type:
+    """The class that reads the class name ``name`` of a file of ``format_version``: a format-1
+    name translated by :func:`format1_name` first, then looked up in :mod:`gplvm.registry`.
+
+    Raises:
+        ValueError: no class is registered under that name.
+    """
+    return lookup(format1_name(name) if format_version == 1 else name)
 
 
 def object_fields(name: object, fields: dict) -> dict:
