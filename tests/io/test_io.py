@@ -25,74 +25,18 @@ from _paths import LEGACY
 from _same import assert_same
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 from sklearn.exceptions import NotFittedError
 
 import gplvm
-from gplvm.features import RandomFourierFeatures
 from gplvm import io as gio
 from gplvm import registry
 from gplvm.io import FORMAT_VERSION, UPGRADED_FROM, SaveMixin, legacy
-from gplvm.kernels import RBF
-from gplvm.likelihoods import Binomial
 
 
-# ----------------------------------------------------------------------------- fitted models
-
-
-@pytest.fixture(scope="module")
-def rflvm():
-    rng = np.random.default_rng(0)
-    Y = rng.poisson(2.0, size=(30, 6)).astype(float)
-    Y[0, 1] = Y[3, 4] = np.nan
-    model = gplvm.RFLVM(likelihood="poisson", n_features=10, n_iter=16, burn_in=8, n_chains=1,
-                        block_size=8, transform_steps=3, progress=False, random_state=0)
-    return model.fit(Y), Y
-
-
-@pytest.fixture(scope="module")
-def bgplvm():
-    rng = np.random.default_rng(1)
-    Y = np.sin(rng.normal(size=(20, 2)) @ rng.normal(size=(2, 5)))
-    Y[2, 0] = np.nan
-    model = gplvm.BayesianGPLVM(n_components=2, n_inducing=5, kernel=RBF(jnp.ones(2), 1.0),
-                                max_iter=20, transform_max_iter=5, random_state=0,
-                                progress=False)
-    return model.fit(Y), Y
-
-
-@pytest.fixture(scope="module")
-def bgplvm_dynamic():
-    rng = np.random.default_rng(4)
-    t = np.tile(np.arange(8.0), 2)
-    Y = np.column_stack([np.sin(t), np.cos(t), t / 8]) + 0.1 * rng.normal(size=(16, 3))
-    model = gplvm.BayesianGPLVM(n_components=1, n_inducing=4, max_iter=5, random_state=0,
-                                progress=False)
-    return model.fit(Y, times=t, groups=np.repeat([0, 1], 8))
-
-
-@pytest.fixture(scope="module")
-def blr():
-    rng = np.random.default_rng(2)
-    X = rng.normal(size=(30, 2))
-    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=30)
-    features = RandomFourierFeatures.create(RBF(lengthscale=1.0), 10, 2, jax.random.PRNGKey(3))
-    model = gplvm.BayesianLinearRegression(features=features, n_restarts=0, max_iter=10)
-    return model.fit(X, y), X, y
-
-
-@pytest.fixture(scope="module")
-def glm():
-    rng = np.random.default_rng(3)
-    X = rng.normal(size=(30, 2))
-    y = rng.binomial(5, 1 / (1 + np.exp(-X[:, 0]))).astype(float)
-    model = gplvm.BayesianGLM(Binomial(n_trials=5), n_features=10, n_mixture=2, n_iter=10,
-                              n_predict_samples=8, random_state=jax.random.key(4),
-                              progress=False)
-    return model.fit(X, y), X, y
+# The fitted models (rflvm, bgplvm, bgplvm_dynamic, blr, glm) are tests/io/conftest.py's.
 
 
 def _reload(model, tmp_path):
@@ -251,7 +195,7 @@ def test_file_is_versioned_and_holds_no_pickled_objects(saved):
         entries = {name: archive[name] for name in archive.files}
     assert not any(a.dtype.hasobject for a in entries.values())
     document = json.loads(entries["__gplvm__"].tobytes().decode("utf-8"))
-    assert document["format_version"] == FORMAT_VERSION == 6
+    assert document["format_version"] == FORMAT_VERSION == 7
     arrays = {k: v for k, v in entries.items() if k != "__gplvm__"}
     assert document["payload_sha256"] == _sha256_written_here(arrays)
     rest = {k: v for k, v in document.items() if k != "document_sha256"}
@@ -305,8 +249,8 @@ class _Unregistered(NamedTuple):
 
 def test_unregistered_class_cannot_be_saved(blr, tmp_path):
     model = copy.copy(blr[0])
-    model.extra_ = _Unregistered(1.0)
-    with pytest.raises(TypeError, match="attribute extra_.*not registered"):
+    model.history_ = _Unregistered(1.0)         # a declared field of a type files cannot hold
+    with pytest.raises(TypeError, match="attribute history_.*not registered"):
         model.save(tmp_path / "m.gplvm")
     assert not (tmp_path / "m.gplvm").exists()
 
@@ -533,7 +477,7 @@ def test_format1_file_is_translated_and_upgraded(saved, blr, monkeypatch):
 
     def upgrade(cls, fitted, format_version, params=None):
         calls.append((cls, dict(fitted), format_version))
-        return {**fitted, "upgraded_": True}
+        return {**fitted, "n_iter_": -1}        # a declared field, converted
 
     monkeypatch.setattr(gplvm.BayesianLinearRegression, "_upgrade_fitted",
                         classmethod(upgrade))
@@ -543,8 +487,9 @@ def test_format1_file_is_translated_and_upgraded(saved, blr, monkeypatch):
     assert cls is gplvm.BayesianLinearRegression and version == 1
     model = blr[0]
     assert sorted(fitted) == sorted(k for k in vars(model) if k not in model.get_params())
-    assert loaded.upgraded_ is True and getattr(loaded, UPGRADED_FROM) == 1
-    del loaded.upgraded_, loaded._upgraded_from_format_
+    assert loaded.n_iter_ == -1 and getattr(loaded, UPGRADED_FROM) == 1
+    loaded.n_iter_ = model.n_iter_
+    del loaded._upgraded_from_format_
     assert_same_state(model, loaded)
 
 

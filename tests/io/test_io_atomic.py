@@ -21,16 +21,16 @@ import pytest
 
 import gplvm
 from gplvm.io import model_file as gio
-from test_io import blr  # noqa: F401  (the fixture)
 
 REPETITIONS = 20
-BIG = 4_000_000                 # float64 entries of the new model's extra array: 32 MB
+BIG = 4_000_000                 # float64 entries of the new model's history_: 32 MB
 MID_WRITE_BYTES = 1 << 20       # the child is killed once its temporary file holds this much
 
 
 @pytest.fixture(scope="module")
 def old_model(blr):
-    """A small fitted model (test_io's linear regression) and inputs to predict at."""
+    """A small fitted model (tests/io/conftest.py's linear regression) and inputs to predict
+    at."""
     return blr[0], blr[1]
 
 
@@ -89,7 +89,7 @@ def test_a_saver_killed_mid_write_leaves_the_previous_file(old_model, tmp_path):
     model, X = old_model
     expected = np.asarray(model.predict(X))
     new = copy.copy(model)
-    new.big_ = np.random.default_rng(0).normal(size=BIG)
+    new.history_ = np.random.default_rng(0).normal(size=BIG)     # a declared field, made big
     entries = gio._entries(new)
     path = tmp_path / "model.gplvm"
     outcomes = {"old file": 0, "new file": 0}
@@ -99,8 +99,8 @@ def test_a_saver_killed_mid_write_leaves_the_previous_file(old_model, tmp_path):
         mid_write += _kill_mid_write(path, entries)
         loaded = gplvm.load(path)                   # never an incomplete file
         np.testing.assert_array_equal(loaded.predict(X), expected)
-        if hasattr(loaded, "big_"):
-            np.testing.assert_array_equal(loaded.big_, new.big_)
+        if loaded.history_.shape == (BIG,):
+            np.testing.assert_array_equal(loaded.history_, new.history_)
             outcomes["new file"] += 1
         else:
             outcomes["old file"] += 1
@@ -110,7 +110,7 @@ def test_a_saver_killed_mid_write_leaves_the_previous_file(old_model, tmp_path):
     # mid-write can only leave the old file
     assert mid_write == REPETITIONS and outcomes["old file"] == REPETITIONS
     gio.write_atomic(path, entries)                 # left to finish, the save is complete
-    np.testing.assert_array_equal(gplvm.load(path).big_, new.big_)
+    np.testing.assert_array_equal(gplvm.load(path).history_, new.history_)
 
 
 def test_a_save_that_fails_leaves_the_previous_file_and_no_temporary(old_model, tmp_path,

@@ -3,21 +3,26 @@ versioned file that loading never executes (no pickle)".
 
 A file is one ``.npz`` archive (``numpy.savez``, read back with ``allow_pickle=False``).  Its
 entry ``__gplvm__`` is a UTF-8 JSON document stored as a uint8 array; the other entries
-``a0``, ``a1``, ... are the arrays the document refers to.  The document (format version 6)::
+``a0``, ``a1``, ... are the arrays the document refers to.  The document (format version 7)::
 
-    {"format": "gplvm-estimator", "format_version": 6, "gplvm_version": "0.1.0",
+    {"format": "gplvm-estimator", "format_version": 7, "gplvm_version": "0.1.0",
      "class": "gplvm.RFLVM",
      "payload_sha256": "9f2c...",   # SHA-256 of the arrays (their names, dtypes, shapes, bytes)
      "document_sha256": "41ab...",  # SHA-256 of the rest of this document, canonical JSON
      "params": {...},     # the constructor arguments, get_params(deep=False)
-     "fitted": {...},     # the fitted attributes
+     "fitted": {...},     # the fitted value: the estimator's declared fields
      "fit_state": {...}}  # the run in progress: a registered FitState, or null
 
-``fitted`` holds the public fitted attributes (trailing underscore) and the private state that
-``transform``/``predict``/``score``/``impute``/``sample`` use, each encoded by
-:mod:`gplvm.io.codec`; ``fit_state`` the estimator's typed run state (attribute
-``_fit_state_``, :mod:`gplvm.models.fit_state`) while a run is unfinished (a checkpoint, an
-interrupted fit), which ``resume()`` continues from, and null once the run has ended.  Every
+``fitted`` holds the estimator's fitted value and nothing else: the attributes its class
+declares in ``_fitted_fields`` (docs/contract.md, "The fitted value": the public fitted
+attributes and the private state that ``transform``/``predict``/``score``/``impute``/
+``sample``/``resume`` read) that the model has, and ``_upgraded_from_format_`` when it has
+that, each encoded by :mod:`gplvm.io.codec`.  Any other instance attribute stays out of the
+file: :data:`TRANSIENT` (scikit-learn's per-instance settings) and anything else set on the
+model (a cache the model rebuilds, an attribute set by hand).  ``fit_state`` holds the
+estimator's typed run state (attribute ``_fit_state_``, :mod:`gplvm.models.fit_state`) while a
+run is unfinished (a checkpoint, an interrupted fit), which ``resume()`` continues from, and
+null once the run has ended.  Every
 class in a file (the estimator at the top, kernels, feature maps, likelihoods and fitted-state
 types inside) is named by the stable name it registered with
 :func:`gplvm.registry.register`, never by the module defining it, so moving code does not break
@@ -52,7 +57,11 @@ changes no structure: it marks the renaming of fitted attributes whose names mea
 files of format 4 and below.  Format 6 (issue 33, "typed state") moves the run state out of the
 fitted attributes into the document's own ``fit_state`` entry, a registered NamedTuple per
 estimator; files of format 5 and below kept it as a dict attribute ``_resume_``, which
-:func:`gplvm.io.legacy.typed_fit_state` turns into today's type.  A file of a version above
+:func:`gplvm.io.legacy.typed_fit_state` turns into today's type.  Format 7 (issue 33, "the
+fitted value is declared") writes the declared fields only: files of format 6 and below held
+every instance attribute, of which :func:`gplvm.io.legacy.declared_only` keeps the declared
+ones once ``_upgrade_fitted`` has run, and a format-7 file whose ``fitted`` holds an attribute
+its estimator does not declare is refused as damaged, naming it.  A file of a version above
 :data:`FORMAT_VERSION` was written by a newer gplvm and is refused with a message saying so.
 """
 
@@ -76,20 +85,25 @@ from gplvm.io import legacy     # the upgrades of older files (and the format-1 
 from gplvm.io.codec import Decoder, Encoder
 from gplvm.registry import estimators, name_of
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "UPGRADED_FROM", "SaveMixin", "document_sha256", "load",
-           "payload_sha256", "save", "write_atomic"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "TRANSIENT", "UPGRADED_FROM", "SaveMixin",
+           "document_sha256", "fitted_fields", "load", "payload_sha256", "save", "write_atomic"]
 
 FORMAT = "gplvm-estimator"
-FORMAT_VERSION = 6
-_READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)
+FORMAT_VERSION = 7
+_READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7)
 _CHECKSUMMED_FROM = 3       # the first format version whose files carry ``payload_sha256``
 _SEALED_FROM = 4            # the first whose files carry ``document_sha256``
 _TYPED_STATE_FROM = 6       # the first whose files carry ``fit_state``
+_DECLARED_FROM = 7          # the first whose ``fitted`` holds the declared fields only
 #: the attribute holding an estimator's run state while a run is unfinished (the file's
 #: ``fit_state``; :mod:`gplvm.models.fit_state`)
 FIT_STATE = "_fit_state_"
 #: the attribute :func:`load` gives a model read from an older format: that format's version
 UPGRADED_FROM = "_upgraded_from_format_"
+#: instance attributes that are neither parameters nor part of the fitted value and that files
+#: never hold: scikit-learn's per-instance settings (``set_output``, ``set_*_request``), which
+#: belong to the running process as ``devices`` do
+TRANSIENT = ("_sklearn_output_config", "_metadata_request")
 _DOCUMENT = "__gplvm__"
 _CHECKSUM = "payload_sha256"
 _SEAL = "document_sha256"
@@ -97,7 +111,14 @@ _ZIP_MAGIC = b"PK\x03\x04"       # every .npz archive (a zip file) starts with t
 
 
 class SaveMixin:
-    """Gives an estimator API.md's ``save(path)``; :func:`gplvm.load` reads the file back."""
+    """Gives an estimator API.md's ``save(path)``; :func:`gplvm.load` reads the file back.
+
+    The estimator declares its fitted value, what a file holds besides the constructor
+    arguments and the run state (docs/contract.md, "The fitted value"): ``_fitted_fields``,
+    the names of those attributes, and, where some fits leave some of them unset,
+    ``_optional_fields``, those names (a file holds them when set).  This mixin defines
+    neither, so that a declaration on a mixin after it in the estimator's bases is found.
+    """
 
     def save(self, path: str | os.PathLike) -> None:
         """Write this fitted estimator to ``path`` (a ``.npz`` archive, no pickle).
@@ -114,13 +135,14 @@ class SaveMixin:
         """Today's fitted attributes from those of a file of an older format version.
 
         :func:`gplvm.load` calls this, for files whose ``format_version`` is below
-        :data:`FORMAT_VERSION`, with the decoded instance attributes (everything but the
-        constructor parameters); the model is given what it returns.  An estimator whose
-        fitted state changed since that version overrides this to convert the old state
-        (rename, rebuild, add what older versions did not keep, drop what is no longer
-        kept), so that the model holds exactly the attributes a model fitted today holds;
-        :func:`gplvm.load` then adds ``_upgraded_from_format_`` = ``format_version``.  The
-        default keeps the attributes as they are.
+        :data:`FORMAT_VERSION`, with the file's decoded fitted attributes (before format 7
+        every instance attribute but the constructor parameters); the model is given the
+        declared ones among what it returns (:func:`gplvm.io.legacy.declared_only`).  An
+        estimator whose fitted state changed since that version overrides this to convert
+        the old state (rename, rebuild, add what older versions did not keep), so that the
+        model holds exactly the attributes a model fitted today holds; :func:`gplvm.load`
+        then adds ``_upgraded_from_format_`` = ``format_version``.  The default keeps the
+        attributes as they are.
 
         Args:
             fitted: attribute name → decoded value, as the old version stored them.
@@ -153,11 +175,27 @@ def save(model: Any, path: str | os.PathLike) -> None:
     write_atomic(path, _entries(model))
 
 
+def fitted_fields(cls: type) -> tuple[str, ...]:
+    """The names of the attributes that make up a ``cls`` model's fitted value: its declared
+    ``_fitted_fields`` (docs/contract.md) and ``_upgraded_from_format_``.
+
+    Raises:
+        TypeError: ``cls`` declares no fitted value.
+    """
+    declared = getattr(cls, "_fitted_fields", None)
+    if not isinstance(declared, tuple) or not declared:
+        raise TypeError(f"{cls.__name__} declares no fitted value: give the class a tuple "
+                        f"_fitted_fields of the attributes a file holds (docs/contract.md, "
+                        f"'The fitted value')")
+    return (*declared, UPGRADED_FROM)
+
+
 def _entries(model: Any) -> dict[str, np.ndarray]:
     """The archive's entries for ``model``: the JSON document and the arrays it refers to."""
     check_is_fitted(model)
     if type(model) not in estimators():
         raise TypeError(f"gplvm files hold gplvm's estimators; got {type(model).__name__}")
+    state = vars(model)
     encoder = Encoder()
     params = model.get_params(deep=False)
     devices = params.get("devices")
@@ -172,9 +210,9 @@ def _entries(model: Any) -> dict[str, np.ndarray]:
         "gplvm_version": __version__,
         "class": name_of(type(model)),
         "params": {k: encoder.encode(v, f"parameter {k}") for k, v in params.items()},
-        "fitted": {k: encoder.encode(v, f"attribute {k}") for k, v in vars(model).items()
-                   if k not in params and k != FIT_STATE},
-        "fit_state": encoder.encode(vars(model).get(FIT_STATE), "the fit state"),
+        "fitted": {k: encoder.encode(state[k], f"attribute {k}")
+                   for k in fitted_fields(type(model)) if k in state},
+        "fit_state": encoder.encode(state.get(FIT_STATE), "the fit state"),
     }
     document[_CHECKSUM] = payload_sha256(encoder.arrays)
     document[_SEAL] = document_sha256(document)
@@ -373,14 +411,18 @@ def _check_checksums(name: str, document: dict, arrays: dict[str, np.ndarray],
 
 
 def _rebuild(cls: type, document: dict, decoder: Decoder, version: int) -> Any:
-    """The estimator: constructed from its parameters, then given its fitted state (brought
-    up to date by ``cls._upgrade_fitted`` when the file is of an older format version)."""
+    """The estimator: constructed from its parameters, then given its fitted value (brought
+    up to date by ``cls._upgrade_fitted`` and :func:`gplvm.io.legacy.declared_only` when the
+    file is of an older format version)."""
     params = {k: decoder.decode(v) for k, v in document["params"].items()}
     fitted = {k: decoder.decode(v) for k, v in document["fitted"].items()}
     _check_attribute_names(fitted)
     if FIT_STATE in fitted:
         raise ValueError(f"damaged file: its fitted attributes hold {FIT_STATE!r}, which "
                          f"files keep apart")
+    declared = fitted_fields(cls)
+    if version >= _DECLARED_FROM:
+        _check_declared(cls, fitted, declared)
     if version >= _TYPED_STATE_FROM:
         state = decoder.decode(document["fit_state"])
     else:       # a dict ``_resume_`` among the fitted attributes
@@ -392,12 +434,22 @@ def _rebuild(cls: type, document: dict, decoder: Decoder, version: int) -> Any:
         params = cls._upgrade_params(params, version)
         fitted = cls._upgrade_fitted(fitted, version, params)
         _check_attribute_names(fitted)
+        fitted = legacy.declared_only(fitted, declared)
         fitted.setdefault(UPGRADED_FROM, version)       # provenance, kept if saved again
     if state is not None:
         fitted[FIT_STATE] = state
     model = cls(**params)
     vars(model).update(fitted)
     return model
+
+
+def _check_declared(cls: type, fitted: dict, declared: tuple[str, ...]) -> None:
+    """A file of format 7 holds the declared fitted value only (the module docstring)."""
+    extra = sorted(k for k in fitted if k not in declared)
+    if extra:
+        raise ValueError(f"damaged file: its fitted value holds {', '.join(map(repr, extra))}, "
+                         f"which {name_of(cls)} does not declare ({cls.__name__}."
+                         f"_fitted_fields); gplvm's save writes the declared fields only")
 
 
 def _check_attribute_names(fitted: dict) -> None:

@@ -23,7 +23,8 @@ from gplvm.kernels import AbstractKernel
 from gplvm.models._checkpoint import ResumableMixin
 from gplvm.models._common import check_is_fitted
 from gplvm.models.gplvm_family import fitted as fam
-from gplvm.models.gplvm_family.estimator import AbstractGPLVM, in_model_precision
+from gplvm.models.gplvm_family.estimator import (FAMILY_FITTED, FAMILY_OPTIONAL,
+                                                 AbstractGPLVM, in_model_precision)
 from gplvm.models.gplvm_family import columns
 from gplvm.models.gplvm_family.collapsed_run import CollapsedRun
 from gplvm.models.gplvm_family.latent import DynamicalLatent
@@ -121,6 +122,13 @@ class BayesianGPLVM(CollapsedRun, SviMixin, ResumableMixin, AbstractGPLVM):
         (a fixed number of epochs), and every verb (transform, impute, score, predict,
         sample) reads the learnt q(U), not the collapsed optimum.
     """
+
+    #: the fitted value, what a file holds (docs/contract.md): the family's, and, set by SVI
+    #: fits only, the rows that new rows start from when the data were read from disk
+    #: (``_start_index`` into them, ``_start_Y`` their values, as the data are not kept; None
+    #: for data in memory)
+    _fitted_fields = (*FAMILY_FITTED, "_start_index", "_start_Y")
+    _optional_fields = (*FAMILY_OPTIONAL, "_start_index", "_start_Y")
 
     #: one rule per constructor argument (:mod:`gplvm._params`)
     _parameter_constraints = {**GPLVM_FAMILY, "optimizer": choice("lbfgs", "lbfgsb", "adam"),

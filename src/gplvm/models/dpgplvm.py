@@ -33,7 +33,8 @@ from gplvm.models.gplvm_family import columns
 from gplvm.models.gplvm_family.variants.dp import dp_fit, dp_fitted, dp_init
 from gplvm.models.gplvm_family.variants.dp.atoms import stack_atoms
 from gplvm.models.gplvm_family.variants.dp.dp_rows import infer_latents
-from gplvm.models.gplvm_family.estimator import AbstractGPLVM, in_model_precision
+from gplvm.models.gplvm_family.estimator import (FAMILY_FITTED, FAMILY_OPTIONAL,
+                                                 AbstractGPLVM, in_model_precision)
 from gplvm.models.gplvm_family.variants.dp.dp_attributes import DPFittedAttributes
 from gplvm.models.gplvm_family.variants.dp.dp_starts import DPStarts
 # its home before issue 33, imported from here by earlier scripts
@@ -121,6 +122,10 @@ class DPGPLVM(DPStarts, DPFittedAttributes, ResumableMixin, AbstractGPLVM):
         converged_; n_merges_; jitter_ (added to K_uu's diagonal: at least 10⁻⁶ of its mean
         diagonal, see ``JITTER_FLOOR``); fitted_ (what every verb reads).
     """
+
+    #: the fitted value, what a file holds (docs/contract.md)
+    _fitted_fields = (*FAMILY_FITTED, "dp_state_", "n_merges_")
+    _optional_fields = FAMILY_OPTIONAL
 
     #: one rule per constructor argument (:mod:`gplvm._params`)
     _parameter_constraints = {**GPLVM_FAMILY, "truncation": integer(2),

@@ -105,6 +105,14 @@ class BayesianGLM(GLMPredictions, ResumableMixin, SaveMixin, BaseEstimator):
         interrupted_ (Ctrl-C stopped the fit early), n_features_in_.
     """
 
+    #: the fitted value, what a file holds (docs/contract.md); ``_predict_key``, the key of the
+    #: predictions' Monte Carlo draws, is kept: random_state=None would not give it again
+    _fitted_fields = ("n_features_in_", "feature_names_in_", "classes_", "y_mean_", "y_std_",
+                      "_predict_key", "features_", "likelihood_", "prior_var_", "weights_mean_",
+                      "weights_var_", "history_", "n_iter_", "interrupted_", "converged_")
+    _optional_fields = ("feature_names_in_", "classes_")   # a data frame's; a classifier's
+    _fitted_attribute = "weights_mean_"
+    _precision_attribute = "weights_mean_"      # the precision its predictions compute in
     #: one rule per constructor argument (:mod:`gplvm._params`)
     _parameter_constraints = {
         "likelihood": LIKELIHOOD, "features": FEATURES, "n_mixture": POSITIVE_INT,
@@ -224,9 +232,6 @@ class BayesianGLM(GLMPredictions, ResumableMixin, SaveMixin, BaseEstimator):
         if self._run()._unsettled():
             warn_not_converged(*self._unsettled())
         return self
-
-    _fitted_attribute = "weights_mean_"
-    _precision_attribute = "weights_mean_"      # the precision its predictions compute in
 
     def resume(self, Y=None):
         """Finish an interrupted (or checkpointed) fit from its stored Adam state: the result

@@ -79,6 +79,12 @@ class BayesianLinearRegression(SaveMixin, RegressorMixin, BaseEstimator):
         "noise_var": optional(POSITIVE, "0.1"), "prior_var": PRIOR_VAR, "optimize": FLAG,
         "n_restarts": NON_NEGATIVE_INT, "max_iter": POSITIVE_INT, "tol": NON_NEGATIVE,
         "standardize": FLAG, "random_state": RANDOM_STATE, "progress": FLAG}
+    #: the fitted value, what a file holds (docs/contract.md)
+    _fitted_fields = ("n_features_in_", "feature_names_in_", "y_mean_", "y_std_", "features_",
+                      "prior_var_", "noise_var_", "posterior_", "log_marginal_likelihood_",
+                      "history_", "n_iter_", "converged_", "interrupted_")
+    _optional_fields = ("feature_names_in_",)         # fitted on a data frame
+    _precision_attribute = "prior_var_"         # the precision its predictions compute in
 
     def __init__(self, features: AbstractFeatureMap | None = None, n_features: int = 400,
                  ard: bool = True, noise_var=None, prior_var=None, optimize: bool = True,
@@ -113,8 +119,6 @@ class BayesianLinearRegression(SaveMixin, RegressorMixin, BaseEstimator):
                              f"basis block ({n_blocks} blocks)")
         var_y = y_std**2
         return float(noise) / var_y, np.broadcast_to(prior, (n_blocks,)) / var_y
-
-    _precision_attribute = "prior_var_"         # the precision its predictions compute in
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y):

@@ -32,7 +32,8 @@ from gplvm.models._common import check_is_fitted
 from gplvm.models.fit_state import StructuredFitState
 from gplvm.models.gplvm_family.variants.structured import structured_fitted as sf
 from gplvm.models.gplvm_family.bound import negative_bound
-from gplvm.models.gplvm_family.estimator import AbstractGPLVM, in_model_precision
+from gplvm.models.gplvm_family.estimator import (FAMILY_FITTED, FAMILY_OPTIONAL,
+                                                 AbstractGPLVM, in_model_precision)
 from gplvm.models.gplvm_family.kron_route import kronecker_route, spatial_kernels
 from gplvm.models.gplvm_family.new_rows import infer_rows
 from gplvm.models.gplvm_family.variants.structured.structured_checks import validate
@@ -95,6 +96,11 @@ class StructuredGPLVM(ImageVerbs, ResumableMixin, AbstractGPLVM):
         fitted_ (:class:`~gplvm.models.gplvm_family.variants.structured.structured_fitted.
         FittedStructured`).
     """
+
+    #: the fitted value, what a file holds (docs/contract.md): the family's and the images'
+    #: layout (shape, pixel coordinates, channels), which the flattened data no longer show
+    _fitted_fields = (*FAMILY_FITTED, "_layout")
+    _optional_fields = FAMILY_OPTIONAL
 
     #: one rule per constructor argument (:mod:`gplvm._params`)
     _parameter_constraints = {**{k: v for k, v in GPLVM_FAMILY.items() if k != "kernel"},

@@ -2,7 +2,7 @@
 is here (issue 33: one legacy module; formerly ``io/legacy.py``, ``gplvm_family/format1.py``,
 ``models/rflvm/legacy.py`` and ``registry.FORMAT1_NAMES``).
 
-:func:`gplvm.load` reads a file of an older format version in three steps, all of them here:
+:func:`gplvm.load` reads a file of an older format version in four steps, all of them here:
 
 1. class names: format 1 (gplvm before issue 11) named classes by ``module.QualName``;
    :func:`registered_class` reads every class name of a file (the estimator's, in
@@ -13,7 +13,11 @@ is here (issue 33: one legacy module; formerly ``io/legacy.py``, ``gplvm_family/
    (:mod:`gplvm.models.fit_state`; format 6 keeps it in the document's ``fit_state``);
 3. the fitted attributes: each estimator's ``_upgrade_fitted`` classmethod is a thin hook
    calling the upgrade of its model here (:func:`upgrade_bgplvm`, :func:`upgrade_dpgplvm`,
-   :func:`upgrade_glm`, :mod:`.rflvm`'s :func:`upgrade_rflvm` and :func:`current_layouts`).
+   :func:`upgrade_glm`, :mod:`.rflvm`'s :func:`upgrade_rflvm` and :func:`current_layouts`);
+4. the fitted value: files of format 6 and below held every instance attribute, caches
+   included (the RFLVM's ``_light_``, rebuilt from its chains today); :func:`declared_only`
+   keeps the ones the estimator declares (its ``_fitted_fields``, docs/contract.md) and drops
+   the rest (format 7 holds the declared fields only).
 
 Format 1's two private Bayesian GPLVM types, which no current code writes, live on here as
 :class:`BayesianGPLVMStatic` and :class:`BayesianGPLVMFixed` so that old files decode.
@@ -33,8 +37,8 @@ from gplvm.io.legacy.rflvm import current_layouts, upgrade_rflvm
 from gplvm.registry import lookup, register
 
 __all__ = ["FORMAT1_NAMES", "BayesianGPLVMFixed", "BayesianGPLVMStatic", "current_layouts",
-           "format1_name", "registered_class", "typed_fit_state", "upgrade_bgplvm",
-           "upgrade_dpgplvm", "upgrade_glm", "upgrade_rflvm"]
+           "declared_only", "format1_name", "registered_class", "typed_fit_state",
+           "upgrade_bgplvm", "upgrade_dpgplvm", "upgrade_glm", "upgrade_rflvm"]
 
 #: Every name a format-1 file can hold (``module.QualName``), mapped to the registered name that
 #: reads it today.
@@ -160,3 +164,12 @@ def typed_fit_state(fitted: dict, estimator: str) -> tuple[dict, Any]:
         return fitted, lookup(name)(**run)
     except TypeError as err:
         raise ValueError(f"damaged file: its run state is not a {name} ({err})") from err
+
+
+def declared_only(fitted: dict, declared: tuple[str, ...]) -> dict:
+    """The attributes of a file of format 6 and below, upgraded to today's names, that are part
+    of the estimator's fitted value (``declared``: its ``_fitted_fields`` and
+    ``_upgraded_from_format_``).  Those files held every instance attribute, so the others
+    (caches such as the RFLVM's ``_light_``, which the model rebuilds when it needs it, or an
+    attribute set on the model by hand) are dropped."""
+    return {k: v for k, v in fitted.items() if k in declared}

@@ -70,6 +70,20 @@ def ard_relevance(kernel, n_components: int) -> np.ndarray:
     return np.broadcast_to(1.0 / np.asarray(ell) ** 2, (n_components,)).copy()
 
 
+#: the fitted value that every member of the family holds (docs/contract.md, "The fitted
+#: value"); each final estimator's ``_fitted_fields`` is this and its own.  Its two private
+#: fields are not derived from the rest: ``_train_Y``, the training data in original units
+#: (``impute``'s exact test for them, the starts of new rows; None after an SVI fit of data
+#: read from disk), and ``_problem``, the bound's data and settings (standardised Y, column
+#: groups, latent prior, kernel template, Ψ rule and its key, jitter), which
+#: ``predict_times`` and ``time_kernel_`` read (None after an SVI fit)
+FAMILY_FITTED = ("n_features_in_", "feature_names_in_", "times_", "groups_", "_train_Y",
+                 "_problem", "fitted_", "params_", "X_mean_", "X_var_", "elbo_", "jitter_",
+                 "history_", "n_iter_", "converged_", "interrupted_")
+#: the family's optional fields: the data's column names, which ``gplvm fit`` gives the model
+FAMILY_OPTIONAL = ("feature_names_in_",)
+
+
 class AbstractGPLVM(SaveMixin, TransformerMixin, BaseEstimator):
     """Shared surface of the GPLVM family (not instantiated; see the module docstring).
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from gplvm.inference.mcmc import pairwise_distance_summary, to_inference_data
 from gplvm.inference.mcmc.driver import n_kept
+from gplvm.models.rflvm.fitted import record_light
 
 
 def kept_sweeps(model) -> np.ndarray:
@@ -29,14 +30,27 @@ def kept_sweeps(model) -> np.ndarray:
     return int(model.burn_in) + thin * np.arange(1, n_draws + 1) - 1
 
 
+def concentration_draws(result) -> np.ndarray | None:
+    """(chains, draws) DP concentration α at the kept draws of a run's ``result`` (its
+    ``ChainResult``), or None without a DP prior.  A run interrupted before its first kept draw
+    gives each chain's last α, as ``X_samples_`` holds the chains' last states then."""
+    if "alpha" not in result.draws:
+        return None
+    alpha = np.asarray(result.draws["alpha"])
+    if alpha.shape[1] == 0:
+        alpha = np.asarray(jax.vmap(record_light)(result.state)["alpha"])[:, None]
+    return alpha
+
+
 def inference_data(model, n_pairs: int = 20):
     """``arviz.InferenceData`` of a fitted RFLVM (module docstring)."""
     kept = kept_sweeps(model)
     posterior = {"log_lik": model.history_[:, kept],
                  "latent_distance": np.asarray(pairwise_distance_summary(
                      model.X_samples_, n_pairs=n_pairs, key=jax.random.PRNGKey(0)))}
-    if "alpha" in model._light_:
-        posterior["alpha"] = model._light_["alpha"]
+    alpha = concentration_draws(model._result_)
+    if alpha is not None:
+        posterior["alpha"] = alpha
     stats = {name: values[:, kept] for name, values in model.sampler_info_.items()}
     stats = {name: v for name, v in stats.items() if not np.all(np.isnan(v))}
     return to_inference_data(posterior, sample_stats=stats or None)

@@ -231,7 +231,6 @@ class RFLVMRun:
         self.dispersion_ = (widen(self._draws_["dispersion"].mean(0), kept, np.nan)
                             if spec.dispersed else None)
         self.relevance_ = np.mean(self._draws_["W"] ** 2, axis=(0, 1))
-        self._light_ = {k: np.asarray(v) for k, v in draws.items() if k != "X"}
         self._check_convergence(quiet or self.interrupted_)
 
     def _check_convergence(self, quiet: bool) -> None:

@@ -34,7 +34,28 @@ class RFLVMVerbs(TransformerMixin):
     ``score``, ``sample``, ``dropped_columns_``, ``to_arviz`` and the input tag that lets
     rows contain NaN; the estimator has the fitted
     ``_draws_``, ``_spec_``, ``_data_``, ``_train_Y_``, ``Y_mean_``, ``Y_std_``,
-    ``n_features_in_``, ``n_outputs_``, ``X_mean_``, ``fit`` and the constructor arguments."""
+    ``n_features_in_``, ``n_outputs_``, ``X_mean_``, ``fit`` and the constructor arguments.
+
+    The RFLVM's fitted value, what a file holds (docs/contract.md), is declared here, beside
+    the verbs that read it (the estimator's module is at its length limit).  Its private
+    fields: ``_spec_``, ``_data_`` and ``_u_``, the sweep's settings, prepared data and
+    inducing times; ``_key_run_`` and ``_result_``, the run's key and raw chains (draws, chain
+    states, trace), which ``resume`` continues; ``_train_Y_``, the training data
+    (``impute``'s exact test for them); ``_draws_``, the heavy draws aligned to one frame,
+    kept although ``_result_`` holds them unaligned: the alignment (generalised Procrustes,
+    SVDs) redone by another machine's LAPACK could differ in the last bits, and a loaded model
+    must predict as the saved one did, bit for bit.  The light draws of ``to_arviz`` (α) are
+    read from ``_result_`` when asked for."""
+
+    _fitted_fields = ("n_features_in_", "feature_names_in_", "Y_mean_", "Y_std_", "n_outputs_",
+                      "_spec_", "_data_", "_u_", "_key_run_", "_train_Y_", "mode_start_",
+                      "_result_", "n_iter_", "interrupted_", "history_", "sampler_info_",
+                      "accept_rate_", "X_samples_", "X_mean_", "_draws_", "X_var_",
+                      "W_samples_", "beta_samples_", "noise_var_", "dispersion_", "relevance_",
+                      "convergence_", "converged_")
+    #: the data's column names, which ``gplvm fit`` gives the model; the mode searches'
+    #: summary, of ``sampler='nuts'`` and ``inference='map'`` fits only
+    _optional_fields = ("feature_names_in_", "mode_start_")
 
     def _map_draws(self, subset: bool = False):
         """Stored draws of the map; ``subset``: at most ``MAX_NEW_ROW_DRAWS`` evenly spaced ones
