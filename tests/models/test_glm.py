@@ -340,6 +340,16 @@ def test_classifier_or_regressor_by_likelihood():
         assert hasattr(model, "predict_quantile")
     count = BayesianGLM(Binomial(n_trials=5))
     assert is_regressor(count) and hasattr(count, "predict_proba")
+
+
+def test_a_refit_as_a_regressor_keeps_no_classes(logistic_data):
+    """classes_ belongs to a classifier's fit: refitting the estimator as a regressor drops
+    the earlier fit's labels (they would be saved and read back with the new fit)."""
+    X, y = logistic_data[0][:200], logistic_data[1][:200]
+    model = BayesianGLM("bernoulli", n_iter=5, n_features=10, progress=False).fit(X, y)
+    assert list(model.classes_) == ["five", "three"]
+    model.set_params(likelihood="poisson").fit(X, (y == "three").astype(float))
+    assert not hasattr(model, "classes_") and is_regressor(model)
     for likelihood in ("gaussian", "bernoulli", "poisson"):
         tags = get_tags(BayesianGLM(likelihood))
         assert not tags.input_tags.allow_nan and tags.target_tags.required

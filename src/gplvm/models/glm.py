@@ -111,8 +111,7 @@ class BayesianGLM(GLMPredictions, ResumableMixin, SaveMixin, BaseEstimator):
                       "_predict_key", "features_", "likelihood_", "prior_var_", "weights_mean_",
                       "weights_var_", "history_", "n_iter_", "interrupted_", "converged_")
     _optional_fields = ("feature_names_in_", "classes_")   # a data frame's; a classifier's
-    _fitted_attribute = "weights_mean_"
-    _precision_attribute = "weights_mean_"      # the precision its predictions compute in
+    _fitted_attribute = _precision_attribute = "weights_mean_"  # also the predictions' dtype
     #: one rule per constructor argument (:mod:`gplvm._params`)
     _parameter_constraints = {
         "likelihood": LIKELIHOOD, "features": FEATURES, "n_mixture": POSITIVE_INT,
@@ -214,6 +213,7 @@ class BayesianGLM(GLMPredictions, ResumableMixin, SaveMixin, BaseEstimator):
         y_mean, y_std = self._scaling(y, lik)
         check_features(self.features, X.shape[1])
         # validation done: computation starts here
+        vars(self).pop("classes_", None)        # a regressor keeps no classes of an earlier fit
         if classifier:
             self.classes_ = classes
         lik_fit = lik

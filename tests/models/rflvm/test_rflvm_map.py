@@ -125,6 +125,9 @@ def test_map_fit_separates_planted_groups_and_works_as_a_fitted_model(tmp_path):
     model.save(tmp_path / "map.gplvm")
     loaded = gplvm.load(tmp_path / "map.gplvm")
     assert loaded.inference == "map" and np.array_equal(loaded.X_mean_, before)
+    # a Gibbs refit of the same estimator found no modes: it keeps none of the MAP fit's
+    model.set_params(inference="mcmc", sampler="gibbs", n_iter=4, burn_in=2).fit(Y)
+    assert not hasattr(model, "mode_start_") and "modes" not in model_summary(model)
 
 
 def test_map_refuses_the_dynamic_prior():

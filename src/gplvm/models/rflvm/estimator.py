@@ -244,6 +244,7 @@ class RFLVM(SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseEstimator):
         if lik.supports_polya_gamma:   # their Pólya-gamma and CRT samplers need 64-bit numbers
             require_float64(f"RFLVM(likelihood={kind!r}) fits (Pólya-gamma draws)")
         check_data(Y, lik)
+        vars(self).pop("mode_start_", None)     # a Gibbs refit after a NUTS or MAP fit has none
         self.n_features_in_ = Y.shape[1]
         # the sampler sees the kept columns only (:mod:`.columns`)
         self.Y_mean_, self.Y_std_, Ys = standardise_fit(Y, kind, self.standardize, dropped)
