@@ -354,6 +354,9 @@ def fit_auto(Y, sampler: str, burn_in: int, args) -> tuple:
             if clock() - start >= limit:
                 os.kill(os.getpid(), signal.SIGALRM)
 
+    # a background job of a non-interactive shell starts with SIGINT ignored, which would
+    # swallow the stop: give it Python's own handler (the one the library's Ctrl-C path reads)
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     previous = signal.signal(signal.SIGALRM, stop)
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
@@ -367,6 +370,7 @@ def fit_auto(Y, sampler: str, burn_in: int, args) -> tuple:
             done.set()
             watcher.join()
             signal.signal(signal.SIGALRM, previous)
+            signal.signal(signal.SIGINT, previous_int)
     cpu, wall = time.process_time() - t0, time.perf_counter() - w0
     if not hasattr(model, "n_iter_") or escaped:
         return None, cpu, wall, f"stopped at {limit:.0f} {unit} before any sampling ended"
