@@ -107,6 +107,14 @@ def test_loads_the_estimator_that_was_saved(name, cls, n_features):
     assert model.n_features_in_ == n_features
 
 
+@pytest.mark.parametrize("name", ["blr", "glm"])
+def test_a_file_from_before_checkpoints_is_a_finished_fit(name):
+    """A format-1 file has no run state: resume() returns the model unchanged."""
+    model, _ = _load(name)
+    assert getattr(model, "_fit_state_", None) is None
+    assert model.resume() is model and not model.interrupted_
+
+
 # ----------------------------------------------------------------------------- stored outputs
 
 

@@ -20,6 +20,7 @@ import pytest
 import gplvm
 from gplvm.inference.optimise import OptimOptions, minimise
 from gplvm.models.gplvm_family import collapsed_run as bgplvm_module  # its optimiser runs
+from gplvm.models import _blr_fit
 from gplvm.models import glm as glm_module
 from gplvm.models import structured as structured_module
 from gplvm.models.gplvm_family.variants.dp import dp_fit
@@ -198,6 +199,110 @@ def test_dpgplvm_ctrl_c_or_kill_then_resume_equals_one_run(monkeypatch, tmp_path
     _assert_same(gplvm.load(killed), full, Y)      # the finished run's file
 
 
+# ------------------------------------------ BayesianLinearRegression: L-BFGS restarts, resumed
+def _blr_case():
+    """Three L-BFGS runs of 15 iterations each; the second wins (so a resume that skipped a
+    restart, or took the wrong best, would change the fitted values)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=40)
+    kw = dict(n_features=10, n_restarts=2, max_iter=15, random_state=1)
+    return kw, X, y
+
+
+def _blr_runs(monkeypatch, runs, stop=None, exc=KeyboardInterrupt):
+    """Record (desc, history, the iterations this call ran) of every L-BFGS run of the
+    restarts in ``runs``; raise ``exc`` from the callback of the run ``stop[0]`` ("BLR fit 2":
+    the second) after iteration ``stop[1]``."""
+    real = minimise         # gplvm.inference's, not an earlier spy
+
+    def spy(*a, desc, options, **kw):
+        done = []
+
+        def callback(i, params, value):
+            done.append(i)
+            if (desc, i) == stop:
+                raise exc
+
+        res = real(*a, desc=desc, options=options._replace(callback=callback), **kw)
+        runs.append((desc, res.history, len(done)))
+        return res
+
+    monkeypatch.setattr(_blr_fit, "minimise", spy)
+
+
+def _assert_blr_same(a, b, X):
+    for x, y in zip([*a.weights_posterior(), a.prior_var_, a.noise_var_, a.history_,
+                     a.log_marginal_likelihood_, *a.predict(X[:4], return_std=True)],
+                    [*b.weights_posterior(), b.prior_var_, b.noise_var_, b.history_,
+                     b.log_marginal_likelihood_, *b.predict(X[:4], return_std=True)],
+                    strict=True):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    assert (a.n_iter_, a.converged_) == (b.n_iter_, b.converged_)
+    assert not a.interrupted_ and not b.interrupted_
+
+
+@pytest.mark.parametrize("restart", [0, 1, 2])
+def test_blr_ctrl_c_then_resume_equals_one_run(monkeypatch, tmp_path, restart):
+    """Ctrl-C after iteration K of the first, second (the winner) or last L-BFGS run: the
+    resumed fit continues that run and runs the restarts after it, exactly as the
+    uninterrupted fit runs them (the sequence of runs is checked, not only the winner)."""
+    kw, X, y = _blr_case()
+    full_runs, part_runs, resumed_runs = [], [], []
+    _blr_runs(monkeypatch, full_runs)
+    full = gplvm.BayesianLinearRegression(**kw).fit(X, y)
+    assert [(len(h), n) for _, h, n in full_runs] == [(15, 15)] * 3
+    np.testing.assert_array_equal(full.history_, full_runs[1][1])     # the second wins
+    desc = f"BLR fit {restart + 1}"
+    _blr_runs(monkeypatch, part_runs, stop=(desc, K))
+    path = tmp_path / "part.npz"        # written on Ctrl-C (the interval is never reached)
+    part = gplvm.BayesianLinearRegression(**kw, checkpoint=path,
+                                          checkpoint_interval=3600).fit(X, y)
+    assert part.interrupted_ and part._fit_state_.restart == restart
+    assert [run[0] for run in part_runs] == [run[0] for run in full_runs[:restart + 1]]
+    np.testing.assert_array_equal(part_runs[-1][1], full_runs[restart][1][:K + 1])
+    with pytest.raises(ValueError, match="keeps its data"):
+        part.resume(X)
+    _blr_runs(monkeypatch, resumed_runs)
+    loaded = gplvm.load(path)
+    assert type(loaded._fit_state_) is type(part._fit_state_)
+    _assert_blr_same(loaded.resume(), full, X)
+    # the stopped run, from where it stopped (not from its start), and the runs after it
+    assert [n for *_, n in resumed_runs] == [15 - (K + 1)] + [15] * (2 - restart)
+    for (d, h, _), (d_full, h_full, _) in zip(resumed_runs, full_runs[restart:], strict=True):
+        assert d == d_full
+        np.testing.assert_array_equal(h, h_full)
+    _assert_blr_same(part.resume(), full, X)
+    _assert_blr_same(gplvm.load(path), full, X)     # the finished fit's file
+    assert "_fit_state_" not in vars(gplvm.load(path))
+    assert full.resume() is full       # finished: nothing to resume
+
+
+def test_blr_killed_run_resumes_from_its_last_checkpoint(monkeypatch, tmp_path):
+    """checkpoint_interval=0: a fit killed after iteration K of its second run leaves a file
+    holding the first run (finished) and K + 1 iterations of the second; it resumes to the
+    uninterrupted fit.  A fit killed mid-run with a long interval leaves no file."""
+    kw, X, y = _blr_case()
+    full = gplvm.BayesianLinearRegression(**kw).fit(X, y)
+    path, never = tmp_path / "run.npz", tmp_path / "never.npz"
+    _blr_runs(monkeypatch, [], stop=("BLR fit 2", K), exc=Killed())
+    with pytest.raises(Killed):
+        gplvm.BayesianLinearRegression(**kw, checkpoint=path, checkpoint_interval=0).fit(X, y)
+    with pytest.raises(Killed):
+        gplvm.BayesianLinearRegression(**kw, checkpoint=never,
+                                       checkpoint_interval=3600).fit(X, y)
+    assert not never.exists()
+    saved = gplvm.load(path)
+    state = saved._fit_state_
+    assert saved.interrupted_ and state.restart == 1 and len(state.state.history) == K + 1
+    assert state.best.n_iter == 15
+    resumed_runs = []
+    _blr_runs(monkeypatch, resumed_runs)
+    _assert_blr_same(saved.resume(), full, X)
+    assert [(d, n) for d, _, n in resumed_runs] == [("BLR fit 2", 15 - (K + 1)),
+                                                    ("BLR fit 3", 15)]
+
+
 def _rosenbrock(p):
     return (1.0 - p["x"]) ** 2 + 100.0 * (p["y"] - p["x"] ** 2) ** 2
 
@@ -302,12 +407,15 @@ def test_every_checkpointing_fit_runs_holding_its_checkpoint():
     lock the test above exercises on one of them)."""
     from gplvm.models import bgplvm, dpgplvm, glm, rflvm, structured
 
+    from gplvm.models import linear_regression
+
     runs = [bgplvm.BayesianGPLVM._run, bgplvm.BayesianGPLVM._run_svi, dpgplvm.DPGPLVM._run,
-            glm.BayesianGLM._run, rflvm.RFLVM._run, structured.StructuredGPLVM._run]
+            glm.BayesianGLM._run, rflvm.RFLVM._run, structured.StructuredGPLVM._run,
+            linear_regression.BayesianLinearRegression._run]
     for run in runs:
         assert getattr(run, "__wrapped__", None) is not None, run.__qualname__
     for cls in (gplvm.BayesianGPLVM, gplvm.DPGPLVM, gplvm.BayesianGLM, gplvm.RFLVM,
-                gplvm.StructuredGPLVM):
+                gplvm.StructuredGPLVM, gplvm.BayesianLinearRegression):
         assert "checkpoint" in cls().get_params()
 
 
@@ -317,7 +425,7 @@ def test_every_resume_has_one_signature_and_refuses_data_a_fit_keeps(tmp_path):
     import inspect
 
     classes = (gplvm.BayesianGPLVM, gplvm.DPGPLVM, gplvm.BayesianGLM, gplvm.RFLVM,
-               gplvm.StructuredGPLVM)
+               gplvm.StructuredGPLVM, gplvm.BayesianLinearRegression)
     signatures = {str(inspect.signature(cls.resume)) for cls in classes}
     assert signatures == {"(self, Y=None)"}, signatures
     cls, kw, args, _ = CASES["BayesianGLM"]()

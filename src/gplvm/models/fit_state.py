@@ -15,6 +15,7 @@ estimator                              fit state
 ``StructuredGPLVM``                    :class:`StructuredFitState`
 ``DPGPLVM``                            :class:`DPFitState`
 ``BayesianGLM``                        :class:`GLMFitState`
+``BayesianLinearRegression``           :class:`BLRFitState` (its best run a :class:`BLRRun`)
 =====================================  ====================================================
 
 Files of format 5 and below kept the same values in a dict ``_resume_`` (keys the field names
@@ -28,8 +29,8 @@ from typing import Any, NamedTuple
 
 from gplvm.registry import register
 
-__all__ = ["CollapsedFitState", "DPFitState", "GLMFitState", "StructuredFitState",
-           "SviFitState"]
+__all__ = ["BLRFitState", "BLRRun", "CollapsedFitState", "DPFitState", "GLMFitState",
+           "StructuredFitState", "SviFitState"]
 
 
 @register("gplvm.state.CollapsedFitState")
@@ -104,3 +105,32 @@ class GLMFitState(NamedTuple):
     X: Any
     y: Any
     state: Any = None
+
+
+@register("gplvm.state.BLRRun")
+class BLRRun(NamedTuple):
+    """A finished L-BFGS run of ``BayesianLinearRegression``: −eq. 14 at its parameters (what
+    the restarts compare), the unconstrained parameters, the history, iterations, convergence."""
+
+    value: float
+    params: Any
+    history: Any
+    n_iter: int
+    converged: bool
+
+
+@register("gplvm.state.BLRFitState")
+class BLRFitState(NamedTuple):
+    """``BayesianLinearRegression``'s L-BFGS restarts (:func:`.._blr_fit.restarts`): the first
+    start, the key of the others (run r > 0 starts from ``u0`` perturbed with
+    ``fold_in(key, r)``), the feature map before fitting, the data (fit's units), the run in
+    progress with its OptimState once stopped, and the best finished run."""
+
+    u0: Any
+    key: Any
+    features: Any
+    X: Any
+    y: Any
+    restart: int = 0    # the run in progress (0: the one from u0)
+    state: Any = None   # its OptimState once stopped; None before its first iteration
+    best: Any = None    # the best finished run (BLRRun); None before one ends

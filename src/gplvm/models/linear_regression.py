@@ -14,28 +14,26 @@ import numpy as np
 from scipy.stats import norm
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from gplvm._params import (FEATURES, FLAG, NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT,
-                          PRIOR_VAR, RANDOM_STATE, check_params, optional)
+from gplvm._params import (CHECKPOINT, FEATURES, FLAG, NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE,
+                          POSITIVE_INT, PRIOR_VAR, RANDOM_STATE, check_params, optional)
 from gplvm._random import as_key
 from gplvm.features import AbstractFeatureMap
-from gplvm.inference import OptimOptions, minimise
-from gplvm.inference.optimise import NonFiniteObjectiveError
 from gplvm.io import SaveMixin
 from gplvm.registry import register
-from gplvm.models._common import (
-    block_expand, check_features, check_is_fitted, default_features, freeze_feature_variance,
-    in_model_precision,
-)
+from gplvm.models import _blr_fit as core
+from gplvm.models._checkpoint import ResumableMixin, holding_checkpoint
+from gplvm.models._common import check_features, check_is_fitted, default_features, \
+    in_model_precision
 from gplvm.models._rows import map_rows
 from gplvm.models._supervised import (
     central_interval, fit_inputs, no_missing_values, query_inputs, warn_not_converged,
 )
-from gplvm.objectives import linear_model as lm
-from gplvm.transforms import inverse_softplus, softplus
+from gplvm.models.fit_state import BLRFitState, BLRRun
+from gplvm.transforms import softplus
 
 
 @register("gplvm.BayesianLinearRegression", estimator=True)
-class BayesianLinearRegression(SaveMixin, RegressorMixin, BaseEstimator):
+class BayesianLinearRegression(ResumableMixin, SaveMixin, RegressorMixin, BaseEstimator):
     """Bayesian linear regression on random features with learned hyper-parameters.
 
     Args:
@@ -62,6 +60,14 @@ class BayesianLinearRegression(SaveMixin, RegressorMixin, BaseEstimator):
             the original units); the hyper-parameter values above are always in y's units.
         random_state: seed (int or ``jax.random`` key) for the default features and restarts.
         progress: show a progress bar.
+        checkpoint: a file path: the model is saved there (:meth:`save`) after an L-BFGS
+            iteration at most every ``checkpoint_interval`` seconds and when the fit ends or is
+            interrupted (Ctrl-C), so a killed process loses at most that much work;
+            ``gplvm.load(path).resume()`` finishes the run in progress and the restarts after
+            it with exactly the result of an uninterrupted fit (the L-BFGS state, the best
+            finished run and the restarts' key are in the file).  A file written mid-fit holds
+            the training data and has ``interrupted_`` set; a finished fit's keeps neither.
+        checkpoint_interval: seconds between checkpoint writes (0: after every iteration).
 
     The fitted weights' posterior is exact; its cost is O(N M min(N, M)) per evaluation of
     eq. 14 (the M × M Woodbury form when N ≥ M, the N × N form otherwise).
@@ -78,18 +84,21 @@ class BayesianLinearRegression(SaveMixin, RegressorMixin, BaseEstimator):
     _parameter_constraints = {"features": FEATURES, "n_features": POSITIVE_INT, "ard": FLAG,
         "noise_var": optional(POSITIVE, "0.1"), "prior_var": PRIOR_VAR, "optimize": FLAG,
         "n_restarts": NON_NEGATIVE_INT, "max_iter": POSITIVE_INT, "tol": NON_NEGATIVE,
-        "standardize": FLAG, "random_state": RANDOM_STATE, "progress": FLAG}
+        "standardize": FLAG, "random_state": RANDOM_STATE, "progress": FLAG,
+        "checkpoint": CHECKPOINT, "checkpoint_interval": NON_NEGATIVE}
     #: the fitted value, what a file holds (docs/contract.md)
     _fitted_fields = ("n_features_in_", "feature_names_in_", "y_mean_", "y_std_", "features_",
                       "prior_var_", "noise_var_", "posterior_", "log_marginal_likelihood_",
                       "history_", "n_iter_", "converged_", "interrupted_")
     _optional_fields = ("feature_names_in_",)         # fitted on a data frame
     _precision_attribute = "prior_var_"         # the precision its predictions compute in
+    _fitted_attribute = "posterior_"            # resume() of an unfitted model: NotFittedError
 
     def __init__(self, features: AbstractFeatureMap | None = None, n_features: int = 400,
                  ard: bool = True, noise_var=None, prior_var=None, optimize: bool = True,
                  n_restarts: int = 2, max_iter: int = 500, tol: float = 1e-7,
-                 standardize: bool = True, random_state=0, progress: bool = False):
+                 standardize: bool = True, random_state=0, progress: bool = False,
+                 checkpoint=None, checkpoint_interval: float = 60.0):
         self.features = features
         self.n_features = n_features
         self.ard = ard
@@ -102,6 +111,8 @@ class BayesianLinearRegression(SaveMixin, RegressorMixin, BaseEstimator):
         self.standardize = standardize
         self.random_state = random_state
         self.progress = progress
+        self.checkpoint = checkpoint
+        self.checkpoint_interval = checkpoint_interval
 
     def __sklearn_tags__(self):
         return no_missing_values(super().__sklearn_tags__())
@@ -148,57 +159,71 @@ class BayesianLinearRegression(SaveMixin, RegressorMixin, BaseEstimator):
             X, self.n_features, k_feat, ard=self.ard)
         Xj = jnp.asarray(X)
         ys = jnp.asarray((y - self.y_mean_) / self.y_std_)
-        u0 = _initial_params(fmap, jnp.asarray(prior0), jnp.asarray(noise0))
-
-        best_u, history, n_iter, converged, interrupted = u0, np.array([]), 0, True, False
-        if self.optimize:
-            best_u, history, n_iter, converged, interrupted = self._optimise(
-                u0, fmap, Xj, ys, k_restart)
-        fm, prior, noise, post, lml = _condition(best_u, fmap, Xj, ys)
-        self.features_ = fm
-        self.prior_var_ = np.asarray(softplus(best_u["prior_var"])) * self.y_std_**2
-        self.noise_var_ = float(noise) * self.y_std_**2
-        self.posterior_ = post
-        self.log_marginal_likelihood_ = float(lml) - len(y) * np.log(self.y_std_)
-        self.history_, self.n_iter_, self.converged_ = history, n_iter, converged
-        self.interrupted_ = interrupted
-        if self.optimize and not (converged or interrupted) and n_iter == int(self.max_iter):
-            warn_not_converged("BayesianLinearRegression",
-                               f"L-BFGS stopped at max_iter={self.max_iter} before the "
-                               f"marginal likelihood settled (relative change below "
-                               f"tol={self.tol} for 10 iterations)",
-                               "increase max_iter or tol")
+        u0 = core.initial_params(fmap, jnp.asarray(prior0), jnp.asarray(noise0))
+        # what resume() needs to go on: the starts, the data and, once stopped, where
+        self._fit_state_ = BLRFitState(u0, k_restart, fmap, Xj, ys)
+        if self._run()._unsettled():
+            warn_not_converged(*self._unsettled())
         return self
 
-    def _optimise(self, u0, fmap, Xj, ys, key):
-        """L-BFGS on −eq. 14 from u0 and ``n_restarts`` perturbed starts; the best one wins."""
-        best, interrupted, failed = None, False, None
-        for r in range(int(self.n_restarts) + 1):
-            start = u0 if r == 0 else _perturb(u0, jax.random.fold_in(key, r))
-            try:
-                res = minimise(_neg_lml, start, args=(fmap, Xj, ys), method="lbfgs",
-                               n_iter=int(self.max_iter), progress=self.progress,
-                               desc=f"BLR fit {r + 1}", options=OptimOptions(tol=float(self.tol)))
-            except NonFiniteObjectiveError as err:  # no finite marginal likelihood there:
-                failed = err                            # skip this start
-                continue
-            value = float(_neg_lml_jit(res.params, fmap, Xj, ys))
-            if np.isfinite(value) and (best is None or value < best[0]):
-                best = (value, res)
-            if res.interrupted:      # Ctrl-C: keep the best run so far, start no more
-                interrupted = True
-                break
-        if best is None and failed is not None:
-            raise NonFiniteObjectiveError(
-                f"BayesianLinearRegression: the log marginal likelihood (eq. 14) or its gradient "
-                f"is non-finite at every one of the {int(self.n_restarts) + 1} L-BFGS starts "
-                f"({failed.what}); rescale X and y or pass noise_var/prior_var",
-                failed.params, failed.what) from failed
-        if best is None:
-            raise RuntimeError("every L-BFGS run ended at a non-finite marginal likelihood; "
-                               "check the scale of X and y or pass initial noise_var/prior_var")
-        res = best[1]
-        return res.params, res.history, res.n_iter, res.converged, interrupted
+    def resume(self, Y=None):
+        """Finish an interrupted (or checkpointed) fit from its stored state: the run in
+        progress from its L-BFGS state, then the restarts not yet run; the result equals an
+        uninterrupted fit's bit for bit (:class:`~gplvm.models._checkpoint.ResumableMixin`,
+        whose ``Y`` this fit never needs); warns as ``fit`` when L-BFGS stopped at
+        ``max_iter``."""
+        resuming = self._resumable()
+        super().resume(Y)
+        if resuming and self._unsettled():
+            warn_not_converged(*self._unsettled())
+        return self
+
+    @holding_checkpoint
+    def _run(self):
+        """The L-BFGS restarts from ``_fit_state_`` (none without ``optimize``), then the
+        fitted attributes; saves the checkpoint."""
+        run = self._fit_state_
+        if not self.optimize:
+            self._set_fitted(BLRRun(np.nan, run.u0, np.array([]), 0, True), False)
+            self._end_run(False)
+            return self
+        end = core.restarts(run, int(self.n_restarts), int(self.max_iter), self.progress,
+                            self._options)
+        self._fit_state_ = end.run
+        self._set_fitted(end.chosen, end.interrupted)
+        self._end_run(end.interrupted)
+        return self
+
+    def _options(self, run):
+        """The L-BFGS options of the run in progress of ``run``: its start and checkpoint."""
+        def record(state):      # a model of the best iterate so far, flagged interrupted
+            self._fit_state_ = run._replace(state=state)
+            self._set_fitted(core.stopped_at(run, state), True)
+
+        return self._checkpointing(record, run.state)._replace(tol=float(self.tol))
+
+    def _set_fitted(self, chosen, interrupted):
+        """The fitted attributes of the run ``chosen`` (a BLRRun): the weights conditioned on
+        its hyper-parameters, in y's units."""
+        run = self._fit_state_
+        fm, prior, noise, post, lml = core.condition(chosen.params, run.features, run.X, run.y)
+        self.features_ = fm
+        self.prior_var_ = np.asarray(softplus(chosen.params["prior_var"])) * self.y_std_**2
+        self.noise_var_ = float(noise) * self.y_std_**2
+        self.posterior_ = post
+        self.log_marginal_likelihood_ = float(lml) - run.X.shape[0] * np.log(self.y_std_)
+        self.history_, self.n_iter_ = chosen.history, chosen.n_iter
+        self.converged_, self.interrupted_ = chosen.converged, interrupted
+
+    def _unsettled(self):
+        """Whether to warn that the best run stopped at ``max_iter``, and with what (raised in
+        fit or resume, so that it points at the caller's line)."""
+        if not self.optimize or self.converged_ or self.interrupted_ or \
+                self.n_iter_ != int(self.max_iter):
+            return None
+        return ("BayesianLinearRegression", f"L-BFGS stopped at max_iter={self.max_iter} "
+                f"before the marginal likelihood settled (relative change below "
+                f"tol={self.tol} for 10 iterations)", "increase max_iter or tol")
 
     # ------------------------------------------------------------------ prediction
     @in_model_precision
@@ -207,7 +232,7 @@ class BayesianLinearRegression(SaveMixin, RegressorMixin, BaseEstimator):
         (noise included), both in the units of y."""
         check_is_fitted(self, "posterior_")
         X = query_inputs(self, X)
-        mean, var = map_rows(_predict, X, self.posterior_, self.features_)
+        mean, var = map_rows(core.predict, X, self.posterior_, self.features_)
         mean = mean * self.y_std_ + self.y_mean_
         if not return_std:
             return mean
@@ -236,65 +261,5 @@ class BayesianLinearRegression(SaveMixin, RegressorMixin, BaseEstimator):
         """Mean m (M,) and covariance C (M, M) of the weights, in the units of y (for the
         centred targets when ``standardize``)."""
         check_is_fitted(self, "posterior_")
-        m, C = _weights(self.posterior_)
+        m, C = core.weights(self.posterior_)
         return np.asarray(m) * self.y_std_, np.asarray(C) * self.y_std_**2
-
-
-# ---------------------------------------------------------------------- compiled helpers
-# Module-level and jitted with the data as arguments, so that restarts, refits and predictions
-# with the same shapes reuse one compilation instead of running op by op.
-
-def _unpack(u, fmap):
-    fmap = fmap.from_unconstrained(freeze_feature_variance(u["features"]))
-    prior = block_expand(softplus(u["prior_var"]), fmap.blocks)
-    return fmap, prior, softplus(u["noise_var"])
-
-
-@jax.jit
-def _initial_params(fmap, prior_var, noise_var):
-    return {"features": fmap.unconstrained(), "prior_var": inverse_softplus(prior_var),
-            "noise_var": inverse_softplus(noise_var)}
-
-
-@jax.jit
-def _perturb(u0, key):
-    """Multiply σ², Λ and every length-scale by exp(ε), ε ~ N(0, 1) (a restart's start)."""
-    leaves, tree = jax.tree_util.tree_flatten_with_path(u0)
-    keys = jax.random.split(key, len(leaves))
-
-    def perturb(path, leaf, k):
-        names = [p.key for p in path if isinstance(p, jax.tree_util.DictKey)]
-        if names and names[-1] in ("noise_var", "prior_var", "lengthscale"):
-            theta = softplus(leaf) * jnp.exp(jax.random.normal(k, jnp.shape(leaf)))
-            return inverse_softplus(theta)
-        return leaf
-
-    new = [perturb(path, leaf, k) for (path, leaf), k in zip(leaves, keys)]
-    return jax.tree_util.tree_unflatten(tree, new)
-
-
-def _neg_lml(u, fmap, X, y):
-    """−eq. 14 as a function of the unconstrained hyper-parameters (minimise compiles it)."""
-    fm, prior, noise = _unpack(u, fmap)
-    return -lm.log_marginal_likelihood(fm(X), y, prior, noise)
-
-
-_neg_lml_jit = jax.jit(_neg_lml)
-
-
-@jax.jit
-def _condition(u, fmap, X, y):
-    fm, prior, noise = _unpack(u, fmap)
-    Phi = fm(X)
-    return fm, prior, noise, lm.posterior(Phi, y, prior, noise), \
-        lm.log_marginal_likelihood(Phi, y, prior, noise)
-
-
-@jax.jit
-def _predict(X, post, fmap):
-    return lm.predict(post, fmap(X))
-
-
-@jax.jit
-def _weights(post):
-    return post.m, post.covariance()
