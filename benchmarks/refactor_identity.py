@@ -27,12 +27,14 @@ bit-identical results.  Covered, each after a short run from a fixed seed:
 * ``linear``: BayesianLinearRegression (type-II ML, one restart) and BayesianGLM (Gaussian,
   Poisson, Bernoulli) on random features: the fitted weights and hyper-parameters, the
   history, and the predictions (mean and standard deviation, quantiles, class probabilities);
-* ``resume``: a BayesianGPLVM (L-BFGS and SVI) and an RFLVM stopped part-way as Ctrl-C stops
-  them (a ``KeyboardInterrupt`` raised from the checkpoint write, ``checkpoint_interval=0``),
-  then finished both by ``model.resume()`` and by ``gplvm.load(checkpoint).resume()``.  Each
-  is the set-up of an uninterrupted row above (``BayesianGPLVM iid``, ``BayesianGPLVM svi``,
-  ``RFLVM poisson``), so its fingerprints equal that row's (resuming is exact); the first
-  column names the iteration / sweep where the run stopped.
+* ``resume``: a BayesianGPLVM (L-BFGS and SVI), an RFLVM and a BayesianLinearRegression
+  stopped part-way as Ctrl-C stops them (a ``KeyboardInterrupt`` raised from the checkpoint
+  write, ``checkpoint_interval=0``), then finished both by ``model.resume()`` and by
+  ``gplvm.load(checkpoint).resume()``.  Each is the set-up of an uninterrupted row above
+  (``BayesianGPLVM iid``, ``BayesianGPLVM svi``, ``RFLVM poisson``,
+  ``BayesianLinearRegression``), so its fingerprints equal that row's (resuming is exact); the
+  first column names the iteration / sweep where the run stopped (the linear regression's,
+  ``BLR``, counts the iterations of all its L-BFGS runs: 30 of the first, 10 of the second).
 
 ``--models`` picks groups; warnings (ConvergenceWarning of the short runs, the "interrupted"
 RuntimeWarning of the resume rows) are silenced.
@@ -171,17 +173,29 @@ def rflvm_nuts_rows():
                    digest(m.X_samples_), digest(m.history_, *start))
 
 
-def linear_rows():
+BLR_KW = dict(n_features=20, n_restarts=1, max_iter=30, random_state=0)
+
+
+def _linear_data():
     rng = np.random.default_rng(5)
     X = rng.normal(size=(40, 2))
     f = np.sin(2 * X[:, 0]) + 0.5 * X[:, 1]
     y = f + 0.1 * rng.normal(size=40)
+    return rng, X, f, y
+
+
+def _blr_row(name, m):
+    Xq = _linear_data()[1][:5] + 0.1
+    return (name, f"{m.log_marginal_likelihood_:.17g}",
+            digest(*m.weights_posterior(), m.noise_var_, m.prior_var_, m.history_),
+            digest(m.predict(Xq, return_std=True), m.predict_quantile(Xq, [0.1, 0.5, 0.9])))
+
+
+def linear_rows():
+    rng, X, f, y = _linear_data()
     Xq = X[:5] + 0.1
-    m = gplvm.BayesianLinearRegression(n_features=20, n_restarts=1, max_iter=30,
-                                       random_state=0).fit(X, y)
-    yield ("BayesianLinearRegression", f"{m.log_marginal_likelihood_:.17g}",
-           digest(*m.weights_posterior(), m.noise_var_, m.prior_var_, m.history_),
-           digest(m.predict(Xq, return_std=True), m.predict_quantile(Xq, [0.1, 0.5, 0.9])))
+    yield _blr_row("BayesianLinearRegression",
+                   gplvm.BayesianLinearRegression(**BLR_KW).fit(X, y))
     targets = {"gaussian": y, "poisson": rng.poisson(np.exp(f)).astype(float),
                "bernoulli": (rng.random(40) < 1 / (1 + np.exp(-2 * f))).astype(float)}
     for lik, t in targets.items():
@@ -247,6 +261,12 @@ def resume_rows():
                 cls, kw, k, args, folder, name.replace(" ", "_"))
             for how, m in (("resume", resumed), ("load+resume", from_file)):
                 yield row(f"{name} {how}@{stopped}", m)
+        # stopped at its 40th L-BFGS iteration in all: the 10th of its second run (restart)
+        _, X, _, y = _linear_data()
+        _, resumed, from_file = _stopped_and_resumed(
+            gplvm.BayesianLinearRegression, BLR_KW, 40, (X, y), folder, "blr")
+        for how, m in (("resume", resumed), ("load+resume", from_file)):
+            yield _blr_row(f"BLR {how}@40", m)     # the full name overflows the column
 
 
 ROWS = {"bgplvm": bgplvm_rows, "svi": svi_rows, "structured": structured_rows,
