@@ -11,11 +11,13 @@ key, a reset stopping count) changes the iterates, which ``assert_array_equal`` 
 from __future__ import annotations
 
 import os
+import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 
 import gplvm
 from gplvm.inference.optimise import OptimOptions, minimise
@@ -276,6 +278,23 @@ def test_blr_ctrl_c_then_resume_equals_one_run(monkeypatch, tmp_path, restart):
     _assert_blr_same(gplvm.load(path), full, X)     # the finished fit's file
     assert "_fit_state_" not in vars(gplvm.load(path))
     assert full.resume() is full       # finished: nothing to resume
+
+
+def test_a_supervised_resume_warns_as_its_fit_does(monkeypatch):
+    """resume() gives the fit's ConvergenceWarning when the finished run has not settled (here:
+    every L-BFGS run stops at its 15 iterations), once: a finished fit's resume() warns no more
+    (the BLR's; the GLM's is the same SupervisedResume)."""
+    kw, X, y = _blr_case()
+    with pytest.warns(ConvergenceWarning, match="max_iter=15"):
+        gplvm.BayesianLinearRegression(**kw).fit(X, y)
+    _blr_runs(monkeypatch, [], stop=("BLR fit 3", K))
+    part = gplvm.BayesianLinearRegression(**kw).fit(X, y)
+    _blr_runs(monkeypatch, [])
+    with pytest.warns(ConvergenceWarning, match="max_iter=15"):
+        part.resume()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        part.resume()                   # finished: nothing run, nothing to warn about
 
 
 def test_blr_killed_run_resumes_from_its_last_checkpoint(monkeypatch, tmp_path):

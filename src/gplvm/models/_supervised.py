@@ -83,3 +83,22 @@ def central_interval(model, X, coverage: float):
     a = (1.0 - coverage) / 2.0
     bounds = model.predict_quantile(X, [a, 1.0 - a])
     return bounds[:, 0], bounds[:, 1]
+
+
+class SupervisedResume:
+    """``resume()`` of the supervised estimators (GLM, Bayesian linear regression): that of
+    :class:`~gplvm.models._checkpoint.ResumableMixin` (listed after this class), then the fit's
+    warning when the finished run has not settled (the estimator's ``_unsettled()``: None, or
+    the arguments of :func:`warn_not_converged`), raised here as ``fit`` raises it."""
+
+    def resume(self, Y=None):
+        """Finish an interrupted (or checkpointed) fit from its stored state (the optimiser's
+        state of the run in progress, then whatever the fit had still to run): the result
+        equals an uninterrupted fit's bit for bit.  ``Y``: every estimator's ``resume`` takes
+        it; these fits keep their data, so leave it None.  Warns as ``fit`` when the finished
+        run has not settled."""
+        resuming = self._resumable()
+        super().resume(Y)
+        if resuming and self._unsettled():
+            warn_not_converged(*self._unsettled())
+        return self

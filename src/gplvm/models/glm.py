@@ -33,7 +33,8 @@ from gplvm.models._checkpoint import ResumableMixin, holding_checkpoint
 from gplvm.models._glm_predictions import GLMPredictions, is_binary, is_classifier
 from gplvm.models._common import check_features, default_features
 from gplvm.models.fit_state import GLMFitState
-from gplvm.models._supervised import fit_inputs, no_missing_values, warn_not_converged
+from gplvm.models._supervised import (SupervisedResume, fit_inputs, no_missing_values,
+                                      warn_not_converged)
 from gplvm.registry import register
 from gplvm.transforms import softplus
 
@@ -41,7 +42,7 @@ _SUPPORTED = ("gaussian", "bernoulli", "binomial", "poisson", "negative_binomial
 
 
 @register("gplvm.BayesianGLM", estimator=True)
-class BayesianGLM(GLMPredictions, ResumableMixin, SaveMixin, BaseEstimator):
+class BayesianGLM(GLMPredictions, SupervisedResume, ResumableMixin, SaveMixin, BaseEstimator):
     """Bayesian generalised linear model on random features, by stochastic variational inference.
 
     **Classifier or regressor, by likelihood.**  With ``"bernoulli"`` (or a binomial of one
@@ -230,17 +231,6 @@ class BayesianGLM(GLMPredictions, ResumableMixin, SaveMixin, BaseEstimator):
         # what resume() needs to go on: the run's start, data and, once stopped, its state
         self._fit_state_ = GLMFitState(u0, k_fit, features, lik_fit, Xj, yj)
         if self._run()._unsettled():
-            warn_not_converged(*self._unsettled())
-        return self
-
-    def resume(self, Y=None):
-        """Finish an interrupted (or checkpointed) fit from its stored Adam state: the result
-        equals an uninterrupted fit's bit for bit (:class:`~gplvm.models._checkpoint.
-        ResumableMixin`, whose ``Y`` this fit never needs); warns as ``fit`` when the bound
-        has not settled."""
-        resuming = self._resumable()
-        super().resume(Y)
-        if resuming and self._unsettled():
             warn_not_converged(*self._unsettled())
         return self
 

@@ -26,14 +26,16 @@ from gplvm.models._common import check_features, check_is_fitted, default_featur
     in_model_precision
 from gplvm.models._rows import map_rows
 from gplvm.models._supervised import (
-    central_interval, fit_inputs, no_missing_values, query_inputs, warn_not_converged,
+    SupervisedResume, central_interval, fit_inputs, no_missing_values, query_inputs,
+    warn_not_converged,
 )
 from gplvm.models.fit_state import BLRFitState, BLRRun
 from gplvm.transforms import softplus
 
 
 @register("gplvm.BayesianLinearRegression", estimator=True)
-class BayesianLinearRegression(ResumableMixin, SaveMixin, RegressorMixin, BaseEstimator):
+class BayesianLinearRegression(SupervisedResume, ResumableMixin, SaveMixin, RegressorMixin,
+                               BaseEstimator):
     """Bayesian linear regression on random features with learned hyper-parameters.
 
     Args:
@@ -163,18 +165,6 @@ class BayesianLinearRegression(ResumableMixin, SaveMixin, RegressorMixin, BaseEs
         # what resume() needs to go on: the starts, the data and, once stopped, where
         self._fit_state_ = BLRFitState(u0, k_restart, fmap, Xj, ys)
         if self._run()._unsettled():
-            warn_not_converged(*self._unsettled())
-        return self
-
-    def resume(self, Y=None):
-        """Finish an interrupted (or checkpointed) fit from its stored state: the run in
-        progress from its L-BFGS state, then the restarts not yet run; the result equals an
-        uninterrupted fit's bit for bit (:class:`~gplvm.models._checkpoint.ResumableMixin`,
-        whose ``Y`` this fit never needs); warns as ``fit`` when L-BFGS stopped at
-        ``max_iter``."""
-        resuming = self._resumable()
-        super().resume(Y)
-        if resuming and self._unsettled():
             warn_not_converged(*self._unsettled())
         return self
 
