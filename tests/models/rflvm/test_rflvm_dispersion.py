@@ -110,20 +110,15 @@ def _check(draws, exact, name):
     assert abs(draws.std() / sd - 1) < 0.1, (name, draws.std(), sd)
 
 
-@pytest.mark.parametrize("layout", [False, True], ids=["sampler-layout", "sweep-layout"])
-def test_crt_step_and_mean_preserving_moves_sample_the_exact_posterior(layout):
+@pytest.mark.parametrize("run", [dict(layout=False), dict(layout=True), dict(use_crt=False)],
+                         ids=["sampler-layout", "sweep-layout", "moves-alone"])
+def test_crt_step_and_mean_preserving_moves_sample_the_exact_posterior(run):
+    """The CRT step with the mean-preserving moves (the CRT tables laid out by the sampler or
+    by the sweep), and the moves alone without the CRT step (with the test's c step and
+    h | r), sample the grid posterior of (log r, c)."""
     y = _data()
     exact = _grid_posterior(y)
-    lr, c = _run(y, layout=layout)
-    _check(lr, exact["log_r"], "log r")
-    _check(c, exact["c"], "c")
-
-
-def test_mean_preserving_moves_alone_keep_the_posterior_and_move_r():
-    # without the CRT step, the moves (with the test's c step and h | r) still sample it
-    y = _data()
-    exact = _grid_posterior(y)
-    lr, c = _run(y, use_crt=False)
+    lr, c = _run(y, **run)
     _check(lr, exact["log_r"], "log r")
     _check(c, exact["c"], "c")
 
