@@ -297,6 +297,16 @@ def test_a_supervised_resume_warns_as_its_fit_does(monkeypatch):
         part.resume()                   # finished: nothing run, nothing to warn about
 
 
+def test_blr_ctrl_c_in_its_only_run_at_a_non_finite_value_is_a_clear_error(monkeypatch):
+    """Ctrl-C in the first L-BFGS run where eq. 14 is non-finite leaves no run to show: the
+    fit says so (it crashed on the missing run)."""
+    kw, X, y = _blr_case()
+    _blr_runs(monkeypatch, [], stop=("BLR fit 1", K))
+    monkeypatch.setattr(_blr_fit, "neg_lml_jit", lambda *a: np.nan)
+    with pytest.raises(RuntimeError, match="non-finite marginal likelihood"):
+        gplvm.BayesianLinearRegression(**kw).fit(X, y)
+
+
 def test_blr_killed_run_resumes_from_its_last_checkpoint(monkeypatch, tmp_path):
     """checkpoint_interval=0: a fit killed after iteration K of its second run leaves a file
     holding the first run (finished) and K + 1 iterations of the second; it resumes to the

@@ -28,6 +28,10 @@ from gplvm.objectives import linear_model as lm
 from gplvm.transforms import inverse_softplus, softplus
 
 
+_NON_FINITE = ("every L-BFGS run ended at a non-finite marginal likelihood; check the scale "
+               "of X and y or pass initial noise_var/prior_var")
+
+
 class Outcome(NamedTuple):
     """What :func:`restarts` ends with: the fit state to keep (the run in progress and its
     L-BFGS state when ``interrupted``), the run whose parameters the model takes (the best
@@ -66,7 +70,10 @@ def restarts(run: BLRFitState, n_restarts: int, max_iter: int, progress: bool,
         value = float(neg_lml_jit(res.params, run.features, run.X, run.y))
         this = BLRRun(value, res.params, res.history, res.n_iter, res.converged)
         if res.interrupted:      # Ctrl-C: keep the best run so far, start no more
-            return Outcome(run._replace(state=res.state), better(run.best, this), True)
+            chosen = better(run.best, this)
+            if chosen is None:   # the one run so far stopped at a non-finite value
+                raise RuntimeError(_NON_FINITE)
+            return Outcome(run._replace(state=res.state), chosen, True)
         run = run._replace(restart=r + 1, state=None, best=better(run.best, this))
     if run.best is None and failed is not None:
         raise NonFiniteObjectiveError(
@@ -75,8 +82,7 @@ def restarts(run: BLRFitState, n_restarts: int, max_iter: int, progress: bool,
             f"({failed.what}); rescale X and y or pass noise_var/prior_var",
             failed.params, failed.what) from failed
     if run.best is None:
-        raise RuntimeError("every L-BFGS run ended at a non-finite marginal likelihood; "
-                           "check the scale of X and y or pass initial noise_var/prior_var")
+        raise RuntimeError(_NON_FINITE)
     return Outcome(run, run.best, False)
 
 

@@ -20,7 +20,6 @@ from gplvm._validation import kept_columns
 from gplvm.inference.mcmc import Execution, Keep, Report, Sweeps, run_chains, split_rhat
 from gplvm.inference.mcmc.driver import concat_results
 from gplvm.inference.run import CheckpointTimer
-from gplvm.io.legacy.rflvm import current_layouts
 from gplvm.likelihoods import likelihood_class
 from gplvm.models._checkpoint import holding_checkpoint
 from gplvm.models.rflvm.columns import widen
@@ -64,16 +63,13 @@ class RFLVMRun:
         return isinstance(self.n_iter, str) and self.n_iter == "auto"
 
     def _unfinished(self):
-        """The stored run that :meth:`resume` continues, laid out as today's (a file saved
-        before the CRT layout changed carries the old one), or None when nothing is left:
+        """The stored run that :meth:`resume` continues (a file of an older format was laid
+        out as today's on loading, :mod:`gplvm.io.legacy.rflvm`), or None when nothing is left:
         ``inference='map'``, ``n_iter`` sweeps done, or with ``n_iter='auto'`` converged (not
         interrupted) or ``max_iter`` sweeps done.  A run that stopped on ``max_time`` goes on,
         its budget counted again from the resume."""
         if self.inference == "map":          # nothing to continue: the modes are the fit
             return None
-        for name, value in current_layouts(
-                {"_spec_": self._spec_, "_data_": self._data_, "_result_": self._result_}).items():
-            setattr(self, name, value)
         earlier = self._result_
         done = (earlier.n_done >= self.max_iter or (self.converged_ and not self.interrupted_)
                 if self._auto() else earlier.n_done >= self.n_iter)
