@@ -39,3 +39,16 @@ def wrapped(module, name: str, wrapper: Callable[[Callable], Callable]):
                                f"figure would be of an unwrapped fit; update the benchmark")
     finally:
         setattr(module, name, real)
+
+
+@contextmanager
+def driver_timings():
+    """Within the block, every ``RFLVM.fit`` fills the dict yielded with the MCMC driver's
+    timings (``run_chains(report=Report(timings=...))``: compile_s, sweep_s, calls, ...).
+    gplvm is imported here, not at the top, so that a script can set up JAX first."""
+    import gplvm.models.rflvm.run as rflvm_module
+
+    timings = {}
+    with wrapped(rflvm_module, "run_chains", lambda real: lambda *a, report, **kw: real(
+            *a, report=report._replace(timings=timings), **kw)):
+        yield timings

@@ -37,7 +37,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _hooks import wrapped  # noqa: E402
+from _hooks import driver_timings  # noqa: E402
 
 
 def _counts():
@@ -72,23 +72,18 @@ def worker(sweeps: int, chains: int, iters: int) -> dict:
     jax.monitoring.register_event_duration_secs_listener(on_duration)
     jax.monitoring.register_event_listener(on_event)
     import gplvm
-    import gplvm.models.rflvm.run as rflvm_module
     from gplvm.data import make_s_curve
 
     timings = {}
-
-    def driver():       # each fit's run_chains records the driver's timings
-        return wrapped(rflvm_module, "run_chains", lambda real: lambda *a, report, **kw: real(
-            *a, report=report._replace(timings=timings), **kw))
-
     name, Y = _counts()
     Yg = make_s_curve("gaussian", n_samples=500, n_outputs=100, random_state=0).Y
     out = {"data": name, "cache": jax.config.jax_compilation_cache_dir}
 
     def rflvm():
-        with driver():
+        with driver_timings() as got:
             gplvm.RFLVM(likelihood="negative_binomial", n_chains=chains, n_iter=sweeps,
                         burn_in=sweeps // 2, progress=False, random_state=0).fit(Y)
+        timings.update(got)
 
     def bgplvm():
         gplvm.BayesianGPLVM(n_components=2, max_iter=iters, progress=False,

@@ -100,6 +100,7 @@ import numpy as np  # noqa: E402
 import gplvm  # noqa: E402
 from gplvm.inference.mcmc import pairwise_distance_summary  # noqa: E402
 from gplvm.metrics import affine_r2, knn_accuracy  # noqa: E402
+from gplvm.models.rflvm.convergence import convergence_figures, has_converged  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # _peer_venvs
 
@@ -155,7 +156,7 @@ def diagnostics(model) -> dict:
 
 def fit(Y, sampler: str, n_iter: int, args) -> tuple:
     """``sampler`` 'gibbs', 'nuts' or 'map' (``RFLVM(inference='map')``: no sweeps)."""
-    kwargs = dict(likelihood=getattr(args, "likelihood", "poisson"), n_features=args.features, n_chains=args.chains,
+    kwargs = dict(likelihood=args.likelihood, n_features=args.features, n_chains=args.chains,
                   learn_kernel=args.learn_kernel, progress=False, random_state=args.seed,
                   block_size=min(50, n_iter // 2))
     if sampler == "map":
@@ -308,6 +309,7 @@ def fit_numpyro(Y, n_iter: int, args, fixed_w: bool):
     d = _ess_rhat(out["log_lik"], dist)
     d["leapfrog"] = float(np.mean(out["n_leapfrog"]))
     d["draws"] = int(out["X"].shape[1])
+    d["converged"] = _converged(out["log_lik"], out["X"])
     # the posterior mean of X: over every chain with W fixed (one frame), chain 0's otherwise
     d["X_mean"] = out["X"].mean(axis=(0, 1)) if fixed_w else out["X"][0].mean(axis=0)
     return d, float(out["cpu_s"]), wall, float(out["compile_s"])
@@ -481,7 +483,7 @@ def run_row(Y, data: Data, name: str, sampler: str, n_iter: int, args):
         if got is None:
             return None
         d, cpu, wall, compile_cpu = got
-        return (d, cpu, wall, compile_cpu, _converged(d), d["X_mean"],
+        return (d, cpu, wall, compile_cpu, d["converged"], d["X_mean"],
                 f"{d['draws']} + {n_iter // 2}")
     if sampler.endswith("-auto"):
         model, cpu, wall, ended = fit_auto(Y, sampler, n_iter, args)
@@ -505,16 +507,17 @@ def run_row(Y, data: Data, name: str, sampler: str, n_iter: int, args):
               f"{float(np.max(found['max_gradient'])):.2g}, in Laplace sds "
               f"{float(np.max(found['max_scaled_gradient'])):.2g} (converged_ "
               f"{model.converged_})", flush=True)
-    converged = "–" if sampler == "map" else _converged(d)
+    converged = ("–" if sampler == "map" else
+                 _converged(model.history_[:, model.burn_in:], model.X_samples_))
     return d, cpu, wall, compile_cpu, converged, model.X_mean_, n_iter
 
 
-def _converged(d: dict) -> str:
-    """The library's rule on this table's figures (R-hat ≤ 1.01, ESS ≥ 400; the distances'
-    ESS here is the median over the pairs, the library's the smallest)."""
-    ok = (d["rhat_ll"] <= 1.01 and d["rhat_dist"] <= 1.01 and d["ess_ll"] >= 400
-          and d["ess_dist"] >= 400)
-    return "yes" if ok else "no"
+def _converged(log_lik, X_draws) -> str:
+    """The library's rule (:func:`gplvm.models.rflvm.convergence.has_converged`: R-hat ≤ 1.01
+    and ESS ≥ 400 for the kept log-likelihood (chains, S) and every latent distance of the
+    kept draws (chains, S, N, Q), the smallest ESS over the pairs), as ``converged_`` of an
+    ``n_iter='auto'`` fit decides it."""
+    return "yes" if has_converged(convergence_figures(log_lik, X_draws), 400) else "no"
 
 
 if __name__ == "__main__":

@@ -36,7 +36,6 @@ import os
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
 
 import jax
 import jax.numpy as jnp
@@ -50,7 +49,7 @@ from gplvm.models.rflvm.init import init_state, prepare_data
 from gplvm.models.rflvm.spec import RFLVMSpec
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _hooks import wrapped  # noqa: E402
+from _hooks import driver_timings  # noqa: E402
 
 REFERENCE = {("S-curve", "gaussian"): "0.390 s/sweep", ("congress109", "poisson"): "10.6 s/sweep"}
 
@@ -85,17 +84,6 @@ def time_sweeps(kind, Y, n_sweeps, n_warm, n_trials=None):
     jax.block_until_ready(state)
     return (compile_s, (time.perf_counter() - start) / n_sweeps,
             (time.process_time() - cpu) / n_sweeps)
-
-
-@contextmanager
-def driver_timings():
-    """Within the block, every ``RFLVM.fit`` fills the dict yielded with the driver's timings
-    (``run_chains(report=Report(timings=...))``: compile_s, sweep_s, calls)."""
-    import gplvm.models.rflvm.run as rflvm_module
-    timings = {}
-    with wrapped(rflvm_module, "run_chains", lambda real: lambda *a, report, **kw: real(
-            *a, report=report._replace(timings=timings), **kw)):
-        yield timings
 
 
 def chains_worker(kind: str, n_chains: int, n_sweeps: int, n_warm: int) -> dict:
