@@ -20,9 +20,8 @@ Files of any format saved before a count layout of :class:`.spec.RFLVMData` exis
 hold, in ``_data_`` and in the chains' carry, so that a loaded model and a fresh one run the
 same sweep (the sweep also runs without them, more slowly); a ``customers`` layout of the
 earlier kind (one entry per count and rank, four arrays, before the rank-by-column layout of
-:func:`.dispersion.crt_layout`) is laid out again by :func:`current_layouts` (every file of
-format 6 and below passes through :func:`upgrade_rflvm` on loading; format 7 files are written
-with today's layout).  Files saved before issue 30 get
+:func:`.dispersion.crt_layout`) is laid out again, whatever the file's format, by
+:func:`current_layouts`, which :meth:`gplvm.RFLVM.resume` calls.  Files saved before issue 30 get
 ``convergence_`` (R-hat and bulk ESS of the log-likelihood and of latent distances) computed from
 the trace and latent draws they hold.  Files of format 4 and below name the columns'
 standardisation ``mean_`` and ``scale_``: today ``Y_mean_`` and ``Y_std_``, as in every

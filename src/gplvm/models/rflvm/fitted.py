@@ -8,6 +8,7 @@ chain's carry ``(RFLVMState, RFLVMData, inducing times)``.
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 
 from gplvm.inference.mcmc import align_samples, generalised_procrustes
@@ -33,6 +34,13 @@ def record_heavy(carry) -> dict:
     state = carry[0]
     return {"X": state.X, "W": state.W, "beta": state.beta, "noise_var": state.noise_var,
             "dispersion": state.dispersion}
+
+
+def last_states(record, state) -> dict:
+    """``record`` of each chain's last state (``state``: the chains' carry), as one kept draw
+    per chain (chains, 1, ...): what stands in for the draws of a run interrupted before its
+    first kept sweep."""
+    return {k: np.asarray(v)[:, None] for k, v in jax.vmap(record)(state).items()}
 
 
 def trace(carry) -> dict:

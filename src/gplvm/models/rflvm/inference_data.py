@@ -15,7 +15,7 @@ import numpy as np
 
 from gplvm.inference.mcmc import pairwise_distance_summary, to_inference_data
 from gplvm.inference.mcmc.driver import n_kept
-from gplvm.models.rflvm.fitted import record_light
+from gplvm.models.rflvm.fitted import last_states, record_light
 
 
 def kept_sweeps(model) -> np.ndarray:
@@ -38,7 +38,7 @@ def concentration_draws(result) -> np.ndarray | None:
         return None
     alpha = np.asarray(result.draws["alpha"])
     if alpha.shape[1] == 0:
-        alpha = np.asarray(jax.vmap(record_light)(result.state)["alpha"])[:, None]
+        alpha = last_states(record_light, result.state)["alpha"]
     return alpha
 
 

@@ -20,12 +20,14 @@ from gplvm._validation import kept_columns
 from gplvm.inference.mcmc import Execution, Keep, Report, Sweeps, run_chains, split_rhat
 from gplvm.inference.mcmc.driver import concat_results
 from gplvm.inference.run import CheckpointTimer
+from gplvm.io.legacy.rflvm import current_layouts
 from gplvm.likelihoods import likelihood_class
 from gplvm.models._checkpoint import holding_checkpoint
 from gplvm.models.rflvm.columns import widen
 from gplvm.models.rflvm.convergence import (RHAT_TARGET, convergence_figures, describe,
                                              has_converged)
-from gplvm.models.rflvm.fitted import aligned_draws, record_heavy, record_light, trace
+from gplvm.models.rflvm.fitted import (aligned_draws, last_states, record_heavy, record_light,
+                                       trace)
 from gplvm.models.rflvm.map_fit import SCALED_TOLERANCE, map_result
 from gplvm.models.rflvm.map_start import start_chains
 from gplvm.models.rflvm.spec import RFLVMSpec
@@ -63,13 +65,16 @@ class RFLVMRun:
         return isinstance(self.n_iter, str) and self.n_iter == "auto"
 
     def _unfinished(self):
-        """The stored run that :meth:`resume` continues (a file of an older format was laid
-        out as today's on loading, :mod:`gplvm.io.legacy.rflvm`), or None when nothing is left:
+        """The stored run that :meth:`resume` continues, laid out as today's (a file saved
+        before the CRT layout changed carries the old one), or None when nothing is left:
         ``inference='map'``, ``n_iter`` sweeps done, or with ``n_iter='auto'`` converged (not
         interrupted) or ``max_iter`` sweeps done.  A run that stopped on ``max_time`` goes on,
         its budget counted again from the resume."""
         if self.inference == "map":          # nothing to continue: the modes are the fit
             return None
+        for name, value in current_layouts(
+                {"_spec_": self._spec_, "_data_": self._data_, "_result_": self._result_}).items():
+            setattr(self, name, value)
         earlier = self._result_
         done = (earlier.n_done >= self.max_iter or (self.converged_ and not self.interrupted_)
                 if self._auto() else earlier.n_done >= self.n_iter)
@@ -203,18 +208,14 @@ class RFLVMRun:
         self.accept_rate_ = float(np.mean(self.sampler_info_["accept_W"]))
         # Interrupted before a (heavy) draw was kept: the chains' last states stand in for the
         # draws, so the model stays usable (API.md); they are not posterior draws.
-        def last(record):
-            return {k: np.asarray(v)[:, None]
-                    for k, v in jax.vmap(record)(result.state).items()}
-
         if np.asarray(draws["X"]).shape[1] == 0:
             if not quiet:
                 warnings.warn("the fit was interrupted during burn-in: the model holds the "
                               "last state of each chain, not posterior draws", RuntimeWarning,
                               stacklevel=3)
-            draws = last(record_light)
+            draws = last_states(record_light, result.state)
         if np.asarray(heavy["W"]).shape[1] == 0:
-            heavy = last(record_heavy)
+            heavy = last_states(record_heavy, result.state)
         self.X_samples_, self.X_mean_, self._draws_ = aligned_draws(draws, heavy)
         self.X_var_ = np.var(self.X_samples_.reshape(-1, *self.X_samples_.shape[2:]), axis=0)
         self.W_samples_ = self._draws_["W"]
