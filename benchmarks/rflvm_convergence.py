@@ -18,8 +18,9 @@ of ``--sweeps`` as the burn-in (rounds of max(burn-in, 100) sweeps), from a cold
 CPU and wall seconds are the whole fit's, compilation and mode search included (set
 ``GPLVM_COMPILATION_CACHE=0`` so that no earlier process's compiled programs are read).  The
 library checks its budget after each round; a fit still sampling at ``--hard-stop`` seconds
-(1.2 × budget) is stopped by the library's Ctrl-C path at the end of the block then running
-and diagnosed on the draws it has (:func:`fit_auto`).  ``--clock cpu`` puts the budget on the
+(1.2 × budget) is stopped by the library's Ctrl-C path, which keeps the blocks finished before
+it (the block then running is discarded, its seconds counted), and diagnosed on the draws it
+has (:func:`fit_auto`).  ``--clock cpu`` puts the budget on the
 process's CPU seconds instead (budget × ``--cores``), for a machine loaded by other jobs.  Column "converged": the library's rule
 and how the run ended (max_time, max_iter, the hard stop); for the fixed-length samplers the
 same rule on this table's figures.  ``--sweeps sampler@dataset=n`` sets one data set's.
@@ -326,8 +327,9 @@ def fit_auto(Y, sampler: str, burn_in: int, args) -> tuple:
     ``--clock cpu`` (for a machine loaded by other jobs, where wall seconds measure the load):
     no ``max_time``; the fit is stopped when this process has used ``args.budget × --cores``
     CPU seconds, what a quiet machine of that many cores gives in ``budget`` wall seconds.  A
-    stop is the library's own Ctrl-C path (a SIGINT, sent only while the driver runs blocks and
-    honoured at the end of the block then running: the draws so far are kept and diagnosed).
+    stop is the library's own Ctrl-C path (a SIGINT, sent only while the driver runs blocks): the
+    blocks finished before it are kept and diagnosed; the block then running is discarded, its
+    seconds counted (at most ``block_size`` sweeps' worth).
     Returns (model or None, CPU s, wall s, how it ended)."""
     cpu_clock = args.clock == "cpu"
     model = gplvm.RFLVM(n_iter="auto", burn_in=burn_in, max_iter=args.max_iter,
