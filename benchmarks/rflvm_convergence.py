@@ -38,7 +38,9 @@ the data set's labels (bridges: its labels; congress109: party), "–" without l
 ``nuts-depth10`` is ``sampler='nuts'`` with trees of up to 2¹⁰ − 1 leapfrog steps (the
 library's cap is 2⁸ − 1); ``nuts-accept0.6`` has dual averaging aim at a mean acceptance
 of 0.6 instead of Stan's 0.8 (run with ``GPLVM_COMPILATION_CACHE=0``, which the script
-requires for it).
+requires for it).  ``nuts-w-own`` takes W out of the NUTS position (X, z and log r given W;
+W by its Metropolis step given β and the joint scale move only: ``joint.has_frequencies``
+patched off, same requirements as ``nuts-no-gauge``).
 ``--samplers map`` fits ``RFLVM(inference='map')`` (each chain's mode, no sweeps: no R-hat or
 ESS).  The last column is the affine R² of the mean latents to the planted ones (S-curve only,
 :func:`gplvm.metrics.affine_r2`).
@@ -203,6 +205,16 @@ def fit_ablated(Y, sampler: str, n_iter: int, args) -> tuple:
             return fit(Y, "nuts", n_iter, args)
         finally:
             nuts.TARGET_ACCEPT = target
+    if sampler == "nuts-w-own":
+        from gplvm.models.rflvm import gauge, joint, map_start
+
+        saved = joint.has_frequencies, map_start.has_frequencies, gauge.applies
+        joint.has_frequencies = map_start.has_frequencies = lambda spec, data: False
+        gauge.applies = lambda spec, data: False
+        try:
+            return fit(Y, "nuts", n_iter, args)
+        finally:
+            joint.has_frequencies, map_start.has_frequencies, gauge.applies = saved
     if sampler != "nuts-no-gauge":
         return fit(Y, sampler, n_iter, args)
     from gplvm.models.rflvm import gauge
@@ -221,7 +233,8 @@ def check_patched_target(samplers: list) -> None:
     persistent cache off (or a program exported by an earlier process is read back) and no
     other NUTS fit in the same process (whose traced sweep and compiled block of the same spec
     would be reused; checked: a 'nuts' fit then a patched one gave identical draws)."""
-    patched = [s for s in samplers if s.startswith("nuts-accept") or s == "nuts-no-gauge"]
+    patched = [s for s in samplers
+               if s.startswith("nuts-accept") or s in ("nuts-no-gauge", "nuts-w-own")]
     if not patched:
         return
     if os.environ.get("GPLVM_COMPILATION_CACHE") != "0":

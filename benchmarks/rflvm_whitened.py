@@ -19,6 +19,10 @@ the Gaussian (IRLS) approximation of the Poisson log-likelihood at the saturated
 (X, W, z) ↦ (X, W, β) is block-triangular, so its log-Jacobian is −Σ_j log det L_j and the
 density of (X, W, z) is the block's (in β) plus that term: the same posterior.
 
+``--variants fixed-w`` samples the library's block with W held at the mode's (X and z
+only): how much of the trees' length the frequencies' coupling makes (issue 30's
+"W out of the NUTS position" question).
+
 ``--variants mode-frame`` is a third parametrisation: the weights whitened, per column, by the
 block's own curvature at the mode, held fixed — z_j = ẑ_j + H_j^{-1/2} u_j with H_j the
 (X, W)-fixed P × P block of the negative Hessian in z at the mode (eigenvalues floored at
@@ -131,6 +135,18 @@ def mode_frame(fn, position, n_head: int, P: int, D: int, floor: float = 1e-2):
     return (lambda u_position: fn(to_position(u_position))), to_position, start
 
 
+def fixed_frequencies(fn, position, n_x: int, n_w: int):
+    """(log-density of (X, z) with W held at ``position``'s, map (X, z) ↦ position, start):
+    the block given W, the model NumPyro's fixed-W peer samples (issue 30's comparison)."""
+    packed = position[n_x:n_x + n_w]
+
+    def to_position(short):
+        return jnp.concatenate([short[:n_x], packed, short[n_x:]])
+
+    start = jnp.concatenate([position[:n_x], position[n_x + n_w:]])
+    return (lambda short: fn(to_position(short))), to_position, start
+
+
 def run_nuts(fn, start, loglik, key, n: int):
     """(step size, leapfrogs per draw, CPU s, ESS of the log-likelihood) of one chain."""
     import arviz as az
@@ -158,7 +174,7 @@ def main(argv=None):
                              "bridges", 1000)
     parser.add_argument("--draws", type=int, default=300)
     parser.add_argument("--variants", default="prior,curvature",
-                        help="prior, curvature, mode-frame (comma-separated)")
+                        help="prior, curvature, mode-frame, fixed-w (comma-separated)")
     args = parser.parse_args(argv)
     print(f"{settings(args)}, {args.draws} adaptation steps + {args.draws} draws, one chain")
     print("| data | weights whitened by | step size | leapfrogs per draw | CPU s | "
@@ -182,8 +198,12 @@ def main(argv=None):
 
         fn_frame, frame_to_position, start_frame = mode_frame(
             fn, search.position, N * Q + n_w, spec.n_weights, spec.n_outputs)
+        fn_fixed, fixed_to_position, start_fixed = fixed_frequencies(
+            fn, search.position, N * Q, n_w)
         key = jax.random.PRNGKey(args.seed)
         variants = {
+            "fixed-w": ("prior, W fixed at the mode's (X and z only)", fn_fixed, start_fixed,
+                        lambda s: prior_beta(fixed_to_position(s))),
             "prior": ("prior (the library's block)", fn, search.position, prior_beta),
             "curvature": ("conditional curvature", fn_white, start_white, white_beta),
             "mode-frame": ("the block's curvature at the mode, fixed", fn_frame, start_frame,
