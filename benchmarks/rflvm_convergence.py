@@ -17,7 +17,8 @@ settings with the table):
 of ``--sweeps`` as the burn-in (rounds of max(burn-in, 100) sweeps), from a cold start: the
 CPU and wall seconds are the whole fit's, compilation and mode search included (set
 ``GPLVM_COMPILATION_CACHE=0`` so that no earlier process's compiled programs are read).  The
-library checks its budget after each round; a fit still sampling at ``--hard-stop`` seconds
+library checks its budget after each ~2 s call of the compiled sweeps (after each round
+before the commit that adds this sentence); a fit still sampling at ``--hard-stop`` seconds
 (1.2 × budget) is stopped by the library's Ctrl-C path, which keeps the blocks finished before
 it (the block then running is discarded, its seconds counted), and diagnosed on the draws it
 has (:func:`fit_auto`).  ``--clock cpu`` puts the budget on the
@@ -335,7 +336,7 @@ def fit_auto(Y, sampler: str, burn_in: int, args) -> tuple:
     nothing of this sampler and shape run before in this process (set
     ``GPLVM_COMPILATION_CACHE=0`` so that no earlier process's programs are read either).
 
-    ``--clock wall``: ``max_time=args.budget``, which the library checks after each round, and
+    ``--clock wall``: ``max_time=args.budget``, which the library checks after each call, and
     a fit still sampling ``args.hard_stop`` wall seconds after its start is stopped there.
     ``--clock cpu`` (for a machine loaded by other jobs, where wall seconds measure the load):
     no ``max_time``; the fit is stopped when this process has used ``args.budget × --cores``

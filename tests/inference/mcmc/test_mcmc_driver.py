@@ -300,6 +300,33 @@ def test_resume_from_an_interrupted_run_equals_one_run():
     np.testing.assert_array_equal(joined.state["x"], full.state["x"])
 
 
+def test_a_passed_deadline_stops_after_the_first_call_and_the_rest_resumes_it():
+    """A deadline already passed when the run starts: the run stops after its first call,
+    which is one sweep, without a warning and not marked interrupted; resumed from there with
+    no deadline, joined by concat_results, it equals one 50-sweep run exactly."""
+    import time
+    import warnings
+
+    full = _run(n_iter=50, burn_in=5, thin=3, block_size=10, thin_heavy=6)
+    keep, sweeps = Keep(_record, _heavy, _trace), Sweeps(50, burn_in=5, thin=3, thin_heavy=6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        first = run_chains(jax.random.PRNGKey(1), _init(), counting_sweep, sweeps, keep,
+                           execution=Execution(block_size=10), report=Report(progress=False),
+                           deadline=time.perf_counter() - 1.0)
+    assert first.n_done == 1 and not first.interrupted
+    np.testing.assert_array_equal(first.state["n"], [1] * C)
+    rest = run_chains(jax.random.PRNGKey(1), first.state, counting_sweep,
+                      sweeps._replace(start=1), keep, execution=Execution(block_size=10),
+                      report=Report(progress=False), deadline=time.perf_counter() + 3600.0)
+    joined = concat_results(first, rest)
+    assert joined.n_done == 50 and not joined.interrupted
+    np.testing.assert_array_equal(joined.draws, full.draws)
+    np.testing.assert_array_equal(joined.heavy["x"], full.heavy["x"])
+    np.testing.assert_array_equal(joined.trace["sum"], full.trace["sum"])
+    np.testing.assert_array_equal(joined.state["x"], full.state["x"])
+
+
 def test_errors_name_the_fix():
     with pytest.raises(ValueError, match="burn_in < n_iter"):
         _run(n_iter=10, burn_in=10)

@@ -36,6 +36,7 @@ is kept when ``s > burn_in`` and ``(s - burn_in) % thin == 0``.
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from typing import Any, Callable, NamedTuple, Optional
 
@@ -156,7 +157,8 @@ def _checked(sweeps: Sweeps, keep: Keep) -> Sweeps:
 
 def run_chains(key, init_state, sweep: Callable, sweeps: Sweeps, keep: Keep = Keep(), *,
                execution: Execution = Execution(), report: Report = Report(),
-               checkpoint: Optional[CheckpointTimer] = None) -> ChainResult:
+               checkpoint: Optional[CheckpointTimer] = None,
+               deadline: Optional[float] = None) -> ChainResult:
     """Run C chains of ``sweep`` for ``sweeps.n_iter`` sweeps each.
 
     What a run takes comes in groups: the sweeps' counts (:class:`Sweeps`: ``n_iter``,
@@ -182,6 +184,12 @@ def run_chains(key, init_state, sweep: Callable, sweeps: Sweeps, keep: Keep = Ke
             write is due its ``write`` receives the :class:`ChainResult` of the sweeps done so
             far (its arrays are views of buffers the run keeps filling: copy or write them out
             before returning).  A ``KeyboardInterrupt`` raised there stops the run like Ctrl-C.
+        deadline: a ``time.perf_counter()`` value, or None: the run stops after the first call
+            of the block that ends past it (about :data:`._calls.CALL_SECONDS` of sweeps;
+            the first call is one sweep), keeping every finished call as Ctrl-C does but
+            without a warning and with ``interrupted=False``; ``n_done`` says how far it got,
+            and a run resumed from there (``start=n_done``) gives the chains an unstopped run
+            gives.
 
     Returns:
         :class:`ChainResult`.  On Ctrl-C, every finished call of the block is kept, with a
@@ -198,8 +206,8 @@ def run_chains(key, init_state, sweep: Callable, sweeps: Sweeps, keep: Keep = Ke
                    block_size)
     try:
         ran = run(calls.step, calls.initial(init_state), sweeps.n_iter - sweeps.start,
-                  hooks=Hooks(checkpoint=calls.at_block_ends(checkpoint), stop=calls.finished,
-                              commit=calls.commit))
+                  hooks=Hooks(checkpoint=calls.at_block_ends(checkpoint),
+                              stop=_stop_by(calls.finished, deadline), commit=calls.commit))
     finally:
         calls.bar.close()
     if ran.interrupted:
@@ -207,7 +215,17 @@ def run_chains(key, init_state, sweep: Callable, sweeps: Sweeps, keep: Keep = Ke
                       f"sweeps; keeping the draws made so far", RuntimeWarning, stacklevel=2)
     if report.timings is not None:
         report.timings.update(calls.timings(ran))
-    return calls.result(ran.state)
+    result = calls.result(ran.state)
+    if not ran.interrupted:         # stopped by the deadline, or done: not an interruption
+        result = result._replace(interrupted=False)
+    return result
+
+
+def _stop_by(finished: Callable, deadline: Optional[float]) -> Callable:
+    """run()'s stopping test: all sweeps done, or ``deadline`` passed (:func:`run_chains`)."""
+    if deadline is None:
+        return finished
+    return lambda chains, info: finished(chains, info) or time.perf_counter() > deadline
 
 
 def _placement(execution: Execution, n_chains: int):

@@ -124,8 +124,8 @@ class RFLVM(SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseEstimator):
         max_iter: ``n_iter='auto'``: the most sweeps per chain, burn-in included.
         ess_target: ``n_iter='auto'``: the bulk ESS every followed statistic must reach.
         max_time: ``n_iter='auto'``: seconds of wall time (None: no limit), counted from the
-            start of ``fit`` (compilation included) or of ``resume``; checked after each
-            round, so the run stops after the round in which they run out.
+            start of ``fit`` (compilation included) or of ``resume``; checked after each ~2 s
+            call of the compiled sweeps, keeping every sweep done (``resume()`` goes on).
         inference: ``'mcmc'`` (sample the posterior with ``sampler``) or ``'map'``: no
             sampling, each chain's state the mode of the joint density of (X, W, β, log r)
             found by L-BFGS from its jittered PCA start, a fast point estimate whose restarts

@@ -117,6 +117,7 @@ class RFLVMRun:
         if not self._auto():
             return self._run(init, start, earlier, int(self.n_iter))
         started = time.perf_counter() if started is None else started
+        deadline = None if self.max_time is None else started + float(self.max_time)
         max_iter, burn_in = int(self.max_iter), int(self.burn_in)
         round_length = max(burn_in, AUTO_ROUND)
         # rounds end at burn_in + k·round whatever the start, so a resumed run checks (and
@@ -125,11 +126,11 @@ class RFLVMRun:
         desc = None
         while True:
             target = min(target, max_iter)
-            self._run(init, start, earlier, target, quiet=True, desc=desc)
+            self._run(init, start, earlier, target, quiet=True, desc=desc, deadline=deadline)
             if self.interrupted_ or self.converged_ or self.n_iter_ >= max_iter:
                 break
-            if self.max_time is not None and time.perf_counter() - started > self.max_time:
-                break                # the budget ran out in this round: stop after it
+            if deadline is not None and time.perf_counter() > deadline:
+                break                # the driver stopped within this round: out of time
             earlier = self._result_
             init, start = earlier.state, int(earlier.n_done)
             desc = describe(self.convergence_)
@@ -154,7 +155,7 @@ class RFLVMRun:
 
     @holding_checkpoint
     def _run(self, init, start: int, earlier, n_iter: int, quiet: bool = False,
-             desc: str | None = None):
+             desc: str | None = None, deadline: float | None = None):
         spec = self._spec_
         # n_iter='auto' sizes the thinning of the big arrays for its largest run
         n_total = int(self.max_iter) if self._auto() else n_iter
@@ -178,7 +179,7 @@ class RFLVMRun:
                 desc=f"RFLVM ({spec.likelihood})" + (f" {desc}" if desc else ""),
                 # the MAP warm-up sweeps: X climbs, no proposals
                 stage=lambda done: "MAP" if done < spec.map_sweeps else ""),
-            checkpoint=checkpoint)
+            checkpoint=checkpoint, deadline=deadline)
         if earlier is not None:
             result = concat_results(earlier, result)
         self._set_fitted(result, quiet=quiet)
