@@ -17,10 +17,10 @@ settings with the table):
 of ``--sweeps`` as the burn-in (rounds of max(burn-in, 100) sweeps), from a cold start: the
 CPU and wall seconds are the whole fit's, compilation and mode search included (set
 ``GPLVM_COMPILATION_CACHE=0`` so that no earlier process's compiled programs are read).  The
-library checks its budget after each ~2 s call of the compiled sweeps (after each round
-before the commit that adds this sentence); a fit still sampling at ``--hard-stop`` seconds
-(1.2 × budget) is stopped by the library's Ctrl-C path, which keeps the blocks finished before
-it (the block then running is discarded, its seconds counted), and diagnosed on the draws it
+library checks its budget after each call of the compiled sweeps (~2 s per round of chains;
+after each round before cabe6b0); a fit still sampling at ``--hard-stop`` seconds
+(1.2 × budget) is stopped by the library's Ctrl-C path, which keeps the calls finished before
+it (the call then running is discarded, its seconds counted), and diagnosed on the draws it
 has (:func:`fit_auto`).  ``--clock cpu`` puts the budget on the
 process's CPU seconds instead (budget × ``--cores``), for a machine loaded by other jobs.  Column "converged": the library's rule
 and how the run ended (max_time, max_iter, the hard stop); for the fixed-length samplers the
@@ -342,8 +342,8 @@ def fit_auto(Y, sampler: str, burn_in: int, args) -> tuple:
     no ``max_time``; the fit is stopped when this process has used ``args.budget × --cores``
     CPU seconds, what a quiet machine of that many cores gives in ``budget`` wall seconds.  A
     stop is the library's own Ctrl-C path (a SIGINT, sent only while the driver runs blocks): the
-    blocks finished before it are kept and diagnosed; the block then running is discarded, its
-    seconds counted (at most ``block_size`` sweeps' worth).
+    calls finished before it are kept and diagnosed; the call then running is discarded, its
+    seconds counted (about 2 s per round of chains).
     Returns (model or None, CPU s, wall s, how it ended)."""
     cpu_clock = args.clock == "cpu"
     model = gplvm.RFLVM(n_iter="auto", burn_in=burn_in, max_iter=args.max_iter,

@@ -303,7 +303,7 @@ def test_resume_from_an_interrupted_run_equals_one_run():
 def test_a_passed_deadline_stops_after_the_first_call_and_the_rest_resumes_it():
     """A deadline already passed when the run starts: the run stops after its first call,
     which is one sweep, without a warning and not marked interrupted; resumed from there with
-    no deadline, joined by concat_results, it equals one 50-sweep run exactly."""
+    a deadline an hour away, joined by concat_results, it equals one 50-sweep run exactly."""
     import time
     import warnings
 

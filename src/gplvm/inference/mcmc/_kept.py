@@ -24,7 +24,9 @@ class ChainResult(NamedTuple):
         heavy: ``record_heavy`` outputs, ``(chains, n_kept_heavy, ...)`` (None without it).
         trace: ``trace`` outputs at every sweep of this run, ``(chains, n_sweeps, ...)``.
         n_done: sweeps finished since the start of the chain (``start`` included).
-        interrupted: True when Ctrl-C stopped the run early.
+        interrupted: True when Ctrl-C stopped the run early (and in the partial results
+            handed to a checkpoint); False when it ran to ``n_iter`` or stopped at
+            :func:`~gplvm.inference.mcmc.run_chains`'s ``deadline`` (``n_done`` < ``n_iter``).
         thin_heavy: the heavy thinning used (useful when it was the default).
     """
 

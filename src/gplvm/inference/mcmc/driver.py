@@ -185,8 +185,8 @@ def run_chains(key, init_state, sweep: Callable, sweeps: Sweeps, keep: Keep = Ke
             far (its arrays are views of buffers the run keeps filling: copy or write them out
             before returning).  A ``KeyboardInterrupt`` raised there stops the run like Ctrl-C.
         deadline: a ``time.perf_counter()`` value, or None: the run stops after the first call
-            of the block that ends past it (about :data:`._calls.CALL_SECONDS` of sweeps;
-            the first call is one sweep), keeping every finished call as Ctrl-C does but
+            of the block that ends past it (about :data:`._calls.CALL_SECONDS` of sweeps
+            per round of chains; the first call is one sweep), keeping every finished call as Ctrl-C does but
             without a warning and with ``interrupted=False``; ``n_done`` says how far it got,
             and a run resumed from there (``start=n_done``) gives the chains an unstopped run
             gives.

@@ -124,8 +124,8 @@ class RFLVM(SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseEstimator):
         max_iter: ``n_iter='auto'``: the most sweeps per chain, burn-in included.
         ess_target: ``n_iter='auto'``: the bulk ESS every followed statistic must reach.
         max_time: ``n_iter='auto'``: seconds of wall time (None: no limit), counted from the
-            start of ``fit`` (compilation included) or of ``resume``; checked after each ~2 s
-            call of the compiled sweeps, keeping every sweep done (``resume()`` goes on).
+            start of ``fit`` (compilation and NUTS's mode search included, not cut short);
+            checked after each call of ~2 s of sweeps per round of chains, keeping them all.
         inference: ``'mcmc'`` (sample the posterior with ``sampler``) or ``'map'``: no
             sampling, each chain's state the mode of the joint density of (X, W, β, log r)
             found by L-BFGS from its jittered PCA start, a fast point estimate whose restarts
@@ -147,8 +147,8 @@ class RFLVM(SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseEstimator):
         accepted; NaN where the sweep did not slice-sample that block); accept_rate_ (mean
         of ``accept_W``); relevance_ (Q,) mean squared frequency per latent dimension;
         n_features_in_; n_iter_; converged_ (split R-hat of the kept log-likelihood trace
-        below 1.1, or with ``n_iter='auto'`` the rule above; a ``ConvergenceWarning``
-        otherwise); convergence_ (dict: ``rhat_log_lik``, ``ess_log_lik``,
+        below 1.1, or with ``n_iter='auto'`` the rule above at a round's end or max_iter,
+        never mid-round; a ``ConvergenceWarning`` otherwise); convergence_ (dict: ``rhat_log_lik``, ``ess_log_lik``,
         ``rhat_distances`` (largest), ``ess_distances`` (smallest), ``n_draws``:
         :func:`gplvm.models.rflvm.convergence.convergence_figures`); interrupted_; mode_start_
         (``sampler='nuts'`` or ``inference='map'``: dict of (chains,) arrays ``log_density``

@@ -64,6 +64,15 @@ class RFLVMRun:
     def _auto(self) -> bool:
         return isinstance(self.n_iter, str) and self.n_iter == "auto"
 
+    def _at_check(self, n_done: int) -> bool:
+        """Whether ``n_iter='auto'`` applies its rule after ``n_done`` sweeps: at the end of a
+        round (``burn_in`` + k · max(burn_in, 100)) or at ``max_iter``, never where a budget
+        or Ctrl-C stopped the run in the middle of one, so that a resumed run is judged where
+        an unstopped one is."""
+        burn_in = int(self.burn_in)
+        return n_done >= int(self.max_iter) or (
+            n_done > burn_in and (n_done - burn_in) % max(burn_in, AUTO_ROUND) == 0)
+
     def _unfinished(self):
         """The stored run that :meth:`resume` continues, laid out as today's (a file saved
         before the CRT layout changed carries the old one), or None when nothing is left:
@@ -129,8 +138,9 @@ class RFLVMRun:
             self._run(init, start, earlier, target, quiet=True, desc=desc, deadline=deadline)
             if self.interrupted_ or self.converged_ or self.n_iter_ >= max_iter:
                 break
-            if deadline is not None and time.perf_counter() > deadline:
-                break                # the driver stopped within this round: out of time
+            if self.n_iter_ < target or (deadline is not None
+                                         and time.perf_counter() > deadline):
+                break                # the driver stopped within this round, or it ended late
             earlier = self._result_
             init, start = earlier.state, int(earlier.n_done)
             desc = describe(self.convergence_)
@@ -145,6 +155,9 @@ class RFLVMRun:
         figures = (f"{describe(self.convergence_)} for the log-likelihood / the worst latent "
                    f"distance; the targets are R-hat <= {RHAT_TARGET} and ESS >= "
                    f"{self.ess_target}")
+        if self.n_iter_ <= int(self.burn_in):
+            figures += ("; still in burn-in: the model holds each chain's last state, not "
+                        "posterior draws")
         if self.n_iter_ >= int(self.max_iter):
             return (f"RFLVM: not converged after max_iter={int(self.max_iter)} sweeps per "
                     f"chain ({figures}); converged_ is False: raise max_iter, or resume() "
@@ -250,7 +263,8 @@ class RFLVMRun:
         kept_trace = self.history_[:, self.burn_in:]
         self.convergence_ = convergence_figures(kept_trace, self.X_samples_)
         if self._auto():
-            self.converged_ = has_converged(self.convergence_, int(self.ess_target))
+            self.converged_ = (self._at_check(self.n_iter_)
+                               and has_converged(self.convergence_, int(self.ess_target)))
             return                      # :meth:`_sample` warns once the rounds have ended
         rhat = split_rhat(kept_trace) if kept_trace.shape[1] >= 4 else float("nan")
         self.converged_ = bool(rhat < 1.1)
