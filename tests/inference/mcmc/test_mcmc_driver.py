@@ -312,13 +312,15 @@ def test_a_passed_deadline_stops_after_the_first_call_and_the_rest_resumes_it():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         first = run_chains(jax.random.PRNGKey(1), _init(), counting_sweep, sweeps, keep,
-                           execution=Execution(block_size=10), report=Report(progress=False),
-                           deadline=time.perf_counter() - 1.0)
+                           execution=Execution(block_size=10,
+                                               deadline=time.perf_counter() - 1.0),
+                           report=Report(progress=False))
     assert first.n_done == 1 and not first.interrupted
     np.testing.assert_array_equal(first.state["n"], [1] * C)
     rest = run_chains(jax.random.PRNGKey(1), first.state, counting_sweep,
-                      sweeps._replace(start=1), keep, execution=Execution(block_size=10),
-                      report=Report(progress=False), deadline=time.perf_counter() + 3600.0)
+                      sweeps._replace(start=1), keep,
+                      execution=Execution(block_size=10, deadline=time.perf_counter() + 3600.0),
+                      report=Report(progress=False))
     joined = concat_results(first, rest)
     assert joined.n_done == 50 and not joined.interrupted
     np.testing.assert_array_equal(joined.draws, full.draws)

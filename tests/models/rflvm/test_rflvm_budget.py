@@ -69,38 +69,26 @@ def test_bad_max_time_is_refused_by_name(bad):
         gplvm.RFLVM(**{**KW, "max_time": bad}).fit(_counts())
 
 
-class _ClockRunningOut:
-    """``time`` for the driver: the true clock until ``calls`` readings, then a clock past any
-    deadline."""
-
-    def __init__(self, calls: int):
-        import time
-
-        self.calls, self.seen, self._time = calls, 0, time
-
-    def perf_counter(self) -> float:
-        self.seen += 1
-        return self._time.perf_counter() + (1e9 if self.seen >= self.calls else 0.0)
-
-
 def test_a_stop_mid_round_is_not_judged_converged_and_resume_judges_at_the_round_end(
         monkeypatch):
     """The rule of n_iter='auto' is applied at round ends only: with the figures made to
-    pass it (has_converged patched True) and the budget running out after 40 sweeps (calls
-    of 1, 19 and 20 sweeps, the third ending past the deadline; 20 draws kept after the burn-in
-    of 20), the fit is not converged and says so; resume() runs to the round's end (120), is
-    converged there, and its chains are those of an unstopped run, which stops there too."""
-    from gplvm.inference.mcmc import _calls, driver
+    pass it (has_converged patched True) and the driver stopping after 40 sweeps as its
+    deadline does (a call never crosses a block's end, so the stop lands on 40 exactly; 20
+    draws kept after the burn-in of 20), the fit is not converged and says so; resume() runs
+    to the round's end (120), is converged there, and its chains are those of an unstopped
+    run, which stops there too."""
+    from gplvm.inference.mcmc import driver
     from gplvm.models.rflvm import run
 
+    stop_by = driver._stop_by
     monkeypatch.setattr(run, "has_converged", lambda figures, target: True)
-    monkeypatch.setattr(_calls, "CALL_SECONDS", 1e9)       # every call ends at a block end
-    monkeypatch.setattr(driver, "time", _ClockRunningOut(calls=3))
+    monkeypatch.setattr(driver, "_stop_by", lambda finished, deadline: (
+        lambda chains, info: finished(chains, info) or chains.done >= 40))
     with pytest.warns(ConvergenceWarning, match=r"max_time=3600 s: .* 40 sweeps per chain"):
         model = gplvm.RFLVM(**{**KW, "max_time": 3600.0}).fit(_counts())
     assert model.n_iter_ == 40 and model.X_samples_.shape[1] == 20
     assert not model.converged_ and not model.interrupted_
-    monkeypatch.setattr(driver, "time", _ClockRunningOut(calls=10**9))
+    monkeypatch.setattr(driver, "_stop_by", stop_by)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         model.resume()

@@ -26,7 +26,7 @@ class ChainResult(NamedTuple):
         n_done: sweeps finished since the start of the chain (``start`` included).
         interrupted: True when Ctrl-C stopped the run early (and in the partial results
             handed to a checkpoint); False when it ran to ``n_iter`` or stopped at
-            :func:`~gplvm.inference.mcmc.run_chains`'s ``deadline`` (``n_done`` < ``n_iter``).
+            :class:`~gplvm.inference.mcmc.Execution`'s ``deadline`` (``n_done`` < ``n_iter``).
         thin_heavy: the heavy thinning used (useful when it was the default).
     """
 

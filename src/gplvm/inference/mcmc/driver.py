@@ -55,7 +55,8 @@ MAX_HEAVY_DRAWS = 200
 
 
 class Execution(NamedTuple):
-    """How :func:`run_chains` compiles the sweeps and where it runs the chains.
+    """How :func:`run_chains` compiles the sweeps, where it runs the chains and when it stops
+    early.
 
     Attributes:
         block_size: sweeps per block (a checkpoint may be written after each); defaults to
@@ -74,6 +75,12 @@ class Execution(NamedTuple):
             (:mod:`._devices`).  The chains equal those of one device up to the order of the
             additions over rows.  None (default): one chain per device.
         n_rows: the number of rows (needed with ``row_mesh``).
+        deadline: a ``time.perf_counter()`` value, or None: the run stops after the first call
+            of the block that ends past it (about :data:`._calls.CALL_SECONDS` of sweeps per
+            round of chains; the first call is one sweep), keeping every finished call as
+            Ctrl-C does but without a warning and with ``interrupted=False``; ``n_done`` says
+            how far it got, and a run resumed from there (``start=n_done``) gives the chains
+            an unstopped run gives.
         export_key: a string that identifies ``sweep`` and the :class:`Keep` functions
             completely and is the same in every process (e.g. the repr of a static model
             description; the code itself is covered by a digest of gplvm's source).  With it,
@@ -88,6 +95,7 @@ class Execution(NamedTuple):
     row_mesh: Any = None
     n_rows: Optional[int] = None
     export_key: Optional[str] = None
+    deadline: Optional[float] = None
 
 
 class Report(NamedTuple):
@@ -157,15 +165,15 @@ def _checked(sweeps: Sweeps, keep: Keep) -> Sweeps:
 
 def run_chains(key, init_state, sweep: Callable, sweeps: Sweeps, keep: Keep = Keep(), *,
                execution: Execution = Execution(), report: Report = Report(),
-               checkpoint: Optional[CheckpointTimer] = None,
-               deadline: Optional[float] = None) -> ChainResult:
+               checkpoint: Optional[CheckpointTimer] = None) -> ChainResult:
     """Run C chains of ``sweep`` for ``sweeps.n_iter`` sweeps each.
 
     What a run takes comes in groups: the sweeps' counts (:class:`Sweeps`: ``n_iter``,
     ``burn_in``, ``thin``, ``thin_heavy``, ``start``), what is kept of each state
     (:class:`Keep`: ``record``, ``record_heavy``, ``trace``), how the sweeps are compiled and
-    placed (:class:`Execution`: ``block_size``, ``vectorize``, ``row_mesh``, ``n_rows``,
-    ``export_key``) and how the run reports on itself (:class:`Report`: ``progress``,
+    placed and when it stops early (:class:`Execution`: ``block_size``, ``vectorize``,
+    ``row_mesh``, ``n_rows``, ``export_key``, ``deadline``) and how the run reports on itself
+    (:class:`Report`: ``progress``,
     ``desc``, ``stage``, ``timings``).
 
     Args:
@@ -184,13 +192,6 @@ def run_chains(key, init_state, sweep: Callable, sweeps: Sweeps, keep: Keep = Ke
             write is due its ``write`` receives the :class:`ChainResult` of the sweeps done so
             far (its arrays are views of buffers the run keeps filling: copy or write them out
             before returning).  A ``KeyboardInterrupt`` raised there stops the run like Ctrl-C.
-        deadline: a ``time.perf_counter()`` value, or None: the run stops after the first call
-            of the block that ends past it (about :data:`._calls.CALL_SECONDS` of sweeps
-            per round of chains; the first call is one sweep), keeping every finished call as Ctrl-C does but
-            without a warning and with ``interrupted=False``; ``n_done`` says how far it got,
-            and a run resumed from there (``start=n_done``) gives the chains an unstopped run
-            gives.
-
     Returns:
         :class:`ChainResult`.  On Ctrl-C, every finished call of the block is kept, with a
         warning.
@@ -207,7 +208,8 @@ def run_chains(key, init_state, sweep: Callable, sweeps: Sweeps, keep: Keep = Ke
     try:
         ran = run(calls.step, calls.initial(init_state), sweeps.n_iter - sweeps.start,
                   hooks=Hooks(checkpoint=calls.at_block_ends(checkpoint),
-                              stop=_stop_by(calls.finished, deadline), commit=calls.commit))
+                              stop=_stop_by(calls.finished, execution.deadline),
+                              commit=calls.commit))
     finally:
         calls.bar.close()
     if ran.interrupted:
@@ -222,7 +224,7 @@ def run_chains(key, init_state, sweep: Callable, sweeps: Sweeps, keep: Keep = Ke
 
 
 def _stop_by(finished: Callable, deadline: Optional[float]) -> Callable:
-    """run()'s stopping test: all sweeps done, or ``deadline`` passed (:func:`run_chains`)."""
+    """run()'s stopping test: all sweeps done, or ``deadline`` passed (:class:`Execution`)."""
     if deadline is None:
         return finished
     return lambda chains, info: finished(chains, info) or time.perf_counter() > deadline

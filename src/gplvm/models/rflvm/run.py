@@ -186,13 +186,14 @@ class RFLVMRun:
             execution=Execution(
                 block_size=int(self.block_size), row_mesh=self._row_mesh(),
                 n_rows=int(self._data_.Y.shape[0]),
-                export_key=spec.export_key("")),  # the spec fixes the sweep and the records
+                export_key=spec.export_key(""),   # the spec fixes the sweep and the records
+                deadline=deadline),
             report=Report(
                 progress=self.progress,
                 desc=f"RFLVM ({spec.likelihood})" + (f" {desc}" if desc else ""),
                 # the MAP warm-up sweeps: X climbs, no proposals
                 stage=lambda done: "MAP" if done < spec.map_sweeps else ""),
-            checkpoint=checkpoint, deadline=deadline)
+            checkpoint=checkpoint)
         if earlier is not None:
             result = concat_results(earlier, result)
         self._set_fitted(result, quiet=quiet)
