@@ -42,9 +42,9 @@ of 0.6 instead of Stan's 0.8 (run with ``GPLVM_COMPILATION_CACHE=0``, which the 
 requires for it).  ``nuts-w-own`` takes W out of the NUTS position (X, z and log r given W;
 W by its Metropolis step given β and the joint scale move only: ``joint.has_frequencies``
 patched off, same requirements as ``nuts-no-gauge``).  ``nuts-fixed-w`` samples another
-model, the RFLVM with its frequencies *fixed*: one W drawn from the RBF's spectral density
-(key ``--seed``) for every chain and never moved (X, z given W by NUTS: what NumPyro's
-``numpyro-fixed-w`` row samples, with another draw of W; same requirements).
+model, ``RFLVM(sampler='nuts', frequencies='fixed')``: chain 0's draw of W from the RBF's
+spectral density for every chain, never moved (X, z given W by NUTS: the model NumPyro's
+``numpyro-fixed-w`` row samples, with chain 0's W of an ordinary start, another draw).
 ``--samplers map`` fits ``RFLVM(inference='map')`` (each chain's mode, no sweeps: no R-hat or
 ESS).  The last column is the affine R² of the mean latents to the planted ones (S-curve only,
 :func:`gplvm.metrics.affine_r2`).
@@ -162,10 +162,14 @@ def diagnostics(model) -> dict:
 
 
 def fit(Y, sampler: str, n_iter: int, args) -> tuple:
-    """``sampler`` 'gibbs', 'nuts' or 'map' (``RFLVM(inference='map')``: no sweeps)."""
+    """``sampler`` 'gibbs', 'nuts' or 'map' (``RFLVM(inference='map')``: no sweeps), or
+    'nuts-fixed-w' (``RFLVM(sampler='nuts', frequencies='fixed')``)."""
     kwargs = dict(likelihood=args.likelihood, n_features=args.features, n_chains=args.chains,
                   learn_kernel=args.learn_kernel, progress=False, random_state=args.seed,
                   block_size=min(50, n_iter // 2))
+    if sampler == "nuts-fixed-w":
+        sampler = "nuts"
+        kwargs.update(frequencies="fixed")
     if sampler == "map":
         kwargs.update(inference="map", block_size=1)
         n_iter = 4
@@ -209,30 +213,6 @@ def fit_ablated(Y, sampler: str, n_iter: int, args) -> tuple:
             return fit(Y, "nuts", n_iter, args)
         finally:
             nuts.TARGET_ACCEPT = target
-    if sampler == "nuts-fixed-w":
-        import jax
-        import jax.numpy as jnp
-
-        from gplvm.kernels.stationary import AbstractStationary
-        from gplvm.models.rflvm import gauge, joint, map_start, sweep
-
-        saved = (joint.has_frequencies, map_start.has_frequencies, gauge.applies,
-                 sweep.update_frequencies_given_beta, sweep.scale_moves,
-                 AbstractStationary.sample_frequencies)
-        draw = AbstractStationary.sample_frequencies
-        joint.has_frequencies = map_start.has_frequencies = lambda spec, data: False
-        gauge.applies = lambda spec, data: False
-        sweep.update_frequencies_given_beta = lambda key, prior, X, W, *a, **k: (
-            W, jnp.zeros((), jnp.int32))
-        sweep.scale_moves = lambda key, X, W, log_prior: (X, W, jnp.zeros((), jnp.int32))
-        AbstractStationary.sample_frequencies = (   # one W for every chain
-            lambda self, key, n, q: draw(self, jax.random.PRNGKey(args.seed), n, q))
-        try:
-            return fit(Y, "nuts", n_iter, args)
-        finally:
-            (joint.has_frequencies, map_start.has_frequencies, gauge.applies,
-             sweep.update_frequencies_given_beta, sweep.scale_moves,
-             AbstractStationary.sample_frequencies) = saved
     if sampler == "nuts-w-own":
         from gplvm.models.rflvm import gauge, joint, map_start
 
@@ -262,8 +242,7 @@ def check_patched_target(samplers: list) -> None:
     other NUTS fit in the same process (whose traced sweep and compiled block of the same spec
     would be reused; checked: a 'nuts' fit then a patched one gave identical draws)."""
     patched = [s for s in samplers
-               if s.startswith("nuts-accept")
-               or s in ("nuts-no-gauge", "nuts-w-own", "nuts-fixed-w")]
+               if s.startswith("nuts-accept") or s in ("nuts-no-gauge", "nuts-w-own")]
     if not patched:
         return
     if os.environ.get("GPLVM_COMPILATION_CACHE") != "0":

@@ -286,6 +286,16 @@ GPLVM_FAMILY = {
     "checkpoint": CHECKPOINT, "checkpoint_interval": NON_NEGATIVE,
 }
 
+def fixed_frequencies_need_a_fixed_kernel(est) -> Optional[tuple[str, str]]:
+    """The RFLVM: ``frequencies='fixed'`` holds W at a draw from a fixed kernel's spectral
+    density; under the DP mixture (``learn_kernel=True``) W is what the kernel learns."""
+    if est.frequencies == "sampled" or not est.learn_kernel:
+        return None
+    return "frequencies", ("frequencies='fixed' holds W at a draw from a fixed kernel's "
+                           "spectral density, but learn_kernel=True learns the kernel through "
+                           "W; set learn_kernel=False (and kernel=...), or frequencies='sampled'")
+
+
 def burn_in_below_n_iter(est) -> Optional[tuple[str, str]]:
     if isinstance(est.n_iter, str):            # 'auto' (the rule of n_iter passed)
         if est.burn_in < est.max_iter:

@@ -116,12 +116,13 @@ class Theta(NamedTuple):
     dp: Any          # (z, mu, Sigma, alpha) under the DP mixture, else None
 
 
-def _spec(kind: str, learn_kernel: bool, sampler: str = "gibbs") -> RFLVMSpec:
+def _spec(kind: str, learn_kernel: bool, sampler: str = "gibbs",
+          frequencies: str = "sampled") -> RFLVMSpec:
     return RFLVMSpec(likelihood=kind, n_components=Q, n_freq=N_FREQ, n_outputs=D,
                      intercept=kind != "gaussian", learn_kernel=learn_kernel,
                      beta_prior_var=S0, intercept_prior_var=INTERCEPT_VAR,
                      noise_prior=NOISE_PRIOR, alpha_prior=ALPHA_PRIOR, n_x_steps=1,
-                     map_sweeps=0, sampler=sampler)
+                     map_sweeps=0, sampler=sampler, frequencies=frequencies)
 
 
 def _data(spec: RFLVMSpec):
@@ -162,10 +163,13 @@ def _dp_prior(rng, n):
     return W[..., None], (z, mu[..., None], Sigma[..., None, None], alpha)
 
 
-def prior_draws(rng, kind, learn_kernel, n) -> Theta:
-    """n independent draws θ ~ p(θ) (module docstring)."""
+def prior_draws(rng, kind, learn_kernel, n, fixed_W=None) -> Theta:
+    """n independent draws θ ~ p(θ) (module docstring); with ``fixed_W`` (M/2, Q), of
+    p(θ | W = fixed_W) (``frequencies='fixed'``)."""
     X = rng.standard_normal((n, N, Q))
-    if learn_kernel:
+    if fixed_W is not None:
+        W, dp = np.broadcast_to(fixed_W, (n, N_FREQ, Q)).copy(), None
+    elif learn_kernel:
         W, dp = _dp_prior(rng, n)
     else:
         W, dp = rng.standard_normal((n, N_FREQ, Q)) / LENGTHSCALE, None
@@ -240,9 +244,10 @@ def geweke_functions(kind, theta: Theta, Y) -> dict:
 
 # --- the two simulators ---------------------------------------------------------------------------
 
-def marginal_conditional(rng, kind, learn_kernel, n):
-    """Test functions of n independent draws of p(θ, Y): a dict of (n,) arrays."""
-    theta = prior_draws(rng, kind, learn_kernel, n)
+def marginal_conditional(rng, kind, learn_kernel, n, fixed_W=None):
+    """Test functions of n independent draws of p(θ, Y) (given ``fixed_W``): a dict of (n,)
+    arrays."""
+    theta = prior_draws(rng, kind, learn_kernel, n, fixed_W)
     return geweke_functions(kind, theta, data_draws(rng, kind, theta))
 
 
@@ -262,13 +267,14 @@ def _from_state(state) -> Theta:
 
 
 def successive_conditional(rng, kind, learn_kernel, n_chains, n_steps, sweep_fn=sweep,
-                           sampler="gibbs"):
+                           sampler="gibbs", fixed_W=None):
     """Test functions along independent successive-conditional chains, each started from an
-    exact draw of p(θ, Y): a dict of (n_chains, n_steps) arrays."""
-    spec = _spec(kind, learn_kernel, sampler)
+    exact draw of p(θ, Y) (given ``fixed_W``, which the sweep then holds:
+    ``frequencies='fixed'``): a dict of (n_chains, n_steps) arrays."""
+    spec = _spec(kind, learn_kernel, sampler, "sampled" if fixed_W is None else "fixed")
     data = _data(spec)
     inducing_times = jnp.zeros((1,))      # unused by the iid latent prior
-    theta0 = prior_draws(rng, kind, learn_kernel, n_chains)
+    theta0 = prior_draws(rng, kind, learn_kernel, n_chains, fixed_W)
     Y0 = data_draws(rng, kind, theta0)
     keys = jax.random.split(jax.random.PRNGKey(rng.integers(2**31)), n_chains)
 
@@ -319,18 +325,34 @@ def critical_value(n_functions, n_batches=N_BATCHES, alpha=ALPHA):
     return stats.t.ppf(1 - alpha / (2 * n_functions), n_batches - 1)
 
 
-@pytest.mark.parametrize("kind, learn_kernel, seed, sampler",
-                         [("gaussian", True, 11, "gibbs"), ("poisson", False, 12, "gibbs"),
-                          ("gaussian", True, 13, "nuts"), ("poisson", False, 14, "nuts")],
+#: W of the ``frequencies='fixed'`` case (M/2 × Q): any values; the joint is then p(θ, Y | W)
+FIXED_W = np.array([[0.7], [-1.3], [2.1]])
+
+
+@pytest.mark.parametrize("kind, learn_kernel, seed, sampler, fixed",
+                         [("gaussian", True, 11, "gibbs", False),
+                          ("poisson", False, 12, "gibbs", False),
+                          ("gaussian", True, 13, "nuts", False),
+                          ("poisson", False, 14, "nuts", False),
+                          ("poisson", False, 15, "nuts", True)],
                          ids=["gaussian-dp", "poisson-fixed-kernel", "gaussian-dp-nuts",
-                              "poisson-fixed-kernel-nuts"])
-def test_whole_sweep_leaves_the_joint_distribution_invariant(kind, learn_kernel, seed, sampler):
+                              "poisson-fixed-kernel-nuts", "poisson-fixed-w-nuts"])
+def test_whole_sweep_leaves_the_joint_distribution_invariant(kind, learn_kernel, seed, sampler,
+                                                             fixed):
     """The Gibbs sweep, and the sweep whose β and X steps are one NUTS transition of
     (X, β) given W (``sampler='nuts'``, :mod:`gplvm.models.rflvm.joint`; no burn-in, so
-    its step size and unit mass matrix stay fixed: a valid kernel at every sweep)."""
+    its step size and unit mass matrix stay fixed: a valid kernel at every sweep); and the
+    NUTS sweep with W held (``frequencies='fixed'``), against p(θ, Y | W), where the functions
+    of W alone are constants and left out."""
     rng = np.random.default_rng(seed)
-    g_m = marginal_conditional(rng, kind, learn_kernel, N_MARGINAL)
-    g_s = successive_conditional(rng, kind, learn_kernel, N_CHAINS, N_STEPS, sampler=sampler)
+    fixed_W = FIXED_W if fixed else None
+    g_m = marginal_conditional(rng, kind, learn_kernel, N_MARGINAL, fixed_W)
+    g_s = successive_conditional(rng, kind, learn_kernel, N_CHAINS, N_STEPS, sampler=sampler,
+                                 fixed_W=fixed_W)
+    if fixed:
+        assert all(np.ptp(g_s[k]) == 0.0 for k in g_m if np.ptp(g_m[k]) == 0.0)
+        g_m = {k: v for k, v in g_m.items() if np.ptp(v) > 0.0}
+        g_s = {k: g_s[k] for k in g_m}
     assert all(np.all(np.isfinite(v)) for v in g_s.values())
     z, lag1 = geweke_z(g_m, g_s)
     report = ", ".join(f"{name}: z = {v:+.2f}" for name, v in z.items())

@@ -40,7 +40,8 @@ def applies(spec, data) -> bool:
     at least Q frequencies.  Static (the spec, the kernel's type and its length-scale's
     shape)."""
     kernel = data.kernel
-    return (spec.sampler == "nuts" and not spec.learn_kernel and not spec.dynamic
+    return (spec.sampler == "nuts" and spec.frequencies == "sampled" and not spec.learn_kernel
+            and not spec.dynamic
             and spec.n_freq >= spec.n_components
             and isinstance(kernel, AbstractStationary)
             and jnp.ndim(kernel.lengthscale) == 0)

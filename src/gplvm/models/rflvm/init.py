@@ -145,7 +145,10 @@ def initial_states(keys: Array, spec: RFLVMSpec, data: RFLVMData, X0: Array, jit
 @functools.lru_cache(maxsize=8)
 def _initial_states_block(spec: RFLVMSpec, jitter: float, n_clusters: int) -> Block:
     def states(keys, data, X0):
-        return jax.vmap(lambda k: init_state(k, spec, data, X0, jitter, n_clusters))(keys)
+        out = jax.vmap(lambda k: init_state(k, spec, data, X0, jitter, n_clusters))(keys)
+        if spec.frequencies == "fixed":          # chain 0's W for every chain
+            out = out._replace(W=jnp.broadcast_to(out.W[0], out.W.shape))
+        return out
     return Block(jax.jit(states), export_key=spec.export_key("start "),
                  settings=(jitter, n_clusters))
 

@@ -77,6 +77,8 @@ def has_frequencies(spec: RFLVMSpec, data: RFLVMData) -> bool:
     """Whether W is part of the position: its prior has a density (the DP mixture's components,
     or the fixed kernel's closed-form spectral density).  Static: decided by the spec and the
     kernel's type."""
+    if spec.frequencies == "fixed":
+        return False
     if spec.learn_kernel:
         return True
     try:

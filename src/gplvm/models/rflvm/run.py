@@ -52,7 +52,8 @@ class RFLVMRun:
                          dynamic=dynamic, beta_prior_var=float(self.beta_prior_var),
                          intercept_prior_var=float(self.intercept_prior_var),
                          n_x_steps=int(self.x_steps), map_sweeps=self._map_sweeps(),
-                         nb_beta=str(self.nb_beta), sampler=str(self.sampler))
+                         nb_beta=str(self.nb_beta), sampler=str(self.sampler),
+                         frequencies=str(self.frequencies))
 
     def _map_sweeps(self) -> int:
         if self.map_sweeps == "auto" and self.sampler == "nuts":

@@ -60,6 +60,10 @@ class RFLVMSpec:
             burn-in, from over-dispersed starts around the block's mode (:mod:`.joint`,
             :mod:`.map_start`, issue 30).
         max_doublings: ``'nuts'``: at most 2^max_doublings − 1 leapfrog steps per transition.
+        frequencies: ``'sampled'`` (seed 000: W is a parameter, moved by the sweep) or
+            ``'fixed'``: chain 0's draw of W from the kernel's spectral density, shared by
+            every chain and never moved (random Fourier features, Rahimi & Recht 2007: the
+            model given W; a fixed kernel only).
     """
 
     likelihood: str
@@ -81,6 +85,7 @@ class RFLVMSpec:
     nb_beta: str = "polya_gamma"
     sampler: str = "gibbs"
     max_doublings: int = 8
+    frequencies: str = "sampled"
 
     @property
     def n_weights(self) -> int:

@@ -76,10 +76,19 @@ def prior_W(key: Array, spec: RFLVMSpec, data: RFLVMData, state: RFLVMState) -> 
                            spec.n_freq, spec.n_components, state.W.dtype)
 
 
-def _fraction(n_acc: Array, n_freq: int, dtype) -> Array:
+def _fraction(n_acc: Array | None, n_freq: int, dtype) -> Array:
     """Accepted fraction in the state's float dtype (an int32 count divided by a Python int is
-    float32, which would change the state's type after the first sweep)."""
+    float32, which would change the state's type after the first sweep); NaN when W was not
+    moved (``frequencies='fixed'``: no proposals)."""
+    if n_acc is None:
+        return jnp.full((), jnp.nan, dtype)
     return n_acc.astype(dtype) / n_freq
+
+
+def _moves_scale(spec: RFLVMSpec, prior: FrequencyPrior) -> bool:
+    """Whether the sweep makes the joint scale move (:mod:`.scale`): W is sampled and its
+    prior has a density."""
+    return spec.frequencies == "sampled" and prior.log_density is not None
 
 
 def _pg_params(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState):
@@ -137,8 +146,12 @@ def _sweep_gaussian(key, spec, data, state, inducing_times):
     Y = state.Y_fill
     N = Y.shape[0]
     prior = prior_W(k_prop, spec, data, state)
-    W, n_acc, (gram, PtY) = update_frequencies_collapsed(k_w, prior, state.X, state.W, Y,
-                                                         state.noise_var, s0)
+    if spec.frequencies == "fixed":
+        Phi = design(state.X, state.W, False)
+        W, n_acc, gram, PtY = state.W, None, Phi.T @ Phi, Phi.T @ Y
+    else:
+        W, n_acc, (gram, PtY) = update_frequencies_collapsed(k_w, prior, state.X, state.W, Y,
+                                                             state.noise_var, s0)
     terms = collapsed_terms(gram, PtY, s0)
     yy = jnp.sum(Y**2, axis=0)
     noise_var = sample_noise_var(k_s2, terms, yy, N, spec.noise_prior)
@@ -151,7 +164,7 @@ def _sweep_gaussian(key, spec, data, state, inducing_times):
         k_joint, k_beta_new, k_scale = jax.random.split(k_x, 3)
         state = update_joint(k_joint, spec, data, state, Y, prior.log_density)
         X, W = state.X, state.W
-        if prior.log_density is not None:       # (X, W) -> (cX, W/c): Φ, β unchanged
+        if _moves_scale(spec, prior):           # (X, W) -> (cX, W/c): Φ, β unchanged
             X, W, _ = scale_moves(k_scale, X, W, prior.log_density)
         Phi = design(X, W, False)
         terms = collapsed_terms(Phi.T @ Phi, Phi.T @ Y, s0)
@@ -189,13 +202,15 @@ def _sweep_counts_nuts(key, spec, data, state):
         shape = b0 + r.shape[0] * spec.dispersion_prior[0]
         h = jax.random.gamma(k_h, shape, dtype=r.dtype) / (g0 + jnp.sum(r))
         state = state._replace(dispersion_rate=h)
-    Phi = design(X, state.W, spec.intercept)
-    W, n_acc = update_frequencies_given_beta(
-        k_w, prior, X, state.W, spec.likelihood, data,
-        GivenBeta(beta, state.noise_var, state.dispersion, Phi, Phi @ beta))
-    if prior.log_density is not None:           # (X, W) -> (cX, W/c): Φ unchanged
+    W, n_acc = state.W, None
+    if spec.frequencies == "sampled":
+        Phi = design(X, state.W, spec.intercept)
+        W, n_acc = update_frequencies_given_beta(
+            k_w, prior, X, state.W, spec.likelihood, data,
+            GivenBeta(beta, state.noise_var, state.dispersion, Phi, Phi @ beta))
+    if _moves_scale(spec, prior):               # (X, W) -> (cX, W/c): Φ unchanged
         X, W, _ = scale_moves(k_scale, X, W, prior.log_density)
-    return state._replace(X=X, W=W, accept_W=_fraction(n_acc, spec.n_freq, Phi.dtype)), None
+    return state._replace(X=X, W=W, accept_W=_fraction(n_acc, spec.n_freq, X.dtype)), None
 
 
 def _sweep_counts(key, spec, data, state, inducing_times):
@@ -234,9 +249,11 @@ def _sweep_counts(key, spec, data, state, inducing_times):
         else:
             r, h, beta, F = update()
         state = state._replace(beta=beta, dispersion=r, dispersion_rate=h)
-    W, n_acc = update_frequencies_given_beta(
-        k_w, prior_W(k_prop, spec, data, state), state.X, state.W, spec.likelihood, data,
-        GivenBeta(beta, state.noise_var, state.dispersion, Phi, F))
+    W, n_acc = state.W, None
+    if spec.frequencies == "sampled":
+        W, n_acc = update_frequencies_given_beta(
+            k_w, prior_W(k_prop, spec, data, state), state.X, state.W, spec.likelihood, data,
+            GivenBeta(beta, state.noise_var, state.dispersion, Phi, F))
     state = state._replace(W=W, accept_W=_fraction(n_acc, spec.n_freq, Phi.dtype))
     return _update_latents(k_x, spec, data, state, inducing_times)
 
