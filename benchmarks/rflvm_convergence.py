@@ -338,7 +338,8 @@ def fit_numpyro(Y, n_iter: int, args, fixed_w: bool):
 
 
 def fit_auto(Y, sampler: str, burn_in: int, args) -> tuple:
-    """``gibbs-auto`` / ``nuts-auto``: one fit of ``RFLVM(n_iter='auto', burn_in=burn_in,
+    """``gibbs-auto`` / ``nuts-auto`` (/ ``nuts-fixed-w-auto``: with ``frequencies='fixed'``):
+    one fit of ``RFLVM(n_iter='auto', burn_in=burn_in,
     max_iter=args.max_iter)``, timed whole (mode search, compilation and every round), with
     nothing of this sampler and shape run before in this process (set
     ``GPLVM_COMPILATION_CACHE=0`` so that no earlier process's programs are read either).
@@ -353,9 +354,12 @@ def fit_auto(Y, sampler: str, burn_in: int, args) -> tuple:
     seconds counted (about 2 s per round of chains).
     Returns (model or None, CPU s, wall s, how it ended)."""
     cpu_clock = args.clock == "cpu"
+    base = sampler[:-len("-auto")]
+    fixed = base == "nuts-fixed-w"              # RFLVM(frequencies='fixed'), see fit()
     model = gplvm.RFLVM(n_iter="auto", burn_in=burn_in, max_iter=args.max_iter,
                         max_time=None if cpu_clock else args.budget,
-                        sampler=sampler[:-len("-auto")], likelihood=args.likelihood,
+                        sampler="nuts" if fixed else base, likelihood=args.likelihood,
+                        frequencies="fixed" if fixed else "sampled",
                         n_features=args.features, n_chains=args.chains,
                         learn_kernel=args.learn_kernel, progress=False,
                         random_state=args.seed, block_size=min(args.auto_block, burn_in))
