@@ -1,7 +1,7 @@
 """``RFLVM(frequencies='fixed')``: W held at one draw from the fixed kernel's spectral density,
 shared by every chain (random Fourier features; issue 30: the model NumPyro's fixed-W peer
 samples).  That the sweeps leave p(X, β, σ² | W) invariant is the Geweke test's
-``poisson-fixed-w-nuts`` case (``test_rflvm_geweke.py``)."""
+``poisson-fixed-w-nuts`` and ``gaussian-fixed-w`` cases (``test_rflvm_geweke.py``)."""
 
 from __future__ import annotations
 

@@ -334,16 +334,18 @@ FIXED_W = np.array([[0.7], [-1.3], [2.1]])
                           ("poisson", False, 12, "gibbs", False),
                           ("gaussian", True, 13, "nuts", False),
                           ("poisson", False, 14, "nuts", False),
-                          ("poisson", False, 15, "nuts", True)],
+                          ("poisson", False, 15, "nuts", True),
+                          ("gaussian", False, 16, "gibbs", True)],
                          ids=["gaussian-dp", "poisson-fixed-kernel", "gaussian-dp-nuts",
-                              "poisson-fixed-kernel-nuts", "poisson-fixed-w-nuts"])
+                              "poisson-fixed-kernel-nuts", "poisson-fixed-w-nuts",
+                              "gaussian-fixed-w"])
 def test_whole_sweep_leaves_the_joint_distribution_invariant(kind, learn_kernel, seed, sampler,
                                                              fixed):
     """The Gibbs sweep, and the sweep whose β and X steps are one NUTS transition of
     (X, β) given W (``sampler='nuts'``, :mod:`gplvm.models.rflvm.joint`; no burn-in, so
     its step size and unit mass matrix stay fixed: a valid kernel at every sweep); and the
-    NUTS sweep with W held (``frequencies='fixed'``), against p(θ, Y | W), where the functions
-    of W alone are constants and left out."""
+    NUTS (Poisson) and Gibbs (Gaussian) sweeps with W held (``frequencies='fixed'``), against
+    p(θ, Y | W), where the functions of W alone are constants and left out."""
     rng = np.random.default_rng(seed)
     fixed_W = FIXED_W if fixed else None
     g_m = marginal_conditional(rng, kind, learn_kernel, N_MARGINAL, fixed_W)

@@ -76,9 +76,9 @@ class RFLVM(SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseEstimator):
         max_stored: at most this many draws of the big arrays (β, W) are kept in all.
         learn_kernel: Dirichlet-process mixture prior on the frequencies (eqs. 22–25);
             ``False`` keeps the kernel fixed and proposes W from its spectral density.
-        frequencies: ``'sampled'`` (the paper) or ``'fixed'`` (a fixed kernel only): one draw
-            of W from its spectral density for every chain, never moved (random Fourier
-            features: another model, whose NUTS mixes ~2.5× faster; benchmarks/README.md).
+        frequencies: ``'sampled'`` (the paper) or ``'fixed'`` (``learn_kernel=False``): chain
+            0's start W for every chain, never moved (random Fourier features: the posterior
+            given W; ``accept_rate_`` NaN; NUTS 2–4× the ESS/CPU-s: benchmarks/README.md).
         kernel: the stationary kernel whose spectral density proposes W when the kernel is
             fixed, and draws the initial W (default RBF with unit length-scale).
         n_clusters: initial number of DP components (paper: 20).
@@ -150,13 +150,13 @@ class RFLVM(SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseEstimator):
         of ``accept_W``); relevance_ (Q,) mean squared frequency per latent dimension;
         n_features_in_; n_iter_; converged_ (split R-hat of the kept log-likelihood trace
         below 1.1, or with ``n_iter='auto'`` the rule above at a round's end or max_iter,
-        never mid-round; a ``ConvergenceWarning`` otherwise); convergence_ (dict: ``rhat_log_lik``, ``ess_log_lik``,
-        ``rhat_distances`` (largest), ``ess_distances`` (smallest), ``n_draws``:
-        :func:`gplvm.models.rflvm.convergence.convergence_figures`); interrupted_; mode_start_
-        (``sampler='nuts'`` or ``inference='map'``: dict of (chains,) arrays ``log_density``
-        at the mode found, ``n_iterations`` of L-BFGS, ``max_gradient`` left there; with
-        ``inference='map'`` also ``max_scaled_gradient``, that gradient in Laplace standard
-        deviations, :mod:`gplvm.models.rflvm.map_fit`).
+        never mid-round; a ``ConvergenceWarning`` otherwise); convergence_ (dict:
+        ``rhat_log_lik``, ``ess_log_lik``, ``rhat_distances`` (largest), ``ess_distances``
+        (smallest), ``n_draws``: :func:`.convergence.convergence_figures`); interrupted_;
+        mode_start_ (``sampler='nuts'`` or ``inference='map'``: dict of (chains,) arrays
+        ``log_density`` at the mode found, ``n_iterations`` of L-BFGS, ``max_gradient`` left
+        there; with ``inference='map'`` also ``max_scaled_gradient``, that gradient in Laplace
+        standard deviations, :mod:`gplvm.models.rflvm.map_fit`).
     """
 
     #: one rule per constructor argument (:mod:`gplvm._params`)

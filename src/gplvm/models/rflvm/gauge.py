@@ -35,7 +35,7 @@ Array = jax.Array
 
 
 def applies(spec, data) -> bool:
-    """Whether the NUTS block samples (X, W) modulo rotations: ``sampler='nuts'``, the
+    """Whether the NUTS block samples (X, W) modulo rotations: ``sampler='nuts'``, W sampled, the
     fixed kernel (no DP mixture) stationary with one length-scale, the iid latent prior and
     at least Q frequencies.  Static (the spec, the kernel's type and its length-scale's
     shape)."""

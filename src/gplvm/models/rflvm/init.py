@@ -124,7 +124,8 @@ def init_state(key: Array, spec: RFLVMSpec, data: RFLVMData, X0: Array, jitter: 
         X=X, W=W, beta=nb_prior_mean(spec, data, r0), noise_var=noise_var,
         dispersion=r0, dispersion_rate=jnp.ones(()), dp=dp, Y_fill=data.Y,
         time_params=jnp.array([jnp.log(0.1 * span), 0.0]), log_lik=jnp.zeros(()),
-        accept_W=jnp.zeros((), dtype), n_sweeps=jnp.zeros((), jnp.int32),
+        accept_W=jnp.full((), jnp.nan if spec.frequencies == "fixed" else 0.0, dtype),
+        n_sweeps=jnp.zeros((), jnp.int32),
         n_proposals_X=jnp.full((), jnp.nan, dtype), n_proposals_beta=jnp.full((), jnp.nan, dtype),
         tuning=init_tuning(spec, data, dtype) if spec.sampler == "nuts" else None)
 

@@ -1,7 +1,8 @@
 r"""The RFLVM's MAP fit: ``RFLVM(inference='map')`` (issue 30, item 2).
 
 The mode of the same joint density the NUTS block samples (:func:`.joint.log_density`: the
-latents X, the frequencies W where their prior has a density, the whitened weights z and the
+latents X, the frequencies W where their prior has a density (held with
+``frequencies='fixed'``), the whitened weights z and the
 negative binomial's log r, with their priors), found by L-BFGS (:func:`.map_start.find_mode`)
 from each chain's jittered PCA start — the first step of the NUTS chains' start, without the
 over-dispersed draw around it.  Each chain is one restart: the fit keeps every chain's mode as

@@ -87,6 +87,13 @@ class RFLVMSpec:
     max_doublings: int = 8
     frequencies: str = "sampled"
 
+    def __post_init__(self):
+        if self.frequencies not in ("sampled", "fixed"):
+            raise ValueError(f"frequencies={self.frequencies!r}: use 'sampled' or 'fixed'")
+        if self.frequencies == "fixed" and self.learn_kernel:
+            raise ValueError("frequencies='fixed' holds W at one draw of a fixed kernel's "
+                             "spectral density; it cannot be combined with learn_kernel=True")
+
     @property
     def n_weights(self) -> int:
         """P: rows of β."""
@@ -213,7 +220,8 @@ class RFLVMState(NamedTuple):
         time_params: (2,) log length-scale and log variance of the time kernel (dynamic).
         log_lik: () log p(Y_obs | X, W, β, θ) after the sweep.
         accept_W: () fraction of frequency proposals accepted in the sweep (the Metropolis–
-            Hastings kernel's ``MHInfo.accepted``, averaged over the M/2 moves).
+            Hastings kernel's ``MHInfo.accepted``, averaged over the M/2 moves); NaN with
+            ``frequencies='fixed'`` (no proposals).
         n_sweeps: () sweeps done (selects the MAP warm-up of X).
         n_proposals_X: () points evaluated on the ellipse per elliptical-slice block of X
             (rows, or columns under the GP prior; ``ESSInfo.n_proposals``, 1 = the first point
