@@ -28,7 +28,7 @@ started=$(date +%s)
 # every test file under tests/ (its folders mirror the package), in one fixed order
 mapfile -t files < <(find tests -name 'test_*.py' | LC_ALL=C sort)
 n=${#files[@]}
-groups=12
+groups=14
 cpus=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
 lanes=${GPLVM_TEST_LANES:-$((cpus < 2 ? cpus : 2))}
 logs=$(mktemp -d)
@@ -46,16 +46,18 @@ run_group() {  # run_group g: one pytest process over group g; its log, then its
 }
 
 # The order in which the lanes take the groups: longest first, estimated per group from the
-# per-file times of a whole-suite run on 2 lanes of 2026-11-29 (files not in it counted 5 s),
-# with the files sorted by path as above -- tests/cli, tests/datasets, ..., tests/models/rflvm,
-# ..., tests/samplers, then the top-level tests/test_*.py -- and the RFLVM's tests in
-# tests/models/rflvm, the likelihoods' in tests/likelihoods; seconds: 6: 530, 8: 409, 5: 276,
-# 4: 224, 7: 221, 3: 175, 11: 165, 10: 142, 9: 120, 2: 91, 1: 86, 12: 49; greedy lanes in this
-# order end within ~10 s of each other.  Re-estimate it when files move (GPLVM_TEST_REPORTS keeps
-# the per-test times).  Twelve groups, not fewer: each pytest process then stays well below the
-# kernel's limit on memory mappings (each group prints its count at the end; with 9 groups the
-# last one, 7 files, reached the limit and XLA aborted).  Any order runs every group.
-order=(5 7 4 3 6 2 10 9 8 1 0 11)
+# test times of whole-suite runs on 2 lanes (2026-11-29) and the number of slow tests
+# (tests/slow_tests.txt) per group, with the files sorted by path as above -- tests/cli,
+# tests/datasets, ..., tests/models/rflvm, ..., tests/samplers, then the top-level
+# tests/test_*.py: the RFLVM's Geweke group (7th), the GPLVM family (5th), the estimators'
+# contract (9th) and scikit-learn's checks (10th) first.  Re-estimate it when files move
+# (GPLVM_TEST_REPORTS keeps the per-test times).  Fourteen groups, not fewer: each pytest process
+# must stay well below the kernel's limit on memory mappings (each group prints its count at the
+# end).  With twelve, the group holding both tests/models/test_contract.py and
+# tests/models/test_sklearn_checks.py (each fits every estimator) ended at 97% of the limit, and
+# one more test file before it moved tests/models/test_checkpoint.py in: XLA then crashed
+# (segmentation fault) loading an executable.  Any order runs every group.
+order=(6 4 8 9 7 5 2 11 1 12 0 3 10 13)
 
 next_group() {  # the next group nobody has taken, in the order above; -1 when none is left
   (
