@@ -25,18 +25,30 @@ for arg in "$@"; do
   fi
 done
 started=$(date +%s)
-# every test file under tests/ (its folders mirror the package), in one fixed order
-mapfile -t files < <(find tests -name 'test_*.py' | LC_ALL=C sort)
+# every test file under tests/ (its folders mirror the package), in one fixed order; the heavy
+# ones (below) each make a group of their own, the others are split into $light_groups groups of
+# consecutive files
+heavy=(tests/models/gplvm_family/test_bgplvm.py tests/models/gplvm_family/test_dpgplvm.py
+       tests/models/test_contract.py tests/models/test_sklearn_checks.py
+       tests/models/rflvm/test_rflvm_geweke.py)
+mapfile -t files < <(find tests -name 'test_*.py' | LC_ALL=C sort \
+                     | grep -vxF -f <(printf '%s\n' "${heavy[@]}"))
 n=${#files[@]}
-groups=14
+light_groups=12
+groups=$((${#heavy[@]} + light_groups))
 cpus=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
 lanes=${GPLVM_TEST_LANES:-$((cpus < 2 ? cpus : 2))}
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 
 run_group() {  # run_group g: one pytest process over group g; its log, then its status
-  local g=$1
-  local chunk=("${files[@]:$((g * n / groups)):$(((g + 1) * n / groups - g * n / groups))}")
+  local g=$1 chunk
+  if ((g < ${#heavy[@]})); then
+    chunk=("${heavy[g]}")
+  else
+    local l=$((g - ${#heavy[@]})) k=$light_groups
+    chunk=("${files[@]:$((l * n / k)):$(((l + 1) * n / k - l * n / k))}")
+  fi
   {
     echo "[gplvm] test group $((g + 1))/$groups: ${chunk[*]}"
     .venv/bin/python -m pytest --junitxml="$logs/$g.xml" "${pytest_args[@]}" "${chunk[@]}"
@@ -45,19 +57,18 @@ run_group() {  # run_group g: one pytest process over group g; its log, then its
   (flock 9 2>/dev/null; cat "$logs/$g.log") 9> "$logs/print.lock"  # one log at a time
 }
 
-# The order in which the lanes take the groups: longest first, estimated per group from the
-# test times of whole-suite runs on 2 lanes (2026-11-29) and the number of slow tests
-# (tests/slow_tests.txt) per group, with the files sorted by path as above -- tests/cli,
-# tests/datasets, ..., tests/models/rflvm, ..., tests/samplers, then the top-level
-# tests/test_*.py: the RFLVM's Geweke group (7th), the GPLVM family (5th), the estimators'
-# contract (9th) and scikit-learn's checks (10th) first.  Re-estimate it when files move
-# (GPLVM_TEST_REPORTS keeps the per-test times).  Fourteen groups, not fewer: each pytest process
-# must stay well below the kernel's limit on memory mappings (each group prints its count at the
-# end).  With twelve, the group holding both tests/models/test_contract.py and
-# tests/models/test_sklearn_checks.py (each fits every estimator) ended at 97% of the limit, and
-# one more test file before it moved tests/models/test_checkpoint.py in: XLA then crashed
-# (segmentation fault) loading an executable.  Any order runs every group.
-order=(6 4 8 9 7 5 2 11 1 12 0 3 10 13)
+# The order in which the lanes take the groups: the heavy files first (the longest; the Geweke
+# tests and scikit-learn's checks take minutes each), then the other groups in path order.  Why
+# heavy files run alone: each pytest process must stay well below the kernel's limit on memory
+# mappings (each group prints its count at the end; every compiled XLA executable keeps ~3).
+# test_contract.py, test_sklearn_checks.py, test_bgplvm.py and test_dpgplvm.py each fit many
+# estimators: with twelve groups of consecutive files the group holding the first two ended at
+# 97% of the limit, one more test file before it moved test_checkpoint.py in, and XLA crashed
+# (segmentation fault, exit 139) loading an executable; fourteen groups put test_bgplvm.py,
+# test_dpgplvm.py, test_structured.py and test_svi.py together at 90%.  Splitting by file count
+# moves files between groups whenever one is added; the heavy ones alone cannot add up.  Any
+# order runs every group.
+order=($(seq 0 $((groups - 1))))
 
 next_group() {  # the next group nobody has taken, in the order above; -1 when none is left
   (
