@@ -283,6 +283,16 @@ def test_checkpoint_timer_writes_at_block_ends_when_due():
         _run(n_iter=25, checkpoint=_at_block_ends(fail))
 
 
+def _assert_joined_equals(first: ChainResult, rest: ChainResult, full: ChainResult) -> None:
+    """A run and its resumption, joined by concat_results, are the whole run, bit for bit."""
+    joined = concat_results(first, rest)
+    assert joined.n_done == full.n_done and not joined.interrupted
+    np.testing.assert_array_equal(joined.draws, full.draws)
+    np.testing.assert_array_equal(joined.heavy["x"], full.heavy["x"])
+    np.testing.assert_array_equal(joined.trace["sum"], full.trace["sum"])
+    np.testing.assert_array_equal(joined.state["x"], full.state["x"])
+
+
 def test_resume_from_an_interrupted_run_equals_one_run():
     """Sweeps [0, 20) and then [20, 50) with start=20 (another block size) give, joined by
     concat_results, exactly the draws, trace and final state of one 50-sweep run."""
@@ -292,12 +302,7 @@ def test_resume_from_an_interrupted_run_equals_one_run():
                       Sweeps(50, burn_in=5, thin=3, thin_heavy=6, start=first.n_done),
                       Keep(_record, _heavy, _trace), execution=Execution(block_size=7),
                       report=Report(progress=False))
-    joined = concat_results(first, rest)
-    assert joined.n_done == 50 and not joined.interrupted
-    np.testing.assert_array_equal(joined.draws, full.draws)
-    np.testing.assert_array_equal(joined.heavy["x"], full.heavy["x"])
-    np.testing.assert_array_equal(joined.trace["sum"], full.trace["sum"])
-    np.testing.assert_array_equal(joined.state["x"], full.state["x"])
+    _assert_joined_equals(first, rest, full)
 
 
 def test_a_passed_deadline_stops_after_the_first_call_and_the_rest_resumes_it():
@@ -321,12 +326,7 @@ def test_a_passed_deadline_stops_after_the_first_call_and_the_rest_resumes_it():
                       sweeps._replace(start=1), keep,
                       execution=Execution(block_size=10, deadline=time.perf_counter() + 3600.0),
                       report=Report(progress=False))
-    joined = concat_results(first, rest)
-    assert joined.n_done == 50 and not joined.interrupted
-    np.testing.assert_array_equal(joined.draws, full.draws)
-    np.testing.assert_array_equal(joined.heavy["x"], full.heavy["x"])
-    np.testing.assert_array_equal(joined.trace["sum"], full.trace["sum"])
-    np.testing.assert_array_equal(joined.state["x"], full.state["x"])
+    _assert_joined_equals(first, rest, full)
 
 
 def test_errors_name_the_fix():
