@@ -65,14 +65,18 @@ class RFLVMRun:
     def _auto(self) -> bool:
         return isinstance(self.n_iter, str) and self.n_iter == "auto"
 
+    def _round_length(self) -> int:
+        """Sweeps per round of ``n_iter='auto'`` after the burn-in: max(burn_in, 100)."""
+        return max(int(self.burn_in), AUTO_ROUND)
+
     def _at_check(self, n_done: int) -> bool:
         """Whether ``n_iter='auto'`` applies its rule after ``n_done`` sweeps: at the end of a
-        round (``burn_in`` + k · max(burn_in, 100)) or at ``max_iter``, never where a budget
-        or Ctrl-C stopped the run in the middle of one, so that a resumed run is judged where
-        an unstopped one is."""
+        round (``burn_in`` + k · :meth:`_round_length`) or at ``max_iter``, never where a
+        budget or Ctrl-C stopped the run in the middle of one, so that a resumed run is judged
+        where an unstopped one is."""
         burn_in = int(self.burn_in)
         return n_done >= int(self.max_iter) or (
-            n_done > burn_in and (n_done - burn_in) % max(burn_in, AUTO_ROUND) == 0)
+            n_done > burn_in and (n_done - burn_in) % self._round_length() == 0)
 
     def _unfinished(self):
         """The stored run that :meth:`resume` continues, laid out as today's (a file saved
@@ -129,7 +133,7 @@ class RFLVMRun:
         started = time.perf_counter() if started is None else started
         deadline = None if self.max_time is None else started + float(self.max_time)
         max_iter, burn_in = int(self.max_iter), int(self.burn_in)
-        round_length = max(burn_in, AUTO_ROUND)
+        round_length = self._round_length()
         # rounds end at burn_in + k·round whatever the start, so a resumed run checks (and
         # stops) where an uninterrupted one does
         target = burn_in + round_length * (max(start - burn_in, 0) // round_length + 1)

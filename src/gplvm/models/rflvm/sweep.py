@@ -42,6 +42,8 @@ slice, Metropolis–Hastings); the state after the sweep carries their ``Info`` 
 
 from __future__ import annotations
 
+from typing import Callable
+
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -83,6 +85,16 @@ def _fraction(n_acc: Array | None, n_freq: int, dtype) -> Array:
     if n_acc is None:
         return jnp.full((), jnp.nan, dtype)
     return n_acc.astype(dtype) / n_freq
+
+
+def _frequencies_given_beta(key: Array, spec: RFLVMSpec, prior: FrequencyPrior, X: Array,
+                            W: Array, data: RFLVMData, given: Callable[[], GivenBeta]):
+    """(W, accepted count) of W's Metropolis pass given β (:func:`.frequencies.
+    update_frequencies_given_beta`, count likelihoods); with ``frequencies='fixed'`` W as it
+    is and None (``given``, which forms Φ and Φβ, is then not called)."""
+    if spec.frequencies == "fixed":
+        return W, None
+    return update_frequencies_given_beta(key, prior, X, W, spec.likelihood, data, given())
 
 
 def _moves_scale(spec: RFLVMSpec, prior: FrequencyPrior) -> bool:
@@ -202,12 +214,12 @@ def _sweep_counts_nuts(key, spec, data, state):
         shape = b0 + r.shape[0] * spec.dispersion_prior[0]
         h = jax.random.gamma(k_h, shape, dtype=r.dtype) / (g0 + jnp.sum(r))
         state = state._replace(dispersion_rate=h)
-    W, n_acc = state.W, None
-    if spec.frequencies == "sampled":
+
+    def given():                                # Φ and Φβ at the block's new X
         Phi = design(X, state.W, spec.intercept)
-        W, n_acc = update_frequencies_given_beta(
-            k_w, prior, X, state.W, spec.likelihood, data,
-            GivenBeta(beta, state.noise_var, state.dispersion, Phi, Phi @ beta))
+        return GivenBeta(beta, state.noise_var, state.dispersion, Phi, Phi @ beta)
+
+    W, n_acc = _frequencies_given_beta(k_w, spec, prior, X, state.W, data, given)
     if _moves_scale(spec, prior):               # (X, W) -> (cX, W/c): Φ unchanged
         X, W, _ = scale_moves(k_scale, X, W, prior.log_density)
     return state._replace(X=X, W=W, accept_W=_fraction(n_acc, spec.n_freq, X.dtype)), None
@@ -249,11 +261,9 @@ def _sweep_counts(key, spec, data, state, inducing_times):
         else:
             r, h, beta, F = update()
         state = state._replace(beta=beta, dispersion=r, dispersion_rate=h)
-    W, n_acc = state.W, None
-    if spec.frequencies == "sampled":
-        W, n_acc = update_frequencies_given_beta(
-            k_w, prior_W(k_prop, spec, data, state), state.X, state.W, spec.likelihood, data,
-            GivenBeta(beta, state.noise_var, state.dispersion, Phi, F))
+    W, n_acc = _frequencies_given_beta(
+        k_w, spec, prior_W(k_prop, spec, data, state), state.X, state.W, data,
+        lambda: GivenBeta(beta, state.noise_var, state.dispersion, Phi, F))
     state = state._replace(W=W, accept_W=_fraction(n_acc, spec.n_freq, Phi.dtype))
     return _update_latents(k_x, spec, data, state, inducing_times)
 
