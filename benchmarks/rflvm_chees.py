@@ -55,28 +55,16 @@ from gplvm.models.rflvm.features import design  # noqa: E402
 from gplvm.models.rflvm.loglik import total_log_lik  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rflvm_curvature import block_arguments, blocks_at_mode, settings  # noqa: E402
-
-MAX_DOUBLINGS = 8
-
+from rflvm_curvature import (block_arguments, blocks_at_mode, nuts_draws,  # noqa: E402
+                             settings, window_adapt)
 
 def run_nuts(fn, starts, n_warm: int, n_draws: int, key, observe):
     """blackjax NUTS after window adaptation, chain by chain (``lax.map``)."""
-    import blackjax
-
     def one(args):
         key, start = args
         k_warm, k_draw = jax.random.split(key)
-        warm = blackjax.window_adaptation(blackjax.nuts, fn, max_num_doublings=MAX_DOUBLINGS)
-        (state, params), _ = warm.run(k_warm, start, num_steps=n_warm)
-        params = {k: v for k, v in params.items() if k != "max_num_doublings"}
-        step = blackjax.nuts(fn, **params, max_num_doublings=MAX_DOUBLINGS).step
-
-        def body(s, k):
-            s, info = step(k, s)
-            return s, (observe(s.position), info.num_integration_steps)
-
-        _, (seen, steps) = jax.lax.scan(body, state, jax.random.split(k_draw, n_draws))
+        state, params = window_adapt(fn, start, k_warm, n_warm)
+        seen, steps = nuts_draws(fn, params, state, jax.random.split(k_draw, n_draws), observe)
         return seen, steps, params["step_size"]
 
     keys = jax.random.split(key, starts.shape[0])

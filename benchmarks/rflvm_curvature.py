@@ -61,6 +61,35 @@ def blocks_at_mode(args):
             yield loaded[1], block_at_mode(loaded[0], args)
 
 
+#: blackjax NUTS's tree cap in the block scripts (2^8 − 1 = 255 leapfrog steps, the library's)
+MAX_DOUBLINGS = 8
+
+
+def window_adapt(fn, start, key, n_steps: int):
+    """blackjax window adaptation (Stan's: step size and diagonal mass) of NUTS on ``fn`` from
+    ``start``: (state, parameters for :func:`nuts_draws`).  Shared by ``rflvm_whitened.py``,
+    ``rflvm_chees.py`` and ``rflvm_lowrank.py``."""
+    import blackjax
+
+    warm = blackjax.window_adaptation(blackjax.nuts, fn, max_num_doublings=MAX_DOUBLINGS)
+    (state, params), _ = warm.run(key, start, num_steps=n_steps)
+    return state, {k: v for k, v in params.items() if k != "max_num_doublings"}
+
+
+def nuts_draws(fn, params, state, keys, observe):
+    """(observe(position), leapfrog steps) of one NUTS draw per key after
+    :func:`window_adapt` (a ``lax.scan``; jit it, or call it inside a jitted function)."""
+    import blackjax
+
+    step = blackjax.nuts(fn, **params, max_num_doublings=MAX_DOUBLINGS).step
+
+    def body(s, k):
+        s, info = step(k, s)
+        return s, (observe(s.position), info.num_integration_steps)
+
+    return jax.lax.scan(body, state, keys)[1]
+
+
 def spectrum(A) -> str:
     e = np.linalg.eigvalsh(A)
     positive = e[e > 1e-6]

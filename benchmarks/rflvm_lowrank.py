@@ -47,29 +47,16 @@ from gplvm.models.rflvm.features import design  # noqa: E402
 from gplvm.models.rflvm.loglik import total_log_lik  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rflvm_curvature import block_arguments, blocks_at_mode, settings  # noqa: E402
-
-MAX_DOUBLINGS = 8
-
+from rflvm_curvature import (block_arguments, blocks_at_mode, nuts_draws,  # noqa: E402
+                             settings, window_adapt)
 
 def adapt_and_draw(fn, start, key, n_warm: int, n_draws: int):
     """(step size, inverse mass, draws (S, n), leapfrogs (S,), CPU s of the draws)."""
-    import blackjax
-
     k_warm, k_draw = jax.random.split(key)
-    warm = blackjax.window_adaptation(blackjax.nuts, fn, max_num_doublings=MAX_DOUBLINGS)
-    (state, params), _ = jax.jit(lambda k, s: warm.run(k, s, num_steps=n_warm))(k_warm, start)
-    params = {k: v for k, v in params.items() if k != "max_num_doublings"}
-    step = blackjax.nuts(fn, **params, max_num_doublings=MAX_DOUBLINGS).step
-
-    def draws(state, keys):
-        def body(s, k):
-            s, info = step(k, s)
-            return s, (s.position, info.num_integration_steps)
-        return jax.lax.scan(body, state, keys)[1]
-
+    state, params = jax.jit(lambda k, s: window_adapt(fn, s, k, n_warm))(k_warm, start)
     keys = jax.random.split(k_draw, n_draws)
-    program = jax.jit(draws).lower(state, keys).compile()
+    program = jax.jit(lambda s, k: nuts_draws(fn, params, s, k, lambda x: x)).lower(
+        state, keys).compile()
     t0 = time.process_time()
     positions, steps = jax.block_until_ready(program(state, keys))
     return (float(params["step_size"]), params["inverse_mass_matrix"], positions, steps,

@@ -57,7 +57,8 @@ from gplvm.models.rflvm.features import design  # noqa: E402
 from gplvm.models.rflvm.loglik import total_log_lik  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rflvm_curvature import block_arguments, blocks_at_mode, settings  # noqa: E402
+from rflvm_curvature import (block_arguments, blocks_at_mode, nuts_draws,  # noqa: E402
+                             settings, window_adapt)
 
 
 def whitened(spec, data, log_prior_W):
@@ -150,19 +151,10 @@ def fixed_frequencies(fn, position, n_x: int, n_w: int):
 def run_nuts(fn, start, loglik, key, n: int):
     """(step size, leapfrogs per draw, CPU s, ESS of the log-likelihood) of one chain."""
     import arviz as az
-    import blackjax
 
     t0 = time.process_time()
-    warm = blackjax.window_adaptation(blackjax.nuts, fn, max_num_doublings=8)
-    (state, params), _ = warm.run(key, start, num_steps=n)
-    params = {k: v for k, v in params.items() if k != "max_num_doublings"}
-    step = blackjax.nuts(fn, **params, max_num_doublings=8).step
-
-    def body(s, k):
-        s, info = step(k, s)
-        return s, (loglik(s.position), info.num_integration_steps)
-
-    _, (trace, steps) = jax.jit(lambda s, keys: jax.lax.scan(body, s, keys))(
+    state, params = window_adapt(fn, start, key, n)
+    trace, steps = jax.jit(lambda s, keys: nuts_draws(fn, params, s, keys, loglik))(
         state, jax.random.split(key, n))
     cpu = time.process_time() - t0
     return (float(params["step_size"]), float(np.mean(steps)), cpu,
