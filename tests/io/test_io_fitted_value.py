@@ -69,6 +69,15 @@ def rflvm_map():
                                       n_chains=1, progress=False).fit(Y))
 
 
+@pytest.fixture(scope="module")
+def rflvm_nuts():
+    """The default sampler: its chain states carry the NUTS block's adaptation state."""
+    Y = np.random.default_rng(7).poisson(2.0, size=(20, 5)).astype(float)
+    return _quiet(lambda: gplvm.RFLVM(likelihood="poisson", sampler="nuts", n_features=10,
+                                      n_iter=8, burn_in=4, n_chains=1, learn_kernel=False,
+                                      progress=False).fit(Y))
+
+
 def _frame(seed):
     X = np.random.default_rng(seed).normal(size=(30, 2))
     return pd.DataFrame(X, columns=["a", "b"]), X
@@ -90,7 +99,7 @@ def blr_frame():
         n_features=10, n_restarts=0, max_iter=5).fit(frame, np.sin(X[:, 0])))
 
 
-FITS = ["rflvm", "rflvm_map", "bgplvm", "bgplvm_dynamic", "bgplvm_svi", "structured", "dpgplvm",
+FITS = ["rflvm", "rflvm_map", "rflvm_nuts", "bgplvm", "bgplvm_dynamic", "bgplvm_svi", "structured", "dpgplvm",
         "blr", "blr_frame", "glm", "glm_classifier"]
 
 

@@ -28,12 +28,15 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from gplvm.registry import register
+
 Array = jax.Array
 
 #: Stan's default target of the mean acceptance statistic during adaptation
 TARGET_ACCEPT = 0.8
 
 
+@register("gplvm.state.NUTSTuning")      # a NUTS fit's chain states are saved with it
 class NUTSTuning(NamedTuple):
     """The adaptation state carried from sweep to sweep (strong dtypes: the sweep's output
     must have its input's types, or the compiled loop would compile twice).
