@@ -142,8 +142,8 @@ def _rflvm_data():
     }
 
 
-RFLVM_KW = dict(n_features=20, n_iter=30, burn_in=10, n_chains=2, block_size=10, random_state=0,
-                progress=False)
+RFLVM_KW = dict(sampler="gibbs", n_features=20, n_iter=30, burn_in=10, n_chains=2, block_size=10,
+                random_state=0, progress=False)
 
 
 def _rflvm_row(name, m):

@@ -124,7 +124,7 @@ import gplvm
 Y = np.random.default_rng(0).normal(size=(12, 3))
 t = time.perf_counter()
 model = gplvm.RFLVM(likelihood="gaussian", n_components=1, n_features=4, n_iter=4, burn_in=2,
-                    n_chains=4, progress=False, random_state=0).fit(Y)
+                    sampler="gibbs", n_chains=4, progress=False, random_state=0).fit(Y)
 np.savez(sys.argv[1], X=model.X_samples_, history=model.history_)
 print(f"{len(jax.devices())} device(s): fit in {time.perf_counter() - t:.1f} s")
 """
@@ -145,7 +145,7 @@ draws = {}
 for label, devices in (("one", None), ("rows", d)):
     model = gplvm.RFLVM(likelihood="poisson", n_features=100, n_iter=sweeps, burn_in=sweeps // 2,
                         n_chains=1, map_sweeps=0, progress=False, random_state=0,
-                        devices=devices)
+                        sampler="gibbs", devices=devices)
     seconds = []
     for _ in range(2):
         t = time.perf_counter()

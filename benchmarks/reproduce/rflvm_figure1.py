@@ -79,7 +79,7 @@ def fit(model: str, M: int, Y_missing, seed: int, config: dict):
         n_iter = int(config["sweeps"])
         return gplvm.RFLVM(likelihood="gaussian", n_features=rflvm_features(M), n_iter=n_iter,
                            burn_in=n_iter // 2, n_chains=1, random_state=seed,
-                           progress=False).fit(Y_missing)
+                           sampler="gibbs", progress=False).fit(Y_missing)
     if model == "bgplvm":
         kernel = None
         if "init_lengthscale" in config:          # see START_LENGTHSCALE

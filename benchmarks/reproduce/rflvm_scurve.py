@@ -60,7 +60,7 @@ def compute(cell: Cell):
     extra = {"n_trials": 10} if kind == "binomial" else {}
     start, cpu = time.perf_counter(), time.process_time()
     model = gplvm.RFLVM(likelihood=kind, n_features=sizes["n_features"], n_iter=n_iter,
-                        burn_in=n_iter // 2, n_chains=cell.config["chains"],
+                        burn_in=n_iter // 2, n_chains=cell.config["chains"], sampler="gibbs",
                         random_state=cell.seed, progress=False).fit(d.Y, **extra)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     r2, pca = float(procrustes_r2(d.X, model.X_mean_)), pca_r2(kind, d)

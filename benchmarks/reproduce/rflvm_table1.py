@@ -255,7 +255,7 @@ def compute(cell: Cell):
     if cell.config.get("offset") == "log_total":
         log_total = np.log(np.maximum(Y.sum(axis=1), 1.0))
         fit_kwargs = {"offset": log_total - log_total.mean()}
-    rflvm_kwargs = ({"sampler": cell.config["sampler"]} if "sampler" in cell.config else {})
+    rflvm_kwargs = {"sampler": cell.config.get("sampler", "gibbs")}
     X, details = latent(cell.method, Y, cell.seed, n_iter, fit_kwargs=fit_kwargs,
                         **rflvm_kwargs)
     n_splits = 5

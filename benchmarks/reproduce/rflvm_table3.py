@@ -155,7 +155,7 @@ def fit_impute(method: str, Y_obs, times, seed: int, config: dict):
     import gplvm
     if method in RFLVMS:
         sweeps = int(config["sweeps"])
-        model = gplvm.RFLVM(likelihood="gaussian", n_features=100, n_iter=sweeps,
+        model = gplvm.RFLVM(likelihood="gaussian", n_features=100, n_iter=sweeps, sampler="gibbs",
                             burn_in=int(config["burn_in"]), n_chains=1, random_state=seed,
                             progress=False)
         model.fit(Y_obs, times=times if method == "dynamic RFLVM" else None)

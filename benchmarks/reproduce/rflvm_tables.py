@@ -94,10 +94,12 @@ def table3(args):
             Y_obs, mask = _hold_out(Y, np.random.default_rng(seed))
             fits = {
                 "dynamic RFLVM": lambda: gplvm.RFLVM(
-                    likelihood="gaussian", n_iter=args.n_iter, burn_in=args.n_iter // 2,
+                    likelihood="gaussian", sampler="gibbs", n_iter=args.n_iter,
+                    burn_in=args.n_iter // 2,
                     n_chains=1, random_state=seed, progress=False).fit(Y_obs, times=t),
                 "static RFLVM": lambda: gplvm.RFLVM(
-                    likelihood="gaussian", n_iter=args.n_iter, burn_in=args.n_iter // 2,
+                    likelihood="gaussian", sampler="gibbs", n_iter=args.n_iter,
+                    burn_in=args.n_iter // 2,
                     n_chains=1, random_state=seed, progress=False).fit(Y_obs),
                 "PPCA": lambda: PPCA(2).fit(Y_obs),
                 "Bayesian GPLVM": lambda: gplvm.BayesianGPLVM(

@@ -529,7 +529,7 @@ RFLVM_ROWS_SCRIPT = textwrap.dedent("""
     rng = np.random.default_rng(0)
     Y = rng.poisson(3.0, size=(N, 8)).astype(float)
     kw = dict(likelihood="poisson", n_features=10, n_iter=6, burn_in=3, n_chains=2,
-              map_sweeps=0, progress=False, random_state=1)
+              sampler="gibbs", map_sweeps=0, progress=False, random_state=1)
     fits = {d: gplvm.RFLVM(devices=d, **kw).fit(Y) for d in (None, 4)}
     out["rflvm"] = {name: [np.asarray(getattr(fits[d], name)).tolist() for d in (None, 4)]
                     for name in ("X_samples_", "W_samples_", "beta_samples_", "history_")}

@@ -22,7 +22,8 @@ def rflvm():
     Y = rng.poisson(2.0, size=(30, 6)).astype(float)
     Y[0, 1] = Y[3, 4] = np.nan
     model = gplvm.RFLVM(likelihood="poisson", n_features=10, n_iter=16, burn_in=8, n_chains=1,
-                        block_size=8, transform_steps=3, progress=False, random_state=0)
+                        sampler="gibbs", block_size=8, transform_steps=3, progress=False,
+                        random_state=0)
     return model.fit(Y), Y
 
 

@@ -69,8 +69,8 @@ def _rflvm(likelihood):
     def make(**kw):
         # a fixed kernel: the contract does not depend on the DP mixture over W (its own
         # tests), which doubles the compile time of each fit
-        return gplvm.RFLVM(**{"likelihood": likelihood, "n_features": 10, "n_iter": 12,
-                              "burn_in": 6, "n_chains": 1, "block_size": 6,
+        return gplvm.RFLVM(**{"likelihood": likelihood, "sampler": "gibbs", "n_features": 10,
+                              "n_iter": 12, "burn_in": 6, "n_chains": 1, "block_size": 6,
                               "transform_steps": 3, "learn_kernel": False, "progress": False,
                               **kw})
     return make

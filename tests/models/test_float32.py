@@ -184,7 +184,7 @@ def test_rflvm_gaussian_runs_in_float32():
     F = np.sin(2 * X) @ rng.normal(size=(1, 4))
     Y = F + 0.1 * rng.normal(size=F.shape)
     kw = dict(n_components=1, likelihood="gaussian", n_features=8, n_iter=8, burn_in=4,
-              n_chains=1, map_sweeps=0, learn_kernel=False, progress=False, random_state=0)
+              n_chains=1, sampler="gibbs", map_sweeps=0, learn_kernel=False, progress=False, random_state=0)
     with gplvm.config.precision("float32"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)     # the R-hat of so short a chain
         model = gplvm.RFLVM(**kw).fit(Y)

@@ -169,10 +169,10 @@ def _demo_rflvm(args) -> int:
     n_iter, n_chains = args.n_iter or 200, 2
     print(f"[gplvm demo] RFLVM (binomial, 16 trials per pixel, Q=2, M=100 random features, "
           f"DP-mixture kernel) on scikit-learn's digits: {Y.shape[0]} images of {Y.shape[1]} "
-          f"pixels, {n_chains} chains of {n_iter} sweeps (half burn-in)")
+          f"pixels, {n_chains} chains of {n_iter} Gibbs sweeps (half burn-in)")
     start = time.perf_counter()
     model = RFLVM(n_components=2, likelihood="binomial", n_iter=n_iter, burn_in=n_iter // 2,
-                  n_chains=n_chains, random_state=args.seed, progress=not args.quiet)
+                  sampler="gibbs", n_chains=n_chains, random_state=args.seed, progress=not args.quiet)
     model.fit(Y, n_trials=16)
     seconds = time.perf_counter() - start
     acc = knn_accuracy(model.X_mean_, labels, random_state=args.seed)

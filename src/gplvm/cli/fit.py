@@ -67,10 +67,11 @@ def add_parser(sub) -> None:
     settings.add_argument("--inducing", type=int, help="inducing inputs M")
     settings.add_argument("--features", type=int, help="rflvm: random features M")
     settings.add_argument("--iterations", type=int, help="optimiser iterations (max_iter)")
-    settings.add_argument("--sweeps", type=int, help="MCMC sweeps per chain (burn-in included)")
+    settings.add_argument("--sweeps", type=int, help="MCMC sweeps per chain (burn-in included; "
+                                                     "rflvm default: until converged)")
     settings.add_argument("--burn-in", type=int, help="MCMC sweeps discarded (default half)")
     settings.add_argument("--chains", type=int, help="MCMC chains")
-    settings.add_argument("--sampler", help="rflvm: gibbs (the paper's sweep) or nuts")
+    settings.add_argument("--sampler", help="rflvm: nuts (default) or gibbs (the paper's sweep)")
     settings.add_argument("--inference", help="rflvm: mcmc or map (the joint mode, one "
                                               "L-BFGS restart per chain, no sampling); "
                                               "bgplvm: collapsed or svi")

@@ -19,11 +19,12 @@ from gplvm.data import make_s_curve
 from gplvm.metrics import procrustes_r2
 
 N, J = 150, 40
-SWEEPS = dict(n_iter=150, burn_in=75, n_chains=2, block_size=25, progress=False)
+SWEEPS = dict(sampler="gibbs", n_iter=150, burn_in=75, n_chains=2, block_size=25,
+              progress=False)
 # API runs with a fixed kernel (the DP mixture over W doubles the compile time; it has its own
 # tests, and the recovery and resume tests run it)
-SMALL = dict(n_features=10, n_iter=16, burn_in=8, n_chains=1, block_size=8, learn_kernel=False,
-             progress=False)
+SMALL = dict(sampler="gibbs", n_features=10, n_iter=16, burn_in=8, n_chains=1, block_size=8,
+             learn_kernel=False, progress=False)
 
 # Short test runs are not expected to pass the R-hat check.
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -114,7 +115,7 @@ def test_sampler_info_is_kept_per_chain_and_sweep(poisson_fit):
 def test_same_random_state_same_result():
     d = make_s_curve("poisson", n_samples=40, n_outputs=10, random_state=3)
     kw = dict(likelihood="poisson", n_features=10, n_iter=20, burn_in=10, n_chains=2,
-              block_size=10, learn_kernel=False, progress=False)   # the DP path: test_rflvm_resume
+              sampler="gibbs", block_size=10, learn_kernel=False, progress=False)   # the DP path: test_rflvm_resume
     a = gplvm.RFLVM(random_state=5, **kw).fit(d.Y)
     b = gplvm.RFLVM(random_state=5, **kw).fit(d.Y)
     c = gplvm.RFLVM(random_state=6, **kw).fit(d.Y)
@@ -286,7 +287,7 @@ def test_convergence_warning_follows_split_rhat():
     # Split R-hat (Gelman et al. 2013) of the kept log-likelihood trace: chains around the same
     # level give about 1; chains 10 sds apart give far more than 1.1.
     rng = np.random.default_rng(11)
-    model = gplvm.RFLVM(burn_in=5)
+    model = gplvm.RFLVM(n_iter=205, burn_in=5)    # a fixed length: the 1.1 rule
     model.history_ = rng.normal(size=(3, 205))
     model.X_samples_ = rng.normal(size=(3, 200, 6, 2))     # the kept draws (convergence_)
     with warnings.catch_warnings():
@@ -375,8 +376,8 @@ def test_interrupted_during_burn_in_leaves_a_usable_model(monkeypatch):
         *a, **{**kw, "checkpoint": CheckpointTimer(interrupt, 0)}))   # at the first block end
     Y = np.random.default_rng(6).poisson(3.0, (30, 6)).astype(float)
     model = gplvm.RFLVM(likelihood="poisson", n_features=10, n_iter=16, burn_in=8,
-                        n_chains=2, block_size=4, learn_kernel=False, progress=False,
-                        random_state=0)
+                        sampler="gibbs", n_chains=2, block_size=4, learn_kernel=False,
+                        progress=False, random_state=0)
     with pytest.warns(RuntimeWarning, match="during burn-in"):
         model.fit(Y)
     assert model.interrupted_ and model.n_iter_ == 4 and not model.converged_

@@ -12,9 +12,9 @@ from sklearn.exceptions import ConvergenceWarning
 import gplvm
 
 #: a tiny Gibbs fit whose ESS target no run can reach: only the budgets end it
-KW = dict(n_components=1, n_features=10, n_iter="auto", burn_in=20, ess_target=10**6,
-          max_iter=10**4, n_chains=2, learn_kernel=False, progress=False, block_size=20,
-          random_state=1)
+KW = dict(sampler="gibbs", n_components=1, n_features=10, n_iter="auto", burn_in=20,
+          ess_target=10**6, max_iter=10**4, n_chains=2, learn_kernel=False, progress=False,
+          block_size=20, random_state=1)
 
 
 def _counts(n=30):

@@ -50,7 +50,7 @@ def test_dynamic_fit_imputes_better_than_ppca():
     Y = d.Y.copy()
     Y[mask] = np.nan
     model = gplvm.RFLVM(likelihood="gaussian", n_features=40, n_iter=120, burn_in=60,
-                        n_chains=1, block_size=30, learn_kernel=False, progress=False,
+                        sampler="gibbs", n_chains=1, block_size=30, learn_kernel=False, progress=False,
                         random_state=0)     # the time prior is the subject, not the DP kernel
     model.fit(Y, times=d.times)
     err = imputation_mse(d.Y, model.impute(Y), mask)

@@ -135,14 +135,15 @@ def test_convergence_rule_needs_every_rhat_and_every_ess():
 
 
 def test_auto_stops_at_max_iter_with_a_warning_that_gives_the_figures():
-    """An ESS target no run of this length can reach: the run ends at max_iter with a
+    """The default inference (NUTS from the mode, ``n_iter='auto'``; issue 30) with an ESS
+    target no run of this length can reach: the run ends at max_iter with a
     ConvergenceWarning that names the figures and the setting to raise; resume() of the
     finished run returns it unchanged."""
     with pytest.warns(ConvergenceWarning, match=r"max_iter=130 .*R-hat .* ESS .*raise max_iter"):
-        model = gplvm.RFLVM(n_components=1, n_features=10, n_iter="auto", burn_in=20,
-                            ess_target=10**6, max_iter=130, n_chains=2, sampler="nuts",
-                            progress=False, learn_kernel=False,
+        model = gplvm.RFLVM(n_components=1, n_features=10, burn_in=20, ess_target=10**6,
+                            max_iter=130, n_chains=2, progress=False, learn_kernel=False,
                             block_size=50).fit(_small_counts(1))
+    assert "log_density" in model.mode_start_         # NUTS started from the block's mode
     assert model.n_iter_ == 130 and not model.converged_
     assert model.history_.shape == (2, 130)
     before = model.history_.copy()
@@ -163,3 +164,25 @@ def test_auto_rounds_give_the_chains_of_one_fixed_length_run():
         fixed = gplvm.RFLVM(n_iter=220, **kw).fit(Y)
     np.testing.assert_array_equal(auto.history_, fixed.history_)
     np.testing.assert_array_equal(auto.X_samples_, fixed.X_samples_)
+
+
+def test_a_saved_nuts_fit_resumes_to_the_whole_runs_draws(tmp_path):
+    """A NUTS fit's chain states (the adaptation's among them) go through a file: the loaded
+    fit, resumed to more sweeps, holds the draws of one uninterrupted run."""
+    kw = dict(n_components=1, n_features=10, burn_in=10, n_chains=2, progress=False,
+              learn_kernel=False, block_size=10, random_state=4)
+    Y = _small_counts(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)    # so short a run: not the point
+        whole = gplvm.RFLVM(n_iter=40, **kw).fit(Y)
+        gplvm.RFLVM(n_iter=20, **kw).fit(Y).save(tmp_path / "nuts.gplvm")
+        loaded = gplvm.load(tmp_path / "nuts.gplvm")
+        loaded.set_params(n_iter=40).resume()
+    np.testing.assert_array_equal(loaded.history_, whole.history_)
+    np.testing.assert_array_equal(loaded.X_samples_, whole.X_samples_)
+
+
+def test_the_default_sampler_refuses_the_dynamic_prior_naming_the_fix():
+    with pytest.raises(ValueError, match=r"sampler='nuts' \(the default\).*pass "
+                                         r"sampler='gibbs' for the dynamic RFLVM"):
+        gplvm.RFLVM(progress=False).fit(_small_counts(), times=np.arange(30.0))

@@ -42,8 +42,9 @@ from gplvm.metrics import loo_1nn_errors
 
 N_PER_CLUSTER, N_CLUSTERS, J = 20, 3, 30
 THRESHOLD = 0.85
-FIT = dict(n_components=2, n_features=20, n_iter=400, burn_in=200, n_chains=1, block_size=200,
-           init="random", learn_kernel=False, map_sweeps=0, progress=False, random_state=0)
+FIT = dict(sampler="gibbs", n_components=2, n_features=20, n_iter=400, burn_in=200, n_chains=1,
+           block_size=200, init="random", learn_kernel=False, map_sweeps=0, progress=False,
+           random_state=0)
 
 
 def planted_clusters(rng):

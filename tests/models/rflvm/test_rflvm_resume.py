@@ -12,8 +12,8 @@ from _paths import LEGACY as _LEGACY_FILES
 from gplvm.inference.run import CheckpointTimer
 
 LEGACY = str(_LEGACY_FILES / "rflvm")
-KW = dict(likelihood="poisson", n_features=10, n_iter=16, burn_in=8, n_chains=2, block_size=4,
-          progress=False, random_state=3)
+KW = dict(sampler="gibbs", likelihood="poisson", n_features=10, n_iter=16, burn_in=8, n_chains=2,
+          block_size=4, progress=False, random_state=3)
 
 
 def _data():
@@ -117,6 +117,7 @@ def test_a_format_1_fit_continues_with_todays_sampler():
     # The upgrade fills the chain states' new fields, so today's sampler continues an old
     # run from the final chain state its file holds: 4 sweeps more than it was fitted with.
     model = _upgraded_legacy_model()
+    assert model.sampler == "gibbs"      # the file predates the parameter: Gibbs, as then
     model.set_params(n_iter=20)
     model.resume()
     assert model.n_iter_ == 20 and model.history_.shape == (1, 20)

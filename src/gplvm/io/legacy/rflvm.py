@@ -15,6 +15,10 @@ lacked:
   ``Ys · scale + mean``, exact for the count likelihoods (mean 0, scale 1); for a Gaussian model
   a value that does not round-trip makes ``impute`` treat the training rows as new rows.
 
+Files saved before ``sampler`` existed (issue 30; formats 5 and below) were sampled by the
+Gibbs sweep, which was the default until the default became NUTS: :func:`upgrade_params` gives
+them ``sampler='gibbs'``, so that ``resume()`` continues the run they hold.
+
 Files of any format saved before a count layout of :class:`.spec.RFLVMData` existed
 (``nonzero``, ``customers``, ``log_factorial``: issue 14) get it laid out from the data they
 hold, in ``_data_`` and in the chains' carry, so that a loaded model and a fresh one run the
@@ -41,6 +45,12 @@ from gplvm._pytree import to_device
 from gplvm.registry import lookup
 
 NEW_INFO = ("n_proposals_X", "n_proposals_beta")
+
+
+def upgrade_params(params: dict) -> dict:
+    """The constructor arguments of an older file, with those it predates at the value they
+    had when it was written (module docstring)."""
+    return {"sampler": "gibbs", **params}
 
 
 def _fill_state(carry):
@@ -129,3 +139,19 @@ def upgrade_rflvm(fitted: dict, format_version: int, burn_in: int) -> dict:
         fitted["_train_Y_"] = Ys * fitted["Y_std_"] + fitted["Y_mean_"]
         fitted["n_features_in_"] = int(Ys.shape[1])
     return fitted
+
+
+class RFLVMFiles:
+    """The RFLVM's hooks for :func:`gplvm.load` (a base class of :class:`gplvm.RFLVM`, before
+    :class:`gplvm.io.SaveMixin`): files of an older format brought to today's."""
+
+    @classmethod
+    def _upgrade_fitted(cls, fitted: dict, format_version: int, params: dict | None = None) -> dict:
+        """Attributes of an older file; its ``burn_in`` (every file has one; 1000 was the
+        default until issue 30) decides the draws its convergence figures are of."""
+        return upgrade_rflvm(fitted, format_version, (params or {}).get("burn_in", 1000))
+
+    @classmethod
+    def _upgrade_params(cls, params: dict, format_version: int) -> dict:
+        """Constructor arguments of an older file (:func:`upgrade_params`)."""
+        return upgrade_params(params)

@@ -78,13 +78,6 @@ def check_fit_inputs(model, Y, times, offset, n_trials):
     check_n_components("RFLVM", model.n_components, N, int((~dropped).sum()),
                        int(dropped.sum()))
     lik.validate(Y)                    # (the multinomial's: at least 2 categories)
-    if times is not None and model.sampler == "nuts":
-        raise ValueError("sampler='nuts' samples the iid N(0, I) latent prior only; pass "
-                         "sampler='gibbs' for the dynamic RFLVM (times=...)")
-    if times is not None and model.inference == "map":
-        raise ValueError("inference='map' finds the mode under the iid N(0, I) latent prior "
-                         "only; pass inference='mcmc' (sampler='gibbs') for the dynamic RFLVM "
-                         "(times=...)")
     if times is not None:
         times = as_1d_float(times, "times")
         if times.shape[0] != N:
@@ -93,6 +86,14 @@ def check_fit_inputs(model, Y, times, offset, n_trials):
         if np.ptp(times) == 0:
             raise ValueError("all time stamps are equal; the GP prior over time needs distinct "
                              "times (or pass times=None for the iid prior)")
+        if model.inference == "map":
+            raise ValueError("inference='map' finds the mode under the iid N(0, I) latent "
+                             "prior only; pass inference='mcmc', sampler='gibbs' for the "
+                             "dynamic RFLVM (times=...)")
+        if model.sampler == "nuts":
+            raise ValueError("sampler='nuts' (the default) samples the iid N(0, I) latent "
+                             "prior only; pass sampler='gibbs' for the dynamic RFLVM "
+                             "(times=...)")
     if offset is not None:
         if not lik.takes_offset:
             raise ValueError(f"offset= is for the count likelihoods with a per-row rate "

@@ -31,14 +31,14 @@ from gplvm.models.rflvm.checks import check_data, check_devices, check_fit_input
 from gplvm.models.rflvm.columns import narrow, standardise_fit
 from gplvm.models.rflvm.init import (inducing_times, initial_latents, initial_states,
                                      per_chain, prepare_data)
-from gplvm.io.legacy.rflvm import upgrade_rflvm as upgrade_fitted
+from gplvm.io.legacy.rflvm import RFLVMFiles
 from gplvm.models.rflvm.run import RFLVMRun
 from gplvm.models.rflvm.verbs import RFLVMVerbs
 from gplvm.registry import register
 
 
 @register("gplvm.RFLVM", estimator=True)
-class RFLVM(SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseEstimator):
+class RFLVM(RFLVMFiles, SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseEstimator):
     """Random-feature latent variable model, sampled by MCMC (seed 000).
 
     Columns kept out of the fit (issue 32; docs/contract.md, "Columns kept out of the fit"):
@@ -63,14 +63,14 @@ class RFLVM(SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseEstimator):
             sampler draws the Gaussian noise variance and the negative-binomial dispersion,
             so those objects are taken with their default values.
         n_features: M, the number of random features (M/2 frequencies; even).
-        n_iter: sweeps per chain, burn-in included (paper: 2000), or ``'auto'``: after
-            ``burn_in`` sweeps, rounds of max(burn_in, 100) sweeps until every chain
-            statistic has converged — rank-normalised split R-hat ≤ 1.01 and bulk ESS ≥
-            ``ess_target`` for the log-likelihood and for the distances between 20 fixed row
-            pairs of X (:mod:`gplvm.models.rflvm.convergence`) — or ``max_iter`` sweeps or
-            ``max_time`` seconds have run (then a ``ConvergenceWarning`` gives the figures).
-            The progress bar shows them after each round.
-        burn_in: sweeps discarded (paper: 1000).
+        n_iter: ``'auto'`` (default): after ``burn_in`` sweeps, rounds of max(burn_in, 100)
+            sweeps until every chain statistic has converged — rank-normalised split R-hat ≤
+            1.01 and bulk ESS ≥ ``ess_target`` for the log-likelihood and for the distances
+            between 20 fixed row pairs of X (:mod:`gplvm.models.rflvm.convergence`) — or
+            ``max_iter`` sweeps or ``max_time`` seconds have run (then a
+            ``ConvergenceWarning`` gives the figures); the progress bar shows them after each
+            round.  Or a number of sweeps per chain, burn-in included (paper: 2000).
+        burn_in: sweeps discarded: NUTS's adaptation (default 200; paper, Gibbs: 1000).
         n_chains: chains run together (``vmap``).
         thin: keep every ``thin``-th latent draw after burn-in.
         max_stored: at most this many draws of the big arrays (β, W) are kept in all.
@@ -108,14 +108,15 @@ class RFLVM(SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseEstimator):
             column without augmentation, about half the cost of a congress109 sweep, but slower
             to mix where counts span orders of magnitude: bridges 1-NN 0.755 against 0.836 in
             the Table 1 protocol, ``benchmarks/README.md``).
-        sampler: ``'gibbs'`` (seed 000's sweep: β given X, X given β, each by its own
-            kernel) or ``'nuts'``: X, W, β and the negative binomial's log r jointly by one
-            NUTS transition per sweep (blackjax; step size and diagonal mass matrix adapted
-            during burn-in; the Gaussian's β integrated out; W given, and moved by its own
-            Metropolis step only, for a kernel without a closed-form spectral density), the DP
-            mixture over W by its own step (:mod:`gplvm.models.rflvm.joint`, issue 30).  Each chain starts from an
-            over-dispersed draw around the block's mode (L-BFGS from the PCA start), its first mass matrix the Laplace variances there
-            (:mod:`gplvm.models.rflvm.map_start`).  Static latent prior only.
+        sampler: ``'nuts'`` (default): X, W, β and the negative binomial's log r jointly by
+            one NUTS transition per sweep (blackjax; step size and diagonal mass matrix
+            adapted during burn-in; the Gaussian's β integrated out; W moved by its own
+            Metropolis step only for a kernel without a closed-form spectral density), the DP
+            mixture over W by its own step (:mod:`gplvm.models.rflvm.joint`, issue 30), each
+            chain from an over-dispersed draw around the block's mode (L-BFGS from the PCA
+            start; :mod:`gplvm.models.rflvm.map_start`); static latent prior only.  Or
+            ``'gibbs'``: seed 000's sweep (β given X, X given β, each by its own kernel), the
+            paper's protocol with ``n_iter=2000, burn_in=1000``, and the dynamic RFLVM's.
         devices: None (default): the chains run one per device (one CPU device per core).  A
             count d (the first d devices), a list of ``jax.Device`` or a
             ``jax.sharding.Mesh``: for data too big for one device, each chain is split over
@@ -180,7 +181,7 @@ class RFLVM(SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseEstimator):
     _parameter_relations = (burn_in_below_n_iter, fixed_frequencies_need_a_fixed_kernel)
 
     def __init__(self, n_components: int = 2, likelihood: str = "poisson", n_features: int = 100,
-                 n_iter: int = 2000, burn_in: int = 1000, n_chains: int = 4, thin: int = 1,
+                 n_iter="auto", burn_in: int = 200, n_chains: int = 4, thin: int = 1,
                  max_stored: int = 200, learn_kernel: bool = True, kernel=None,
                  n_clusters: int = 20, beta_prior_var: float = 1.0,
                  intercept_prior_var: float = 4.0, n_inducing_times: int = 20,
@@ -188,7 +189,7 @@ class RFLVM(SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseEstimator):
                  transform_steps: int = 50,
                  block_size: int = 50, standardize: bool = True, random_state=0,
                  progress: bool = True, checkpoint=None, checkpoint_interval: float = 60.0,
-                 nb_beta: str = "polya_gamma", sampler: str = "gibbs", devices=None,
+                 nb_beta: str = "polya_gamma", sampler: str = "nuts", devices=None,
                  max_iter: int = 10000, ess_target: int = 400, inference: str = "mcmc",
                  max_time: float | None = None, frequencies: str = "sampled"):
         self.n_components = n_components
@@ -291,10 +292,3 @@ class RFLVM(SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseEstimator):
         if self.devices is not None:   # e.g. a file's devices=4 read on a smaller machine
             check_params(self)
         return self._sample(earlier.state, start=int(earlier.n_done), earlier=earlier)
-
-    @classmethod
-    def _upgrade_fitted(cls, fitted: dict, format_version: int, params: dict | None = None) -> dict:
-        """Attributes of a file saved by an earlier gplvm (:mod:`.legacy`)."""
-        burn_in = (params or {}).get("burn_in", cls().burn_in)
-        return upgrade_fitted(fitted, format_version, burn_in)
-

@@ -52,8 +52,9 @@ class RFLVMRun:
                          dynamic=dynamic, beta_prior_var=float(self.beta_prior_var),
                          intercept_prior_var=float(self.intercept_prior_var),
                          n_x_steps=int(self.x_steps), map_sweeps=self._map_sweeps(),
-                         nb_beta=str(self.nb_beta), sampler=str(self.sampler),
-                         frequencies=str(self.frequencies))
+                         nb_beta=str(self.nb_beta), frequencies=str(self.frequencies),
+                         # a MAP fit runs no sampler: its states carry no NUTS adaptation
+                         sampler="gibbs" if self.inference == "map" else str(self.sampler))
 
     def _map_sweeps(self) -> int:
         if self.map_sweeps == "auto" and self.sampler == "nuts":
