@@ -181,7 +181,7 @@ class RFLVM(RFLVMFiles, SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseE
     _parameter_relations = (burn_in_below_n_iter, fixed_frequencies_need_a_fixed_kernel)
 
     def __init__(self, n_components: int = 2, likelihood: str = "poisson", n_features: int = 100,
-                 n_iter="auto", burn_in: int = 200, n_chains: int = 4, thin: int = 1,
+                 n_iter: int | str = "auto", burn_in: int = 200, n_chains: int = 4, thin: int = 1,
                  max_stored: int = 200, learn_kernel: bool = True, kernel=None,
                  n_clusters: int = 20, beta_prior_var: float = 1.0,
                  intercept_prior_var: float = 4.0, n_inducing_times: int = 20,
