@@ -106,29 +106,49 @@ def niw_posterior(prior: NIWPrior, counts: Float[Array, "*K"], means: Float[Arra
     return NIWPosterior(m=m, lam=lam, nu=nu, Psi=0.5 * (Psi + jnp.swapaxes(Psi, -1, -2)))
 
 
-def sample_inverse_wishart(key: PRNGKeyArray, Psi: Float[Array, "Q Q"], nu: Float[Array, ""]
-                           ) -> tuple[Float[Array, "Q Q"], Float[Array, "Q Q"]]:
-    r"""Σ ~ W⁻¹(Ψ, ν) for one (Q, Q) scale, by the Bartlett decomposition.
+def inverse_wishart_from(Psi: Float[Array, "Q Q"], chi2: Float[Array, " Q"],
+                         lower: Float[Array, "Q Q"]
+                         ) -> tuple[Float[Array, "Q Q"], Float[Array, "Q Q"]]:
+    r"""Σ ~ W⁻¹(Ψ, ν) from its Bartlett variates, by the Bartlett decomposition.
 
     With Ψ = C Cᵀ (Cholesky) and A lower triangular, :math:`A_{ii} = \sqrt{\chi^2_{\nu - i + 1}}`
-    (i = 1..Q; drawn as 2·Gamma((ν − i + 1)/2)) and :math:`A_{ij} \sim N(0, 1)` below the
-    diagonal, :math:`C^{-\top} A A^\top C^{-1} \sim \mathcal W(\Psi^{-1}, \nu)`, so
+    (i = 1..Q: ``chi2``) and :math:`A_{ij} \sim N(0, 1)` below the diagonal (``lower``'s
+    strictly lower triangle; the rest of it is not read),
+    :math:`C^{-\top} A A^\top C^{-1} \sim \mathcal W(\Psi^{-1}, \nu)`, so
     :math:`\Sigma = B B^\top` with :math:`B = C A^{-\top}`.  B comes from one triangular solve
     (no matrix is inverted) and is returned too: any B with B Bᵀ = Σ draws N(0, Σ) as B ε.
 
     Returns:
         ``(Sigma, B)``, both (Q, Q).
     """
-    Q = Psi.shape[-1]
-    k_chi, k_normal = jax.random.split(key)
-    dof = nu - jnp.arange(Q, dtype=Psi.dtype)                   # ν − i + 1, i = 1..Q
-    diag = jnp.sqrt(2.0 * jax.random.gamma(k_chi, 0.5 * dof, dtype=Psi.dtype))
-    lower = jnp.tril(jax.random.normal(k_normal, (Q, Q), dtype=Psi.dtype), -1)
-    A = lower + jnp.diag(diag)
+    A = jnp.tril(lower, -1) + jnp.diag(jnp.sqrt(chi2))
     C = jnp.linalg.cholesky(Psi)
     B = solve_triangular(A, C.T, lower=True).T                  # Bᵀ = A⁻¹ Cᵀ
     Sigma = B @ B.T
     return 0.5 * (Sigma + Sigma.T), B
+
+
+def sample_inverse_wishart(key: PRNGKeyArray, Psi: Float[Array, "Q Q"], nu: Float[Array, ""]
+                           ) -> tuple[Float[Array, "Q Q"], Float[Array, "Q Q"]]:
+    r"""Σ ~ W⁻¹(Ψ, ν) for one (Q, Q) scale (:func:`inverse_wishart_from`; χ²_k drawn as
+    2·Gamma(k/2)).
+
+    Returns:
+        ``(Sigma, B)``, both (Q, Q), B Bᵀ = Σ.
+    """
+    Q = Psi.shape[-1]
+    k_chi, k_normal = jax.random.split(key)
+    dof = nu - jnp.arange(Q, dtype=Psi.dtype)                   # ν − i + 1, i = 1..Q
+    chi2 = 2.0 * jax.random.gamma(k_chi, 0.5 * dof, dtype=Psi.dtype)
+    return inverse_wishart_from(Psi, chi2, jax.random.normal(k_normal, (Q, Q), dtype=Psi.dtype))
+
+
+def niw_from(post: NIWPosterior, chi2: Float[Array, " Q"], lower: Float[Array, "Q Q"],
+             eps: Float[Array, " Q"]) -> tuple[Float[Array, " Q"], Float[Array, "Q Q"]]:
+    """(μ, Σ) from the variates of one draw: Σ by :func:`inverse_wishart_from`, μ = m + B ε/√λ
+    (ε ~ N(0, I)), so μ | Σ ~ N(m, Σ/λ)."""
+    Sigma, B = inverse_wishart_from(post.Psi, chi2, lower)
+    return post.m + B @ eps / jnp.sqrt(post.lam), Sigma
 
 
 def sample_niw(key: PRNGKeyArray, post: NIWPosterior
@@ -145,6 +165,13 @@ def sample_niw_slots(key: PRNGKeyArray, post: NIWPosterior
     """Independent draws for K slots (the leading axis of every field of ``post``)."""
     keys = jax.random.split(key, post.m.shape[0])
     return jax.vmap(sample_niw)(keys, post)
+
+
+def niw_centre(post: NIWPosterior) -> tuple[Float[Array, "*K Q"], Float[Array, "*K Q Q"]]:
+    """A point of each NIW posterior without a draw: μ at its mean m, Σ at the inverse-Wishart's
+    mode Ψ/(ν + Q + 1) (which exists for every ν, unlike its mean)."""
+    Q = post.m.shape[-1]
+    return post.m, post.Psi / (post.nu + Q + 1.0)[..., None, None]
 
 
 def gaussian_logpdf(w: Float[Array, "*#batch Q"], mu: Float[Array, "*#batch Q"],

@@ -32,10 +32,11 @@ import numpy as np
 from jax import lax
 
 from gplvm.registry import register
+from gplvm.samplers._gamma import gamma_small
 from gplvm.samplers._niw import (NIWPrior, cluster_statistics, default_niw_prior,
                                  gaussian_logpdf, gaussian_logpdf_whitened,
-                                 log_prior_predictive, niw_posterior, sample_niw_slots,
-                                 whitener)
+                                 log_prior_predictive, niw_centre, niw_from, niw_posterior,
+                                 sample_niw_slots, whitener)
 from gplvm.typing import Array, ArrayLike, Float, Int, PRNGKeyArray, Real, ScalarLike
 
 __all__ = ["DPMixtureState", "NIWPrior", "default_niw_prior", "dp_init", "dp_update",
@@ -90,9 +91,12 @@ def n_clusters(state: DPMixtureState) -> Int[Array, ""]:
 
 
 def dp_init(key: PRNGKeyArray, W: Real[ArrayLike, "..."], prior: NIWPrior, n_clusters: int = 20,
-            alpha: ScalarLike = 1.0) -> DPMixtureState:
+            alpha: ScalarLike = 1.0, draw_params: bool = True) -> DPMixtureState:
     """Assign the frequencies uniformly at random to min(n_clusters, M2) clusters, then draw
-    every slot's (μ, Σ) from its NIW posterior given its members (the prior when empty).
+    every slot's (μ, Σ) from its NIW posterior given its members (the prior when empty), or,
+    with ``draw_params=False``, put it at that posterior's centre (:func:`._niw.niw_centre`:
+    no random draw, so a chain's start compiles to a small program; the first
+    :func:`dp_update` draws every slot afresh).
 
     Args:
         key: a ``jax.random`` key.
@@ -101,6 +105,7 @@ def dp_init(key: PRNGKeyArray, W: Real[ArrayLike, "..."], prior: NIWPrior, n_clu
         prior: the NIW base measure.
         n_clusters: number of initial clusters (static).
         alpha: initial concentration.
+        draw_params: draw the slots' (μ, Σ) (True) or start them at the posterior's centre.
     """
     W = jnp.asarray(W)
     if not jnp.issubdtype(W.dtype, jnp.floating):
@@ -112,6 +117,9 @@ def dp_init(key: PRNGKeyArray, W: Real[ArrayLike, "..."], prior: NIWPrior, n_clu
     state = DPMixtureState(z=z, mu=jnp.zeros((M2, Q), W.dtype),
                            Sigma=jnp.zeros((M2, Q, Q), W.dtype),
                            alpha=jnp.asarray(alpha, dtype=W.dtype))
+    if not draw_params:
+        mu, Sigma = niw_centre(niw_posterior(prior, *cluster_statistics(W, z, M2)))
+        return state._replace(mu=mu, Sigma=Sigma)
     return sample_cluster_params(k_params, W, state, prior)
 
 
@@ -152,17 +160,30 @@ def sample_assignments(key: PRNGKeyArray, W: Float[Array, "M2 Q"], state: DPMixt
     with one uniform (cheaper, inside the sequential loop, than K + 1 Gumbel variates).
     """
     M2, Q = W.shape
-    K = state.mu.shape[0]
     k_loop, k_new = jax.random.split(key)
-    log_new = jnp.log(state.alpha) + log_prior_predictive(W, prior)   # α · prior predictive
     # Each item's would-be new cluster, (μ, Σ) from the NIW posterior given w_m alone (Neal's
     # H_i), is drawn for all items at once before the loop: it does not depend on the state,
     # and one batched draw is far cheaper than M2 small ones inside the sequential loop.
-    new_post = niw_posterior(prior, jnp.ones(M2, W.dtype), W, jnp.zeros((M2, Q, Q), W.dtype))
-    new_mu, new_Sigma = sample_niw_slots(k_new, new_post)
+    new_mu, new_Sigma = sample_niw_slots(k_new, _singleton_posteriors(W, prior))
+    u = jax.random.uniform(k_loop, (M2,), dtype=W.dtype)
+    return _assign(W, state, prior, u, new_mu, new_Sigma)
+
+
+def _singleton_posteriors(W: Array, prior: NIWPrior):
+    """The NIW posterior given each item alone (the parameters a new cluster of it draws)."""
+    M2, Q = W.shape
+    return niw_posterior(prior, jnp.ones(M2, W.dtype), W, jnp.zeros((M2, Q, Q), W.dtype))
+
+
+def _assign(W: Array, state: DPMixtureState, prior: NIWPrior, u: Array, new_mu: Array,
+            new_Sigma: Array) -> DPMixtureState:
+    """:func:`sample_assignments` given its variates: one uniform per item (``u``) and each
+    item's would-be new cluster's (μ, Σ), drawn from :func:`_singleton_posteriors`."""
+    M2, Q = W.shape
+    K = state.mu.shape[0]
+    log_new = jnp.log(state.alpha) + log_prior_predictive(W, prior)   # α · prior predictive
     new_white = whitener(new_Sigma)
     counts = jnp.zeros(K, jnp.int32).at[state.z].add(1)
-    u = jax.random.uniform(k_loop, (M2,), dtype=W.dtype)
 
     def body(m, carry):
         z, counts, mu, Sigma, L_inv, log_det = carry
@@ -204,21 +225,46 @@ def sample_concentration(key: PRNGKeyArray, state: DPMixtureState, a_alpha: Scal
     for log η in the first rate.)
     """
     n = state.z.shape[0]
-    K = n_clusters(state).astype(state.alpha.dtype)
     k_eta, k_mix, k_gamma = jax.random.split(key, 3)
     eta = jax.random.beta(k_eta, state.alpha + 1.0, jnp.asarray(n, state.alpha.dtype))
-    rate = b_alpha - jnp.log(eta)
-    odds = (a_alpha + K - 1.0) / (n * rate)
-    first = jax.random.uniform(k_mix, dtype=state.alpha.dtype) * (1.0 + odds) < odds
-    shape = a_alpha + K - jnp.where(first, 0.0, 1.0)
+    u_mix = jax.random.uniform(k_mix, dtype=state.alpha.dtype)
+    extra, rate = _concentration_mixture(state, eta, u_mix, a_alpha, b_alpha)
+    shape = a_alpha + extra.astype(state.alpha.dtype)
     alpha = jax.random.gamma(k_gamma, shape, dtype=state.alpha.dtype) / rate
     return state._replace(alpha=alpha)
+
+
+def _concentration_mixture(state: DPMixtureState, eta: Array, u_mix: Array, a_alpha,
+                           b_alpha) -> tuple[Array, Array]:
+    """The component of :func:`sample_concentration`'s mixture chosen with the uniform
+    ``u_mix``: α ~ Ga(a + ``extra``, ``rate``), ``extra`` = K or K − 1 (an integer)."""
+    n = state.z.shape[0]
+    K = n_clusters(state)
+    rate = b_alpha - jnp.log(eta)
+    odds = (a_alpha + K.astype(state.alpha.dtype) - 1.0) / (n * rate)
+    first = u_mix * (1.0 + odds) < odds
+    return K - jnp.where(first, 0, 1), rate
 
 
 def dp_update(key: PRNGKeyArray, W: Float[Array, "M2 _Q"], state: DPMixtureState,
               prior: NIWPrior, a_alpha: ScalarLike = 1.0, b_alpha: ScalarLike = 1.0
               ) -> DPMixtureState:
-    """One Gibbs sweep: assignments (eq. 23), cluster parameters (eq. 24), α (eq. 25).
+    r"""One Gibbs sweep: assignments (eq. 23), cluster parameters (eq. 24), α (eq. 25).
+
+    The three steps of :func:`sample_assignments`, :func:`sample_cluster_params` and
+    :func:`sample_concentration`, with every gamma variate of the sweep drawn in ONE call
+    before it, by :func:`._gamma.gamma_small` (each call of a gamma sampler compiles its own
+    rejection loop, ~1 s of CPU for ``jax.random.gamma``; the sweep had five: issue 30,
+    item 4).  That needs shapes known before the
+    assignments, which the additivity of gamma variates gives:
+
+    * step 2's Bartlett variates χ²_{ν0 + n_k − i + 1} = χ²_{ν0 − i + 1} + Σ_{m: z_m = k} ε²_{mi}
+      with ε_{mi} ~ N(0, 1), one per item and dimension (the slots' item sets are disjoint, so
+      the sums are independent χ²_{n_k});
+    * step 3's Ga(a + K − δ) = Ga(a) + Σ_{j ≤ K − δ} E_j, E_j ~ Exp(1) (K − δ ≤ M2), and
+      η ~ Beta(α + 1, n) as G₁/(G₁ + G₂), G₁ ~ Ga(α + 1), G₂ ~ Ga(n) (α before the sweep).
+
+    Same distribution as the three functions in turn; other draws.
 
     Args:
         key: a ``jax.random`` key.
@@ -231,10 +277,39 @@ def dp_update(key: PRNGKeyArray, W: Float[Array, "M2 _Q"], state: DPMixtureState
         The new state.
     """
     _check(W, prior)
-    k_z, k_params, k_alpha = jax.random.split(key, 3)
-    state = sample_assignments(k_z, W, state, prior)
-    state = sample_cluster_params(k_params, W, state, prior)
-    return sample_concentration(k_alpha, state, a_alpha, b_alpha)
+    M2, Q = W.shape
+    K = state.mu.shape[0]
+    dtype = W.dtype
+    k_gamma, k_normal, k_uniform = jax.random.split(key, 3)
+    dof = jnp.asarray(prior.nu0, dtype) - jnp.arange(Q, dtype=dtype)   # ν0 − i + 1, i = 1..Q
+    shapes = jnp.concatenate([jnp.broadcast_to(0.5 * (dof + 1.0), (M2, Q)).ravel(),  # new: ν0 + 1
+                              jnp.broadcast_to(0.5 * dof, (K, Q)).ravel(),           # slots' base
+                              jnp.stack([state.alpha + 1.0, jnp.asarray(M2, dtype),
+                                         jnp.asarray(a_alpha, dtype)])])
+    g = gamma_small(k_gamma, shapes).astype(dtype)
+    g_new, g_base = g[:M2 * Q].reshape(M2, Q), g[M2 * Q:(M2 + K) * Q].reshape(K, Q)
+    g_eta, g_n, g_a = g[-3], g[-2], g[-1]
+    sizes = (M2 * Q * Q, M2 * Q, K * Q * Q, K * Q, M2 * Q)
+    parts = jnp.split(jax.random.normal(k_normal, (sum(sizes),), dtype),
+                      np.cumsum(sizes)[:-1].tolist())
+    lower_new, eps_new = parts[0].reshape(M2, Q, Q), parts[1].reshape(M2, Q)
+    lower_slots, eps_slots, eps_items = (parts[2].reshape(K, Q, Q), parts[3].reshape(K, Q),
+                                         parts[4].reshape(M2, Q))
+    u = jax.random.uniform(k_uniform, (2 * M2 + 1,), dtype=dtype)
+    # 1. assignments
+    new_mu, new_Sigma = jax.vmap(niw_from)(_singleton_posteriors(W, prior), 2.0 * g_new,
+                                           lower_new, eps_new)
+    state = _assign(W, state, prior, u[:M2], new_mu, new_Sigma)
+    # 2. every slot's (μ, Σ)
+    post = niw_posterior(prior, *cluster_statistics(W, state.z, K))
+    chi2 = 2.0 * g_base + jax.ops.segment_sum(eps_items**2, state.z, num_segments=K)
+    mu, Sigma = jax.vmap(niw_from)(post, chi2, lower_slots, eps_slots)
+    state = state._replace(mu=mu, Sigma=Sigma)
+    # 3. α
+    extra, rate = _concentration_mixture(state, g_eta / (g_eta + g_n), u[M2], a_alpha, b_alpha)
+    exponentials = -jnp.log1p(-u[M2 + 1:])
+    alpha = (g_a + jnp.sum(jnp.where(jnp.arange(M2) < extra, exponentials, 0.0))) / rate
+    return state._replace(alpha=alpha.astype(state.alpha.dtype))
 
 
 def propose_frequencies(key: PRNGKeyArray, state: DPMixtureState) -> Float[Array, "M2 Q"]:

@@ -111,7 +111,9 @@ def init_state(key: Array, spec: RFLVMSpec, data: RFLVMData, X0: Array, jitter: 
     N, Q = X0.shape
     X = X0 + jitter * jax.random.normal(k_x, X0.shape, X0.dtype)
     W = data.kernel.sample_frequencies(k_w, spec.n_freq, Q)
-    dp = (dp_init(k_dp, W, default_niw_prior(Q), n_clusters=n_clusters)
+    # the DP's slots start at their posteriors' centres, not at draws: the start compiles to a
+    # small program (issue 30, item 4), and the first sweep's DP update draws them
+    dp = (dp_init(k_dp, W, default_niw_prior(Q), n_clusters=n_clusters, draw_params=False)
           if spec.learn_kernel else None)
     D = spec.n_outputs
     dtype = X.dtype
