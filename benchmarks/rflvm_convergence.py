@@ -193,7 +193,10 @@ def fit_ablated(Y, sampler: str, n_iter: int, args) -> tuple:
     ``nuts-depth<k>`` as ``nuts`` with trees of at most 2^k − 1 leapfrog steps (the spec's
     ``max_doublings``; the library's is 8), ``nuts-accept<a>`` as ``nuts`` with dual
     averaging's target acceptance a (the library's is Stan's 0.8; run it with
-    ``GPLVM_COMPILATION_CACHE=0``: the constant is not part of the cached block's key)."""
+    ``GPLVM_COMPILATION_CACHE=0``: the constant is not part of the cached block's key), and
+    ``nuts-no-dp-moves`` as ``nuts`` without the DP components' moves of the NUTS sweep
+    (``sweep._dp_moves``; the joint scale move with the components held, as before them:
+    ``--learn-kernel``, and the cache off too)."""
     if sampler.startswith("nuts-depth"):
         from dataclasses import replace
 
@@ -223,6 +226,17 @@ def fit_ablated(Y, sampler: str, n_iter: int, args) -> tuple:
             return fit(Y, "nuts", n_iter, args)
         finally:
             joint.has_frequencies, map_start.has_frequencies, gauge.applies = saved
+    if sampler == "nuts-no-dp-moves":          # the NUTS sweep before the DP moves
+        from gplvm.models.rflvm import sweep as sweep_module
+
+        saved = sweep_module._dp_moves, sweep_module._moves_scale
+        sweep_module._dp_moves = lambda key, spec, data, state, prior: state
+        sweep_module._moves_scale = lambda spec, prior: (
+            spec.frequencies == "sampled" and prior.log_density is not None)
+        try:
+            return fit(Y, "nuts", n_iter, args)
+        finally:
+            sweep_module._dp_moves, sweep_module._moves_scale = saved
     if sampler != "nuts-no-gauge":
         return fit(Y, sampler, n_iter, args)
     from gplvm.models.rflvm import gauge
@@ -242,7 +256,8 @@ def check_patched_target(samplers: list) -> None:
     other NUTS fit in the same process (whose traced sweep and compiled block of the same spec
     would be reused; checked: a 'nuts' fit then a patched one gave identical draws)."""
     patched = [s for s in samplers
-               if s.startswith("nuts-accept") or s in ("nuts-no-gauge", "nuts-w-own")]
+               if s.startswith("nuts-accept")
+               or s in ("nuts-no-gauge", "nuts-w-own", "nuts-no-dp-moves")]
     if not patched:
         return
     if os.environ.get("GPLVM_COMPILATION_CACHE") != "0":

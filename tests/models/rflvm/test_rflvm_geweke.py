@@ -226,9 +226,15 @@ def geweke_functions(kind, theta: Theta, Y) -> dict:
          "mean W²/(1+W²)": mean(W**2 / (1 + W**2)), "mean tanh W": mean(np.tanh(W)),
          "mean β²": mean(beta[:, :M] ** 2)}
     if theta.dp is not None:
-        z, alpha = theta.dp[0], theta.dp[-1]
+        z, mu, Sigma, alpha = theta.dp
         g["DP α"] = alpha
         g["DP clusters"] = np.array([len(np.unique(row)) for row in z], float)
+        # the frequencies' own components (bounded functions: Σ is inverse-gamma, heavy-
+        # tailed); their scale is what the NUTS sweep's DP moves change with W
+        Sigma_z = np.take_along_axis(np.reshape(Sigma, Sigma.shape[:2]), z, 1)
+        g["mean Σ_z/(1+Σ_z)"] = mean(Sigma_z / (1 + Sigma_z))
+        g["mean (w−μ_z)²/Σ_z bounded"] = mean(np.tanh(
+            (W[..., 0] - np.take_along_axis(np.reshape(mu, mu.shape[:2]), z, 1)) ** 2 / Sigma_z))
     if kind == "gaussian":
         s2 = theta.noise_var[:, None, :]
         g.update({"mean log σ²": mean(np.log(theta.noise_var)), "mean Y²": mean(Y**2),
@@ -335,10 +341,11 @@ FIXED_W = np.array([[0.7], [-1.3], [2.1]])
                           ("gaussian", True, 13, "nuts", False),
                           ("poisson", False, 14, "nuts", False),
                           ("poisson", False, 15, "nuts", True),
-                          ("gaussian", False, 16, "gibbs", True)],
+                          ("gaussian", False, 16, "gibbs", True),
+                          ("poisson", True, 17, "nuts", False)],
                          ids=["gaussian-dp", "poisson-fixed-kernel", "gaussian-dp-nuts",
                               "poisson-fixed-kernel-nuts", "poisson-fixed-w-nuts",
-                              "gaussian-fixed-w"])
+                              "gaussian-fixed-w", "poisson-dp-nuts"])
 def test_whole_sweep_leaves_the_joint_distribution_invariant(kind, learn_kernel, seed, sampler,
                                                              fixed):
     """The Gibbs sweep, and the sweep whose β and X steps are one NUTS transition of
