@@ -26,6 +26,15 @@ process's CPU seconds instead (budget × ``--cores``), for a machine loaded by o
 and how the run ended (max_time, max_iter, the hard stop); for the fixed-length samplers the
 same rule on this table's figures.  ``--sweeps sampler@dataset=n`` sets one data set's.
 
+**Item 6 in one run**: a suffix ``+dp`` learns the DP kernel for one auto sampler, so the
+library's default (``nuts-auto+dp``: ``RFLVM()``'s inference, burn-in 200), the old default's
+sampler (``gibbs-auto+dp``), the same model with W held (``nuts-fixed-w-auto``, fixed RBF) and
+NumPyro on that model and W (``numpyro-fixed-w``) share one invocation:
+
+    GPLVM_COMPILATION_CACHE=0 .venv/bin/python benchmarks/rflvm_convergence.py --clock cpu \
+        --datasets scurve --samplers nuts-auto+dp,gibbs-auto+dp,nuts-fixed-w-auto,numpyro-fixed-w \
+        --sweeps nuts-fixed-w-auto=200,numpyro-fixed-w=1000 --peer-budget 600
+
 Data sets besides the S-curve and bridges: ``congress109`` (the phrase counts of
 :func:`gplvm.data.load_congress109`, 529 × 1000, Poisson with each member's centred log total
 count as the row offset, as RESULTS.md Table 1 fits it) and ``scurve784`` (the Poisson S-curve
@@ -193,10 +202,7 @@ def fit_ablated(Y, sampler: str, n_iter: int, args) -> tuple:
     ``nuts-depth<k>`` as ``nuts`` with trees of at most 2^k − 1 leapfrog steps (the spec's
     ``max_doublings``; the library's is 8), ``nuts-accept<a>`` as ``nuts`` with dual
     averaging's target acceptance a (the library's is Stan's 0.8; run it with
-    ``GPLVM_COMPILATION_CACHE=0``: the constant is not part of the cached block's key), and
-    ``nuts-no-dp-moves`` as ``nuts`` without the DP components' moves of the NUTS sweep
-    (``sweep._dp_moves``; the joint scale move with the components held, as before them:
-    ``--learn-kernel``, and the cache off too)."""
+    ``GPLVM_COMPILATION_CACHE=0``: the constant is not part of the cached block's key)."""
     if sampler.startswith("nuts-depth"):
         from dataclasses import replace
 
@@ -226,17 +232,6 @@ def fit_ablated(Y, sampler: str, n_iter: int, args) -> tuple:
             return fit(Y, "nuts", n_iter, args)
         finally:
             joint.has_frequencies, map_start.has_frequencies, gauge.applies = saved
-    if sampler == "nuts-no-dp-moves":          # the NUTS sweep before the DP moves
-        from gplvm.models.rflvm import sweep as sweep_module
-
-        saved = sweep_module._dp_moves, sweep_module._moves_scale
-        sweep_module._dp_moves = lambda key, spec, data, state, prior: state
-        sweep_module._moves_scale = lambda spec, prior: (
-            spec.frequencies == "sampled" and prior.log_density is not None)
-        try:
-            return fit(Y, "nuts", n_iter, args)
-        finally:
-            sweep_module._dp_moves, sweep_module._moves_scale = saved
     if sampler != "nuts-no-gauge":
         return fit(Y, sampler, n_iter, args)
     from gplvm.models.rflvm import gauge
@@ -256,8 +251,7 @@ def check_patched_target(samplers: list) -> None:
     other NUTS fit in the same process (whose traced sweep and compiled block of the same spec
     would be reused; checked: a 'nuts' fit then a patched one gave identical draws)."""
     patched = [s for s in samplers
-               if s.startswith("nuts-accept")
-               or s in ("nuts-no-gauge", "nuts-w-own", "nuts-no-dp-moves")]
+               if s.startswith("nuts-accept") or s in ("nuts-no-gauge", "nuts-w-own")]
     if not patched:
         return
     if os.environ.get("GPLVM_COMPILATION_CACHE") != "0":
@@ -353,8 +347,10 @@ def fit_numpyro(Y, n_iter: int, args, fixed_w: bool):
 
 
 def fit_auto(Y, sampler: str, burn_in: int, args) -> tuple:
-    """``gibbs-auto`` / ``nuts-auto`` (/ ``nuts-fixed-w-auto``: with ``frequencies='fixed'``):
-    one fit of ``RFLVM(n_iter='auto', burn_in=burn_in,
+    """``gibbs-auto`` / ``nuts-auto`` (/ ``nuts-fixed-w-auto``: with ``frequencies='fixed'``;
+    a suffix ``+dp``, e.g. ``nuts-auto+dp``, learns the DP kernel for this sampler alone,
+    as ``--learn-kernel`` does for all, so that one run can hold the default ``nuts-auto+dp``
+    beside ``nuts-fixed-w-auto``, which needs the fixed RBF): one fit of ``RFLVM(n_iter='auto', burn_in=burn_in,
     max_iter=args.max_iter)``, timed whole (mode search, compilation and every round), with
     nothing of this sampler and shape run before in this process (set
     ``GPLVM_COMPILATION_CACHE=0`` so that no earlier process's programs are read either).
@@ -369,14 +365,15 @@ def fit_auto(Y, sampler: str, burn_in: int, args) -> tuple:
     seconds counted (about 2 s per round of chains).
     Returns (model or None, CPU s, wall s, how it ended)."""
     cpu_clock = args.clock == "cpu"
-    base = sampler[:-len("-auto")]
+    learn_kernel = args.learn_kernel or sampler.endswith("+dp")
+    base = sampler.split("+")[0][:-len("-auto")]
     fixed = base == "nuts-fixed-w"              # RFLVM(frequencies='fixed'), see fit()
     model = gplvm.RFLVM(n_iter="auto", burn_in=burn_in, max_iter=args.max_iter,
                         max_time=None if cpu_clock else args.budget,
                         sampler="nuts" if fixed else base, likelihood=args.likelihood,
                         frequencies="fixed" if fixed else "sampled",
                         n_features=args.features, n_chains=args.chains,
-                        learn_kernel=args.learn_kernel, progress=False,
+                        learn_kernel=learn_kernel, progress=False,
                         random_state=args.seed, block_size=min(args.auto_block, burn_in))
     limit = args.budget * args.cores if cpu_clock else args.hard_stop
     unit = "CPU s" if cpu_clock else "s"
@@ -493,8 +490,9 @@ def main(argv=None):
         args.likelihood = LIKELIHOODS.get(name, "poisson")
         args.offset = data.offset
         for sampler in args.samplers.split(","):
-            n_iter = sweeps.get(f"{sampler}@{name}", sweeps.get(
-                sampler, sweeps.get(sampler.split("-")[0], 0)))
+            base = sampler.split("+")[0]          # "+dp": the DP kernel for this sampler
+            n_iter = sweeps.get(f"{sampler}@{name}", sweeps.get(f"{base}@{name}", sweeps.get(
+                base, sweeps.get(base.split("-")[0], 0))))
             row = run_row(Y, data, name, sampler, n_iter, args)
             if row is None:
                 continue
@@ -527,7 +525,7 @@ def run_row(Y, data: Data, name: str, sampler: str, n_iter: int, args):
         d, cpu, wall, compile_cpu = got
         return (d, cpu, wall, compile_cpu, d["converged"], d["X_mean"],
                 f"{d['draws']} + {n_iter // 2}")
-    if sampler.endswith("-auto"):
+    if sampler.split("+")[0].endswith("-auto"):
         model, cpu, wall, ended = fit_auto(Y, sampler, n_iter, args)
         if model is None:
             return _NO_FIGURES, cpu, wall, None, f"no ({ended})", None, "–"

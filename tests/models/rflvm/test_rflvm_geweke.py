@@ -36,7 +36,9 @@ library's samplers; the sweep takes its priors from the :class:`RFLVMSpec` and f
 :func:`prepare_data` (only the intercepts' prior mean, which the estimator centres on the data,
 is set to the fixed c̄ here: the prior of a Geweke test must not depend on Y).
 
-**The test and its size.**  Each case has K = 10 or 12 test functions.  For each, a two-sided
+**The test and its size.**  Each case has K = 10 to 14 test functions (under the DP mixture
+also two of the frequencies' own components: Σ_{z_m}/(1 + Σ_{z_m}) and a bounded function of
+(w_m − μ_{z_m})²/Σ_{z_m}).  For each, a two-sided
 z-test of equal means: the marginal-conditional standard error from its 100 000 independent
 draws, the successive-conditional one by batch means (64 independent chains of 1000 sweeps, 4
 batches of 250 sweeps each, B = 256 batch means; the integrated autocorrelation times measured
@@ -73,7 +75,8 @@ stay fixed) is tested the same way.  ``scripts/rflvm_nuts_injected_bugs.py`` inj
 its log-density (X's prior left out, β's prior scale wrong, a tempered target) and reports
 max |z| for each; a wrong gradient is not among them because it cannot bias NUTS (the leapfrog
 map of any potential is reversible and volume-preserving and the acceptance uses the true
-density), only slow it.
+density), only slow it.  ``poisson-dp-nuts`` is the library's default configuration
+(Poisson counts, the DP kernel, ``sampler='nuts'``).
 """
 
 from __future__ import annotations

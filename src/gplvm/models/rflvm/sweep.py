@@ -59,10 +59,8 @@ from gplvm.models.rflvm.frequencies import (FrequencyPrior, GivenBeta, frequency
 from gplvm.models.rflvm.latents import (_row_ll_fn, map_x_dynamic, map_x_static,
                                           update_time_params, update_x_dynamic,
                                           update_x_static)
-from gplvm.models.rflvm.loglik import (full_log_lik, likelihood_object, log_lik_constant,
-                                       total_log_lik)
-from gplvm.models.rflvm.cluster_scale import cluster_scale_moves
-from gplvm.models.rflvm.scale import dp_scale_moves, scale_moves
+from gplvm.models.rflvm.loglik import full_log_lik, likelihood_object, log_lik_constant
+from gplvm.models.rflvm.scale import scale_moves
 from gplvm.models.rflvm.spec import MapParams, RFLVMData, RFLVMSpec, RFLVMState
 from gplvm.models.rflvm.weights import (collapsed_terms, sample_beta_pg,
                                          sample_beta_pg_column, sample_noise_var,
@@ -100,11 +98,9 @@ def _frequencies_given_beta(key: Array, spec: RFLVMSpec, prior: FrequencyPrior, 
 
 
 def _moves_scale(spec: RFLVMSpec, prior: FrequencyPrior) -> bool:
-    """Whether the sweep makes the joint scale move (:mod:`.scale`) with W's prior held: W is
-    sampled and its prior has a density (the NUTS sweep under kernel learning moves the DP's
-    components along instead, in :func:`_dp_moves`)."""
-    return (spec.frequencies == "sampled" and prior.log_density is not None
-            and not (spec.sampler == "nuts" and spec.learn_kernel))
+    """Whether the sweep makes the joint scale move (:mod:`.scale`): W is sampled and its
+    prior has a density."""
+    return spec.frequencies == "sampled" and prior.log_density is not None
 
 
 def _pg_params(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState):
@@ -335,34 +331,6 @@ def current_log_lik(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState,
                                 state.noise_var, state.dispersion))
 
 
-def _dp_moves(key: Array, spec: RFLVMSpec, data: RFLVMData, state: RFLVMState,
-              prior) -> RFLVMState:
-    """The NUTS sweep's moves of the frequencies with their DP components (issue 30): the
-    joint scale move with the components carried along (:func:`.scale.dp_scale_moves`), then
-    each component's scale with its frequencies (:mod:`.cluster_scale`)."""
-    k_scale, k_clusters = jax.random.split(key)
-    X, W, dp, _ = dp_scale_moves(k_scale, state.X, state.W, state.dp, prior)
-    state = state._replace(X=X, W=W, dp=dp)
-    W, dp, _ = cluster_scale_moves(k_clusters, W, dp, prior,
-                                   _log_lik_given_beta(spec, data, state))
-    return state._replace(W=W, dp=dp)
-
-
-def _log_lik_given_beta(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState):
-    """W ↦ log p(Y | X, W, β, σ², r) at the state's other values (the Gaussian's over the
-    filled data Y_fill, whose missing entries are part of the chain's state)."""
-    if spec.collapsed:
-        Y, observed = state.Y_fill, jnp.ones_like(data.observed)
-    else:
-        Y, observed = data.Y, data.observed
-
-    def log_lik(W):
-        psi = design(state.X, W, spec.intercept) @ state.beta + data.offset
-        return total_log_lik(spec.likelihood, Y, psi, observed, data.trials, state.noise_var,
-                             state.dispersion)
-    return log_lik
-
-
 def sweep(key: Array, state: RFLVMState, spec: RFLVMSpec, data: RFLVMData,
           inducing_times: Array) -> RFLVMState:
     """One full sweep for one chain (see the module docstring for the order)."""
@@ -374,9 +342,6 @@ def sweep(key: Array, state: RFLVMState, spec: RFLVMSpec, data: RFLVMData,
     if spec.learn_kernel:
         a_alpha, b_alpha = spec.alpha_prior
         prior = default_niw_prior(spec.n_components)
-        key_dp, key_moves = jax.random.split(key_dp)
         state = state._replace(dp=dp_update(key_dp, state.W, state.dp, prior, a_alpha, b_alpha))
-        if spec.sampler == "nuts":
-            state, psi_part = _dp_moves(key_moves, spec, data, state, prior), None
     return state._replace(log_lik=current_log_lik(spec, data, state, psi_part),
                           n_sweeps=state.n_sweeps + 1)
