@@ -33,7 +33,7 @@ NumPyro on that model and W (``numpyro-fixed-w``) share one invocation:
 
     GPLVM_COMPILATION_CACHE=0 .venv/bin/python benchmarks/rflvm_convergence.py --clock cpu \
         --datasets scurve --samplers nuts-auto+dp,gibbs-auto+dp,nuts-fixed-w-auto,numpyro-fixed-w \
-        --sweeps nuts-fixed-w-auto=200,numpyro-fixed-w=1000 --peer-budget 600
+        --sweeps nuts-fixed-w-auto=200 --peer-budget 600
 
 Data sets besides the S-curve and bridges: ``congress109`` (the phrase counts of
 :func:`gplvm.data.load_congress109`, 529 × 1000, Poisson with each member's centred log total
@@ -424,6 +424,11 @@ def fit_auto(Y, sampler: str, burn_in: int, args) -> tuple:
     return model, cpu, wall, ended
 
 
+#: each sampler's sweeps per chain unless ``--sweeps`` gives others
+DEFAULT_SWEEPS = ("gibbs=2000,nuts=400,numpyro=1000,numpyro-fixed-w=1000,gibbs-auto=1000,"
+                  "nuts-auto=200")
+
+
 def _sweeps(spec: str) -> dict:
     """``--sweeps``: sampler=n, or sampler@dataset=n for one data set."""
     return dict((k, int(v)) for k, v in (item.split("=") for item in spec.split(",")))
@@ -437,10 +442,10 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--datasets", default="scurve")
     parser.add_argument("--samplers", default="gibbs,nuts")
-    parser.add_argument("--sweeps", default="gibbs=2000,nuts=400,numpyro=1000,numpyro-fixed-w="
-                        "1000,gibbs-auto=1000,nuts-auto=200",
+    parser.add_argument("--sweeps", default="",
                         help="sweeps per chain per sampler, half of them burn-in (the auto "
-                        "samplers: the burn-in); sampler@dataset=n for one data set")
+                        "samplers: the burn-in); sampler@dataset=n for one data set; on top "
+                        f"of {DEFAULT_SWEEPS}")
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--features", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
@@ -464,7 +469,7 @@ def main(argv=None):
                         "(0: no budget, compilation excluded)")
     args = parser.parse_args(argv)
     args.hard_stop = args.hard_stop or 1.2 * args.budget
-    sweeps = _sweeps(args.sweeps)
+    sweeps = {**_sweeps(DEFAULT_SWEEPS), **(_sweeps(args.sweeps) if args.sweeps else {})}
     check_patched_target(args.samplers.split(","))
     print(f"# OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']} "
           f"XLA_FLAGS={os.environ['XLA_FLAGS']}; {os.cpu_count()} CPUs; "
