@@ -40,6 +40,14 @@ def _attempt(key: jax.Array, params: tuple) -> tuple[jax.Array, jax.Array]:
     return ok | bad, jnp.where(bad, jnp.nan, d * safe_v)
 
 
+def _boosted(alpha: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(which shapes are boosted, the shapes the attempts use): α + 1 where 0 < α < 1.  Only
+    valid shapes are boosted: 0, negative and NaN shapes reach the attempt unchanged, which
+    flags them and gives NaN (a boosted -0.8 would never be accepted)."""
+    boost = alpha < 1.0
+    return boost, jnp.where(boost & (alpha > 0.0), alpha + 1.0, alpha)
+
+
 def gamma(key: jax.Array, alpha: jax.Array, n_active=None) -> jax.Array:
     """Independent draws G ~ Gamma(alpha, 1), one per element of the 1-D array ``alpha``.
 
@@ -53,10 +61,7 @@ def gamma(key: jax.Array, alpha: jax.Array, n_active=None) -> jax.Array:
         Array of shape (n,).
     """
     key, key_boost = jax.random.split(key)
-    boost = alpha < 1.0
-    # only valid shapes are boosted: 0, negative and NaN shapes reach the attempt unchanged,
-    # which flags them and gives NaN (a boosted -0.8 would never be accepted)
-    boosted_alpha = jnp.where(boost & (alpha > 0.0), alpha + 1.0, alpha)
+    boost, boosted_alpha = _boosted(alpha)
     g = until_accepted(key, _attempt, (boosted_alpha,), n_active)
 
     def boosted():
@@ -88,8 +93,7 @@ def gamma_small(key: jax.Array, alpha: jax.Array) -> jax.Array:
     """
     key, key_boost = jax.random.split(key)
     alpha = jnp.asarray(alpha, jnp.float64)
-    boost = alpha < 1.0
-    boosted_alpha = jnp.where(boost & (alpha > 0.0), alpha + 1.0, alpha)
+    boost, boosted_alpha = _boosted(alpha)
 
     def body(carry):
         i, done, value = carry

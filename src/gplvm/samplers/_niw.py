@@ -128,19 +128,24 @@ def inverse_wishart_from(Psi: Float[Array, "Q Q"], chi2: Float[Array, " Q"],
     return 0.5 * (Sigma + Sigma.T), B
 
 
+def _bartlett_variates(key: PRNGKeyArray, nu: Float[Array, ""], Q: int, dtype
+                       ) -> tuple[Float[Array, " Q"], Float[Array, "Q Q"]]:
+    """The variates :func:`inverse_wishart_from` takes: χ²_{ν−i+1} (i = 1..Q, drawn as
+    2·Gamma((ν − i + 1)/2)) and a (Q, Q) block of N(0, 1)."""
+    k_chi, k_normal = jax.random.split(key)
+    dof = nu - jnp.arange(Q, dtype=dtype)                        # ν − i + 1, i = 1..Q
+    chi2 = 2.0 * jax.random.gamma(k_chi, 0.5 * dof, dtype=dtype)
+    return chi2, jax.random.normal(k_normal, (Q, Q), dtype=dtype)
+
+
 def sample_inverse_wishart(key: PRNGKeyArray, Psi: Float[Array, "Q Q"], nu: Float[Array, ""]
                            ) -> tuple[Float[Array, "Q Q"], Float[Array, "Q Q"]]:
-    r"""Σ ~ W⁻¹(Ψ, ν) for one (Q, Q) scale (:func:`inverse_wishart_from`; χ²_k drawn as
-    2·Gamma(k/2)).
+    r"""Σ ~ W⁻¹(Ψ, ν) for one (Q, Q) scale (:func:`inverse_wishart_from`).
 
     Returns:
         ``(Sigma, B)``, both (Q, Q), B Bᵀ = Σ.
     """
-    Q = Psi.shape[-1]
-    k_chi, k_normal = jax.random.split(key)
-    dof = nu - jnp.arange(Q, dtype=Psi.dtype)                   # ν − i + 1, i = 1..Q
-    chi2 = 2.0 * jax.random.gamma(k_chi, 0.5 * dof, dtype=Psi.dtype)
-    return inverse_wishart_from(Psi, chi2, jax.random.normal(k_normal, (Q, Q), dtype=Psi.dtype))
+    return inverse_wishart_from(Psi, *_bartlett_variates(key, nu, Psi.shape[-1], Psi.dtype))
 
 
 def niw_from(post: NIWPosterior, chi2: Float[Array, " Q"], lower: Float[Array, "Q Q"],
@@ -155,9 +160,8 @@ def sample_niw(key: PRNGKeyArray, post: NIWPosterior
                ) -> tuple[Float[Array, " Q"], Float[Array, "Q Q"]]:
     """One draw (μ, Σ): Σ ~ W⁻¹(Ψ, ν), μ | Σ ~ N(m, Σ/λ) (seed 000, eq. 24), for one slot."""
     k_sigma, k_mu = jax.random.split(key)
-    Sigma, B = sample_inverse_wishart(k_sigma, post.Psi, post.nu)
-    eps = jax.random.normal(k_mu, post.m.shape, dtype=post.m.dtype)
-    return post.m + B @ eps / jnp.sqrt(post.lam), Sigma
+    chi2, lower = _bartlett_variates(k_sigma, post.nu, post.m.shape[-1], post.m.dtype)
+    return niw_from(post, chi2, lower, jax.random.normal(k_mu, post.m.shape, dtype=post.m.dtype))
 
 
 def sample_niw_slots(key: PRNGKeyArray, post: NIWPosterior

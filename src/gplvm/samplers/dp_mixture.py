@@ -19,8 +19,8 @@ takes an explicit key; the same key gives the same draws.
 
 Cost: the assignment loop is sequential over the M2 items and scores every slot, O(M2² Q²)
 per sweep; about 15 ms at M2 = 500 (Q = 2 or 5) on the 2-core development CPU.  Compiling
-:func:`dp_update` costs ~2.5 CPU s at M2 = 50, Q = 2 (~4.4 with a gamma sampler per step:
-each draws its gammas in one call, see :func:`dp_update`).
+:func:`dp_update` costs ~2.5 CPU s at M2 = 50, Q = 2 (~4.4 when each step drew its own
+gammas; see :func:`dp_update`).
 """
 
 from __future__ import annotations
@@ -256,8 +256,8 @@ def dp_update(key: PRNGKeyArray, W: Float[Array, "M2 _Q"], state: DPMixtureState
     :func:`sample_concentration`, with every gamma variate of the sweep drawn in ONE call
     before it, by :func:`._gamma.gamma_small` (each call of a gamma sampler compiles its own
     rejection loop, ~1 s of CPU for ``jax.random.gamma``; the sweep had five: issue 30,
-    item 4).  That needs shapes known before the
-    assignments, which the additivity of gamma variates gives:
+    item 4).  That needs shapes known before the assignments, which the additivity of gamma
+    variates gives:
 
     * step 2's Bartlett variates χ²_{ν0 + n_k − i + 1} = χ²_{ν0 − i + 1} + Σ_{m: z_m = k} ε²_{mi}
       with ε_{mi} ~ N(0, 1), one per item and dimension (the slots' item sets are disjoint, so

@@ -233,7 +233,7 @@ def geweke_functions(kind, theta: Theta, Y) -> dict:
         g["DP α"] = alpha
         g["DP clusters"] = np.array([len(np.unique(row)) for row in z], float)
         # the frequencies' own components (bounded functions: Σ is inverse-gamma, heavy-
-        # tailed); their scale is what the NUTS sweep's DP moves change with W
+        # tailed), which the DP update draws and the frequencies' prior reads
         Sigma_z = np.take_along_axis(np.reshape(Sigma, Sigma.shape[:2]), z, 1)
         g["mean Σ_z/(1+Σ_z)"] = mean(Sigma_z / (1 + Sigma_z))
         g["mean (w−μ_z)²/Σ_z bounded"] = mean(np.tanh(
