@@ -9,6 +9,12 @@ they sit in different rotations.  For each, the rank-normalised split R-hat and 
 (:mod:`gplvm.inference.mcmc.convergence`, Vehtari et al. 2021); the run has converged when
 every R-hat is at most :data:`RHAT_TARGET` and every ESS at least the target (``ess_target``,
 400 by default: Vehtari et al. 2021 §4.3 ask for 100 per chain over 4 chains).
+
+A large R-hat has two causes that call for different remedies: chains still in transit (each
+chain drifts: more sweeps help) and chains stuck in separate modes (each chain is stationary on
+its own, but they disagree: more sweeps do not help, and pooling them is not the posterior;
+issue 30 found bridges' chains at log-likelihoods 450 nats apart after 2,000 sweeps).
+:func:`separate_modes` tells the second from the first, so the warning can say which.
 """
 
 from __future__ import annotations
@@ -22,6 +28,14 @@ from gplvm.inference.mcmc.convergence import bulk_ess, rank_rhat
 RHAT_TARGET = 1.01
 #: row pairs whose distances are followed
 N_PAIRS = 20
+#: a chain is stationary on its own when the split R-hat of its two halves is at most this
+#: (Gelman et al. 2013, §11.4's 1.1: the test of one chain against itself is coarser than the
+#: pooled one, so it gets the classic threshold, not :data:`RHAT_TARGET`)
+WITHIN_RHAT = 1.1
+#: two chains' log-likelihoods are in separate modes when their means are further apart than
+#: this many within-chain standard deviations (their draws then hardly overlap: for normal
+#: draws, 3 sds apart put less than 7% of either beyond the midpoint)
+MODE_GAP_SDS = 3.0
 
 
 def convergence_figures(log_lik, X_draws) -> dict:
@@ -41,10 +55,61 @@ def convergence_figures(log_lik, X_draws) -> dict:
         dist = np.asarray(pairwise_distance_summary(X_draws, n_pairs=n_pairs))
         rhat_d = [rank_rhat(dist[:, :, p]) for p in range(n_pairs)]
         ess_d = [bulk_ess(dist[:, :, p]) for p in range(n_pairs)]
+    modes = separate_modes(log_lik)
     return {"rhat_log_lik": rank_rhat(log_lik), "ess_log_lik": bulk_ess(log_lik),
             "rhat_distances": float(np.max(rhat_d)) if rhat_d else float("nan"),
             "ess_distances": float(np.min(ess_d)) if ess_d else float("nan"),
-            "n_draws": int(log_lik.shape[1])}
+            "n_draws": int(log_lik.shape[1]),
+            "n_modes": float(len(modes)) if modes else 1.0}
+
+
+def separate_modes(log_lik) -> list | None:
+    """The chains' groups when they sit in separate modes: every chain stationary on its own
+    (the split R-hat of its halves at most :data:`WITHIN_RHAT`) and, ordered by their mean
+    log-likelihood, neighbours further apart than :data:`MODE_GAP_SDS` within-chain standard
+    deviations; ``None`` when the chains agree, when one of them still drifts (then more
+    sweeps are the remedy, not more chains) or when there are too few draws to tell.
+
+    Args:
+        log_lik: kept log-likelihoods, (chains, draws).
+
+    Returns:
+        list of lists of chain indices, ordered from the highest mean log-likelihood, or None.
+    """
+    log_lik = np.asarray(log_lik, dtype=float)
+    if log_lik.ndim != 2 or log_lik.shape[0] < 2 or log_lik.shape[1] < 8 \
+            or not np.all(np.isfinite(log_lik)):
+        return None
+    if any(not rank_rhat(chain[None]) <= WITHIN_RHAT for chain in log_lik):
+        return None                       # NaN (a constant chain) counts as undecided too
+    means, sds = log_lik.mean(axis=1), log_lik.std(axis=1, ddof=1)
+    order = np.argsort(-means)
+    groups = [[int(order[0])]]
+    for a, b in zip(order[:-1], order[1:]):
+        spread = np.sqrt(0.5 * (sds[a] ** 2 + sds[b] ** 2))
+        if means[a] - means[b] > MODE_GAP_SDS * spread:
+            groups.append([])
+        groups[-1].append(int(b))
+    return groups if len(groups) > 1 else None
+
+
+def describe_modes(log_lik) -> str:
+    """'' when :func:`separate_modes` finds none, else a sentence for a warning that names the
+    modes' mean log-likelihoods and what to do."""
+    groups = separate_modes(log_lik)
+    if not groups:
+        return ""
+    log_lik = np.asarray(log_lik, dtype=float)
+    means = ", ".join(f"{np.mean(log_lik[g]):.6g} (chain{'s' if len(g) > 1 else ''} "
+                      f"{', '.join(str(c) for c in g)})" for g in groups)
+    worst_sd = float(np.max(log_lik.std(axis=1, ddof=1)))
+    return (f"; the chains sit in {len(groups)} separate modes: each chain's log-likelihood is "
+            f"stationary on its own, but their means are {means}, more than "
+            f"{MODE_GAP_SDS:g} within-chain sds (at most {worst_sd:.3g}) apart, so the draws "
+            f"are a mixture of stuck chains, not the posterior, and more sweeps will not mix "
+            f"them: run more chains (n_chains) to see how many modes there are and how often "
+            f"each is found, and compare the modes' fits (history_ holds each chain's "
+            f"log-likelihood)")
 
 
 def has_converged(figures: dict, ess_target: int) -> bool:
@@ -56,6 +121,9 @@ def has_converged(figures: dict, ess_target: int) -> bool:
 
 
 def describe(figures: dict) -> str:
-    """'R-hat 1.004 / 1.008, ESS 512 / 431' (log-likelihood / worst distance)."""
+    """'R-hat 1.004 / 1.008, ESS 512 / 431' (log-likelihood / worst distance), with ', 3
+    modes' when the chains sit in separate modes (:func:`separate_modes`)."""
+    modes = int(figures.get("n_modes", 1.0))
     return (f"R-hat {figures['rhat_log_lik']:.3f} / {figures['rhat_distances']:.3f}, "
-            f"ESS {figures['ess_log_lik']:.0f} / {figures['ess_distances']:.0f}")
+            f"ESS {figures['ess_log_lik']:.0f} / {figures['ess_distances']:.0f}"
+            + (f", {modes} modes" if modes > 1 else ""))

@@ -153,7 +153,9 @@ class RFLVM(RFLVMFiles, SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseE
         below 1.1, or with ``n_iter='auto'`` the rule above at a round's end or max_iter,
         never mid-round; a ``ConvergenceWarning`` otherwise); convergence_ (dict:
         ``rhat_log_lik``, ``ess_log_lik``, ``rhat_distances`` (largest), ``ess_distances``
-        (smallest), ``n_draws``: :func:`.convergence.convergence_figures`); interrupted_;
+        (smallest), ``n_draws``, ``n_modes`` (the groups of chains stuck in separate modes
+        of the log-likelihood, 1 when they agree or still drift; the warning then names them):
+        :func:`.convergence.convergence_figures`); interrupted_;
         mode_start_ (``sampler='nuts'`` or ``inference='map'``: dict of (chains,) arrays
         ``log_density`` at the mode found, ``n_iterations`` of L-BFGS, ``max_gradient`` left
         there; with ``inference='map'`` also ``max_scaled_gradient``, that gradient in Laplace
