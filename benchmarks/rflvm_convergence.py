@@ -464,6 +464,10 @@ def main(argv=None):
                         help="auto samplers: RFLVM(max_iter=...)")
     parser.add_argument("--auto-block", type=int, default=50,
                         help="auto samplers: RFLVM(block_size=...), at most the burn-in")
+    parser.add_argument("--trace-out", default=None,
+                        help="a folder: each library row's log-likelihood trace (chains, "
+                        "sweeps, burn-in included) and kept distances saved there as "
+                        "DATA_SAMPLER.npz")
     parser.add_argument("--peer-budget", type=float, default=0.0,
                         help="NumPyro: CPU seconds for the whole run, compilation included "
                         "(0: no budget, compilation excluded)")
@@ -537,6 +541,8 @@ def run_row(Y, data: Data, name: str, sampler: str, n_iter: int, args):
         d = diagnostics(model)
         print(f"# {sampler} on {name}: the library's figures {model.convergence_}",
               flush=True)
+        _print_chains(sampler, name, model.history_[:, model.burn_in:])
+        _save_trace(args, name, sampler, model)
         if sampler.startswith("nuts"):
             d["leapfrog"] = float(np.mean(model.sampler_info_["n_leapfrog"][:, model.burn_in:]))
         return d, cpu, wall, None, ended, model.X_mean_, model.n_iter_
@@ -552,9 +558,45 @@ def run_row(Y, data: Data, name: str, sampler: str, n_iter: int, args):
               f"{float(np.max(found['max_gradient'])):.2g}, in Laplace sds "
               f"{float(np.max(found['max_scaled_gradient'])):.2g} (converged_ "
               f"{model.converged_})", flush=True)
+    if sampler != "map":
+        _print_chains(sampler, name, model.history_[:, model.burn_in:])
+        _save_trace(args, name, sampler, model)
     converged = ("–" if sampler == "map" else
                  _converged(model.history_[:, model.burn_in:], model.X_samples_))
     return d, cpu, wall, compile_cpu, converged, model.X_mean_, n_iter
+
+
+def _print_chains(sampler: str, name: str, kept) -> None:
+    """Each chain's mean kept log-likelihood and the split R-hat of its own halves, and the
+    library's verdict on separate modes (:func:`gplvm.models.rflvm.convergence.
+    separate_modes`)."""
+    from gplvm.inference.mcmc.convergence import rank_rhat
+    from gplvm.models.rflvm.convergence import separate_modes
+
+    kept = np.asarray(kept, dtype=float)
+    if kept.shape[1] < 8:
+        return
+    means = np.array2string(kept.mean(axis=1), precision=1)
+    sds = np.array2string(kept.std(axis=1, ddof=1), precision=1)
+    own = np.array2string(np.array([rank_rhat(c[None]) for c in kept]), precision=3)
+    quarters = np.array2string(np.stack([q.mean(axis=1) for q in
+                                         np.array_split(kept, 4, axis=1)], axis=1),
+                               precision=1).replace("\n", "")
+    print(f"# {sampler} on {name}: chains' mean log-lik {means}, sd {sds}, each chain's own "
+          f"split R-hat {own}, means by quarter of the kept sweeps {quarters}; separate "
+          f"modes: {separate_modes(kept)}", flush=True)
+
+
+def _save_trace(args, name: str, sampler: str, model) -> None:
+    """``--trace-out``: the fit's whole log-likelihood trace, its burn-in and the kept draws'
+    distances of :func:`diagnostics`' 20 row pairs (chains, kept sweeps, 20), to look at
+    later."""
+    if args.trace_out is None:
+        return
+    os.makedirs(args.trace_out, exist_ok=True)
+    dist = np.asarray(pairwise_distance_summary(model.X_samples_, n_pairs=20))
+    np.savez(os.path.join(args.trace_out, f"{name}_{sampler}.npz"),
+             log_lik=np.asarray(model.history_), burn_in=int(model.burn_in), distances=dist)
 
 
 def _converged(log_lik, X_draws) -> str:
