@@ -117,6 +117,7 @@ import gplvm  # noqa: E402
 from gplvm.inference.mcmc import pairwise_distance_summary  # noqa: E402
 from gplvm.metrics import affine_r2, knn_accuracy  # noqa: E402
 from gplvm.models.rflvm.convergence import convergence_figures, has_converged  # noqa: E402
+import gplvm.models.rflvm.sweep as sweep_module  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # _peer_venvs
 
@@ -245,13 +246,16 @@ def fit_ablated(Y, sampler: str, n_iter: int, args) -> tuple:
 
 
 def check_patched_target(samplers: list) -> None:
-    """``nuts-accept<a>`` and ``nuts-no-gauge`` patch what the sweep reads when it is traced
-    (the target acceptance, ``gauge.applies``), which is in no cache's key: each needs the
+    """``nuts-accept<a>``, ``nuts-no-gauge``, ``nuts-w-own`` and the suffix ``+fw`` patch what
+    the sweep reads when it is traced (the target acceptance, ``gauge.applies``, the module
+    switch of the frequency-and-weights move), which is in no cache's key: each needs the
     persistent cache off (or a program exported by an earlier process is read back) and no
     other NUTS fit in the same process (whose traced sweep and compiled block of the same spec
     would be reused; checked: a 'nuts' fit then a patched one gave identical draws)."""
     patched = [s for s in samplers
-               if s.startswith("nuts-accept") or s in ("nuts-no-gauge", "nuts-w-own")]
+               if s.startswith("nuts-accept") or s.split("+")[0] in (
+                   "nuts-no-gauge", "nuts-w-own", "nuts-w-own-auto")
+               or "fw" in s.split("+")[1:]]
     if not patched:
         return
     if os.environ.get("GPLVM_COMPILATION_CACHE") != "0":
@@ -365,12 +369,18 @@ def fit_auto(Y, sampler: str, burn_in: int, args) -> tuple:
     seconds counted (about 2 s per round of chains).
     Returns (model or None, CPU s, wall s, how it ended)."""
     cpu_clock = args.clock == "cpu"
-    learn_kernel = args.learn_kernel or sampler.endswith("+dp")
+    suffixes = sampler.split("+")[1:]
+    learn_kernel = args.learn_kernel or "dp" in suffixes
     base = sampler.split("+")[0][:-len("-auto")]
+    # "+fw": the joint frequency-and-weights move (:mod:`gplvm.models.rflvm.frequency_weights`)
+    # once per sweep; the module switch is read when the sweep is traced, so run with
+    # GPLVM_COMPILATION_CACHE=0 (an exported block of another process would not have it)
+    sweep_module.FREQUENCY_WEIGHT_PASSES = 1 if "fw" in suffixes else 0
     fixed = base == "nuts-fixed-w"              # RFLVM(frequencies='fixed'), see fit()
+    own = base == "nuts-w-own"                  # W out of the NUTS position, see fit_ablated
     model = gplvm.RFLVM(n_iter="auto", burn_in=burn_in, max_iter=args.max_iter,
                         max_time=None if cpu_clock else args.budget,
-                        sampler="nuts" if fixed else base, likelihood=args.likelihood,
+                        sampler="nuts" if fixed or own else base, likelihood=args.likelihood,
                         frequencies="fixed" if fixed else "sampled",
                         n_features=args.features, n_chains=args.chains,
                         learn_kernel=learn_kernel, progress=False,
@@ -401,6 +411,11 @@ def fit_auto(Y, sampler: str, burn_in: int, args) -> tuple:
     previous = signal.signal(signal.SIGALRM, stop)
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
+    from gplvm.models.rflvm import gauge, joint, map_start
+    saved = joint.has_frequencies, map_start.has_frequencies, gauge.applies
+    if own:
+        joint.has_frequencies = map_start.has_frequencies = lambda spec, data: False
+        gauge.applies = lambda spec, data: False
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -412,6 +427,7 @@ def fit_auto(Y, sampler: str, burn_in: int, args) -> tuple:
             watcher.join()
             signal.signal(signal.SIGALRM, previous)
             signal.signal(signal.SIGINT, previous_int)
+            joint.has_frequencies, map_start.has_frequencies, gauge.applies = saved
     cpu, wall = time.process_time() - t0, time.perf_counter() - w0
     if not hasattr(model, "n_iter_") or escaped:
         return None, cpu, wall, f"stopped at {limit:.0f} {unit} before any sampling ended"
