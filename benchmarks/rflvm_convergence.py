@@ -50,7 +50,8 @@ library's cap is 2⁸ − 1); ``nuts-accept0.6`` has dual averaging aim at a mea
 of 0.6 instead of Stan's 0.8 (run with ``GPLVM_COMPILATION_CACHE=0``, which the script
 requires for it).  ``nuts-w-own`` takes W out of the NUTS position (X, z and log r given W;
 W by its Metropolis step given β and the joint scale move only: ``joint.has_frequencies``
-patched off, same requirements as ``nuts-no-gauge``).  ``nuts-fixed-w`` samples another
+patched off, same requirements as ``nuts-no-gauge``; ``nuts-w-own-auto`` the same run until
+converged).  ``nuts-fixed-w`` samples another
 model, ``RFLVM(sampler='nuts', frequencies='fixed')``: chain 0's draw of W from the RBF's
 spectral density for every chain, never moved (X, z given W by NUTS: the model NumPyro's
 ``numpyro-fixed-w`` row samples, with chain 0's W of an ordinary start, another draw).
@@ -117,7 +118,6 @@ import gplvm  # noqa: E402
 from gplvm.inference.mcmc import pairwise_distance_summary  # noqa: E402
 from gplvm.metrics import affine_r2, knn_accuracy  # noqa: E402
 from gplvm.models.rflvm.convergence import convergence_figures, has_converged  # noqa: E402
-import gplvm.models.rflvm.sweep as sweep_module  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # _peer_venvs
 
@@ -246,16 +246,15 @@ def fit_ablated(Y, sampler: str, n_iter: int, args) -> tuple:
 
 
 def check_patched_target(samplers: list) -> None:
-    """``nuts-accept<a>``, ``nuts-no-gauge``, ``nuts-w-own`` and the suffix ``+fw`` patch what
-    the sweep reads when it is traced (the target acceptance, ``gauge.applies``, the module
-    switch of the frequency-and-weights move), which is in no cache's key: each needs the
+    """``nuts-accept<a>``, ``nuts-no-gauge`` and ``nuts-w-own`` (also as ``nuts-w-own-auto``)
+    patch what the sweep reads when it is traced (the target acceptance, ``gauge.applies``,
+    ``joint.has_frequencies``), which is in no cache's key: each needs the
     persistent cache off (or a program exported by an earlier process is read back) and no
     other NUTS fit in the same process (whose traced sweep and compiled block of the same spec
     would be reused; checked: a 'nuts' fit then a patched one gave identical draws)."""
     patched = [s for s in samplers
                if s.startswith("nuts-accept") or s.split("+")[0] in (
-                   "nuts-no-gauge", "nuts-w-own", "nuts-w-own-auto")
-               or "fw" in s.split("+")[1:]]
+                   "nuts-no-gauge", "nuts-w-own", "nuts-w-own-auto")]
     if not patched:
         return
     if os.environ.get("GPLVM_COMPILATION_CACHE") != "0":
@@ -372,10 +371,7 @@ def fit_auto(Y, sampler: str, burn_in: int, args) -> tuple:
     suffixes = sampler.split("+")[1:]
     learn_kernel = args.learn_kernel or "dp" in suffixes
     base = sampler.split("+")[0][:-len("-auto")]
-    # "+fw": the joint frequency-and-weights move (:mod:`gplvm.models.rflvm.frequency_weights`)
-    # once per sweep; the module switch is read when the sweep is traced, so run with
-    # GPLVM_COMPILATION_CACHE=0 (an exported block of another process would not have it)
-    sweep_module.FREQUENCY_WEIGHT_PASSES = 1 if "fw" in suffixes else 0
+
     fixed = base == "nuts-fixed-w"              # RFLVM(frequencies='fixed'), see fit()
     own = base == "nuts-w-own"                  # W out of the NUTS position, see fit_ablated
     model = gplvm.RFLVM(n_iter="auto", burn_in=burn_in, max_iter=args.max_iter,

@@ -52,7 +52,6 @@ from gplvm.models.rflvm.dispersion import (NBParams, mean_preserving_moves,
                                             update_dispersion_crt)
 from gplvm.models.rflvm.features import design
 from gplvm.models.rflvm.init import nb_prior_mean
-from gplvm.models.rflvm.frequency_weights import Weights, update_frequency_weights
 from gplvm.models.rflvm.joint import update_joint
 from gplvm.models.rflvm.frequencies import (FrequencyPrior, GivenBeta, frequency_prior,
                                              update_frequencies_collapsed,
@@ -71,10 +70,6 @@ from gplvm.samplers import polya_gamma
 from gplvm.samplers.dp_mixture import dp_update, default_niw_prior
 
 Array = jax.Array
-
-#: passes of the joint frequency-and-weights move (:mod:`.frequency_weights`) per NUTS sweep
-#: of the count likelihoods (an experiment of issue 30; 0: none)
-FREQUENCY_WEIGHT_PASSES = 0
 
 
 def prior_W(key: Array, spec: RFLVMSpec, data: RFLVMData, state: RFLVMState) -> FrequencyPrior:
@@ -225,26 +220,9 @@ def _sweep_counts_nuts(key, spec, data, state):
         return GivenBeta(beta, state.noise_var, state.dispersion, Phi, Phi @ beta)
 
     W, n_acc = _frequencies_given_beta(k_w, spec, prior, X, state.W, data, given)
-    if FREQUENCY_WEIGHT_PASSES and _moves_scale(spec, prior) and not spec.family.row_density:
-        for i in range(FREQUENCY_WEIGHT_PASSES):
-            Phi = design(X, W, spec.intercept)
-            weights = Weights(beta, nb_prior_mean(spec, data, state.dispersion),
-                              data.beta_prior_prec, Phi, Phi @ beta)
-            W, beta, n_joint = update_frequency_weights(
-                jax.random.fold_in(k_w, 1000 + i), prior, X, W, spec.likelihood, data,
-                weights, state.noise_var, state.dispersion)
-            n_acc = n_acc + n_joint
-        state = state._replace(beta=beta)
-        n_proposals = spec.n_freq * (1 + FREQUENCY_WEIGHT_PASSES)
-        return _after_w(k_scale, spec, prior, state, X, W, n_acc, n_proposals)
-    return _after_w(k_scale, spec, prior, state, X, W, n_acc, spec.n_freq)
-
-
-def _after_w(k_scale, spec, prior, state, X, W, n_acc, n_proposals):
-    """The joint scale move after the W steps, and the state with their acceptance rate."""
     if _moves_scale(spec, prior):               # (X, W) -> (cX, W/c): Φ unchanged
         X, W, _ = scale_moves(k_scale, X, W, prior.log_density)
-    return state._replace(X=X, W=W, accept_W=_fraction(n_acc, n_proposals, X.dtype)), None
+    return state._replace(X=X, W=W, accept_W=_fraction(n_acc, spec.n_freq, X.dtype)), None
 
 
 def _sweep_counts(key, spec, data, state, inducing_times):
