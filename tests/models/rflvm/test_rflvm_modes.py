@@ -13,7 +13,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 import gplvm
 from gplvm.models.rflvm.convergence import (MODE_GAP_SDS, convergence_figures, describe,
-                                            describe_modes, separate_modes)
+                                            describe_modes, describe_transit, separate_modes)
 
 
 def _ar1(means, n=600, rho=0.5, sd=1.0, seed=0):
@@ -61,6 +61,10 @@ def test_chains_still_drifting_are_not_called_modes():
     chains = _ar1([0.0, -20.0, -40.0, -60.0]) + trend
     assert separate_modes(chains) is None
     assert describe_modes(chains) == ""
+    text = describe_transit(chains)
+    assert "still in transit" in text and "4 of 4 chains" in text
+    assert describe_transit(_ar1([0.0, 0.0, 0.0, 0.0])) == ""     # stationary and agreeing
+    assert describe_transit(_ar1([0.0, -40.0])) == ""               # stationary, apart
 
 
 @pytest.mark.parametrize("bad", [np.zeros((4, 600)), np.full((4, 600), np.nan),
@@ -85,3 +89,5 @@ def test_the_fit_s_warning_says_the_chains_sit_in_separate_modes():
     model.n_iter, model.max_iter, model.n_iter_ = "auto", 620, 620
     message = model._not_converged(1.0)
     assert "2 separate modes" in message and "not the posterior" in message
+    model.history_[:, 20:] += np.linspace(0.0, 400.0, 600)       # now each chain climbs
+    assert "still in transit" in model._not_converged(1.0)

@@ -80,7 +80,7 @@ def separate_modes(log_lik) -> list | None:
     if log_lik.ndim != 2 or log_lik.shape[0] < 2 or log_lik.shape[1] < 8 \
             or not np.all(np.isfinite(log_lik)):
         return None
-    if any(not rank_rhat(chain[None]) <= WITHIN_RHAT for chain in log_lik):
+    if not np.all(own_rhats(log_lik) <= WITHIN_RHAT):
         return None                       # NaN (a constant chain) counts as undecided too
     means, sds = log_lik.mean(axis=1), log_lik.std(axis=1, ddof=1)
     order = np.argsort(-means)
@@ -91,6 +91,26 @@ def separate_modes(log_lik) -> list | None:
             groups.append([])
         groups[-1].append(int(b))
     return groups if len(groups) > 1 else None
+
+
+def own_rhats(log_lik) -> np.ndarray:
+    """Each chain's split R-hat of its own two halves (chains,): above :data:`WITHIN_RHAT` the
+    chain still drifts; NaN where undefined (:func:`.rank_rhat`)."""
+    return np.array([rank_rhat(chain[None]) for chain in np.asarray(log_lik, dtype=float)])
+
+
+def describe_transit(log_lik) -> str:
+    """'; the chains are still in transit: ...' when some chain's own halves disagree (its
+    split R-hat above :data:`WITHIN_RHAT`: more sweeps are the remedy), else ''."""
+    log_lik = np.asarray(log_lik, dtype=float)
+    if log_lik.ndim != 2 or log_lik.shape[1] < 8 or not np.all(np.isfinite(log_lik)):
+        return ""
+    own = own_rhats(log_lik)
+    if not np.nanmax(own, initial=-np.inf) > WITHIN_RHAT:
+        return ""
+    return (f"; the chains are still in transit: the log-likelihood of "
+            f"{int(np.sum(own > WITHIN_RHAT))} of {own.size} chains drifts within the kept "
+            f"sweeps (the split R-hat of a chain's own halves up to {np.nanmax(own):.3g})")
 
 
 def describe_modes(log_lik) -> str:

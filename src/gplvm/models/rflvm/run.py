@@ -25,7 +25,8 @@ from gplvm.likelihoods import likelihood_class
 from gplvm.models._checkpoint import holding_checkpoint
 from gplvm.models.rflvm.columns import widen
 from gplvm.models.rflvm.convergence import (RHAT_TARGET, convergence_figures, describe,
-                                             describe_modes, has_converged)
+                                             describe_modes, describe_transit,
+                                             has_converged)
 from gplvm.models.rflvm.fitted import (aligned_draws, last_states, record_heavy, record_light,
                                        trace)
 from gplvm.models.rflvm.map_fit import SCALED_TOLERANCE, map_result
@@ -164,7 +165,8 @@ class RFLVMRun:
         if self.n_iter_ <= int(self.burn_in):
             figures += ("; still in burn-in: the model holds each chain's last state, not "
                         "posterior draws")
-        figures += describe_modes(self.history_[:, int(self.burn_in):])
+        kept = self.history_[:, int(self.burn_in):]
+        figures += describe_modes(kept) or describe_transit(kept)
         if self.n_iter_ >= int(self.max_iter):
             return (f"RFLVM: not converged after max_iter={int(self.max_iter)} sweeps per "
                     f"chain ({figures}); converged_ is False: raise max_iter, or resume() "
@@ -281,8 +283,9 @@ class RFLVMRun:
                    if np.isfinite(rhat) else
                    f"{kept_trace.shape[1]} sweeps after burn-in are too few to compute R-hat")
             modes = describe_modes(kept_trace)
-            fix = ("" if modes else "; run more sweeps (n_iter, burn_in) or more chains")
-            warnings.warn(f"RFLVM: {why} (converged_ is False){modes}{fix}",
+            fix = modes or (describe_transit(kept_trace)
+                            + "; run more sweeps (n_iter, burn_in) or more chains")
+            warnings.warn(f"RFLVM: {why} (converged_ is False){fix}",
                           ConvergenceWarning, stacklevel=5)
 
 
