@@ -10,11 +10,12 @@ they sit in different rotations.  For each, the rank-normalised split R-hat and 
 every R-hat is at most :data:`RHAT_TARGET` and every ESS at least the target (``ess_target``,
 400 by default: Vehtari et al. 2021 §4.3 ask for 100 per chain over 4 chains).
 
-A large R-hat has two causes that call for different remedies: chains still in transit (each
+A large R-hat has two causes that call for different remedies: chains still in transit (a
 chain drifts: more sweeps help) and chains stuck in separate modes (each chain is stationary on
 its own, but they disagree: more sweeps do not help, and pooling them is not the posterior;
-issue 30 found bridges' chains at log-likelihoods 450 nats apart after 2,000 sweeps).
-:func:`separate_modes` tells the second from the first, so the warning can say which.
+issue 30, item 1).  :func:`separate_modes` and :func:`describe_transit` tell them apart, so the
+warning can say which (bridges' chains, 450 nats apart after 1,000 sweeps, are in transit:
+each still climbs; benchmarks/README.md, "stuck modes or chains in transit").
 """
 
 from __future__ import annotations
