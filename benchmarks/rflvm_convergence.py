@@ -105,6 +105,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import signal  # noqa: E402
 import sys  # noqa: E402
 import threading  # noqa: E402
@@ -164,11 +165,12 @@ def load(name: str) -> Optional[Data]:
 LIKELIHOODS = {"bridges-nb": "negative_binomial"}
 
 
-def diagnostics(model) -> dict:
-    """Split R-hat and bulk ESS of the log-likelihood and of 20 latent distances."""
+def diagnostics(model) -> tuple:
+    """Split R-hat and bulk ESS of the log-likelihood and of 20 latent distances, and those
+    distances (chains, kept sweeps, 20)."""
     kept = model.history_[:, model.burn_in:]
     dist = np.asarray(pairwise_distance_summary(model.X_samples_, n_pairs=20))
-    return _ess_rhat(kept, dist)
+    return _ess_rhat(kept, dist), dist
 
 
 def fit(Y, sampler: str, n_iter: int, args) -> tuple:
@@ -224,15 +226,8 @@ def fit_ablated(Y, sampler: str, n_iter: int, args) -> tuple:
         finally:
             nuts.TARGET_ACCEPT = target
     if sampler == "nuts-w-own":
-        from gplvm.models.rflvm import gauge, joint, map_start
-
-        saved = joint.has_frequencies, map_start.has_frequencies, gauge.applies
-        joint.has_frequencies = map_start.has_frequencies = lambda spec, data: False
-        gauge.applies = lambda spec, data: False
-        try:
+        with w_out_of_position(True):
             return fit(Y, "nuts", n_iter, args)
-        finally:
-            joint.has_frequencies, map_start.has_frequencies, gauge.applies = saved
     if sampler != "nuts-no-gauge":
         return fit(Y, sampler, n_iter, args)
     from gplvm.models.rflvm import gauge
@@ -243,6 +238,23 @@ def fit_ablated(Y, sampler: str, n_iter: int, args) -> tuple:
         return fit(Y, "nuts", n_iter, args)
     finally:
         gauge.applies = applies
+
+
+@contextlib.contextmanager
+def w_out_of_position(active: bool):
+    """``nuts-w-own``: W out of the NUTS position (``joint.has_frequencies`` and the mode
+    search's copy patched off, so the gauge too) while the block is traced; nothing when not
+    ``active``."""
+    from gplvm.models.rflvm import gauge, joint, map_start
+
+    saved = joint.has_frequencies, map_start.has_frequencies, gauge.applies
+    if active:
+        joint.has_frequencies = map_start.has_frequencies = lambda spec, data: False
+        gauge.applies = lambda spec, data: False
+    try:
+        yield
+    finally:
+        joint.has_frequencies, map_start.has_frequencies, gauge.applies = saved
 
 
 def check_patched_target(samplers: list) -> None:
@@ -371,7 +383,6 @@ def fit_auto(Y, sampler: str, burn_in: int, args) -> tuple:
     suffixes = sampler.split("+")[1:]
     learn_kernel = args.learn_kernel or "dp" in suffixes
     base = sampler.split("+")[0][:-len("-auto")]
-
     fixed = base == "nuts-fixed-w"              # RFLVM(frequencies='fixed'), see fit()
     own = base == "nuts-w-own"                  # W out of the NUTS position, see fit_ablated
     model = gplvm.RFLVM(n_iter="auto", burn_in=burn_in, max_iter=args.max_iter,
@@ -407,12 +418,7 @@ def fit_auto(Y, sampler: str, burn_in: int, args) -> tuple:
     previous = signal.signal(signal.SIGALRM, stop)
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
-    from gplvm.models.rflvm import gauge, joint, map_start
-    saved = joint.has_frequencies, map_start.has_frequencies, gauge.applies
-    if own:
-        joint.has_frequencies = map_start.has_frequencies = lambda spec, data: False
-        gauge.applies = lambda spec, data: False
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), w_out_of_position(own):
         warnings.simplefilter("ignore")
         try:
             model.fit(Y, offset=args.offset)
@@ -423,7 +429,6 @@ def fit_auto(Y, sampler: str, burn_in: int, args) -> tuple:
             watcher.join()
             signal.signal(signal.SIGALRM, previous)
             signal.signal(signal.SIGINT, previous_int)
-            joint.has_frequencies, map_start.has_frequencies, gauge.applies = saved
     cpu, wall = time.process_time() - t0, time.perf_counter() - w0
     if not hasattr(model, "n_iter_") or escaped:
         return None, cpu, wall, f"stopped at {limit:.0f} {unit} before any sampling ended"
@@ -550,16 +555,16 @@ def run_row(Y, data: Data, name: str, sampler: str, n_iter: int, args):
         model, cpu, wall, ended = fit_auto(Y, sampler, n_iter, args)
         if model is None:
             return _NO_FIGURES, cpu, wall, None, f"no ({ended})", None, "–"
-        d = diagnostics(model)
+        d, dist = diagnostics(model)
         print(f"# {sampler} on {name}: the library's figures {model.convergence_}",
               flush=True)
         _print_chains(sampler, name, model.history_[:, model.burn_in:])
-        _save_trace(args, name, sampler, model)
+        _save_trace(args, name, sampler, model, dist)
         if sampler.startswith("nuts"):
             d["leapfrog"] = float(np.mean(model.sampler_info_["n_leapfrog"][:, model.burn_in:]))
         return d, cpu, wall, None, ended, model.X_mean_, model.n_iter_
     model, cpu, wall, compile_cpu = fit_ablated(Y, sampler, n_iter, args)
-    d = diagnostics(model) if sampler != "map" else dict(_NO_FIGURES)
+    d, dist = diagnostics(model) if sampler != "map" else (dict(_NO_FIGURES), None)
     if sampler.startswith("nuts"):
         d["leapfrog"] = float(np.mean(model.sampler_info_["n_leapfrog"][:, model.burn_in:]))
     if sampler == "map":
@@ -572,7 +577,7 @@ def run_row(Y, data: Data, name: str, sampler: str, n_iter: int, args):
               f"{model.converged_})", flush=True)
     if sampler != "map":
         _print_chains(sampler, name, model.history_[:, model.burn_in:])
-        _save_trace(args, name, sampler, model)
+        _save_trace(args, name, sampler, model, dist)
     converged = ("–" if sampler == "map" else
                  _converged(model.history_[:, model.burn_in:], model.X_samples_))
     return d, cpu, wall, compile_cpu, converged, model.X_mean_, n_iter
@@ -582,15 +587,14 @@ def _print_chains(sampler: str, name: str, kept) -> None:
     """Each chain's mean kept log-likelihood and the split R-hat of its own halves, and the
     library's verdict on separate modes (:func:`gplvm.models.rflvm.convergence.
     separate_modes`)."""
-    from gplvm.inference.mcmc.convergence import rank_rhat
-    from gplvm.models.rflvm.convergence import separate_modes
+    from gplvm.models.rflvm.convergence import own_rhats, separate_modes
 
     kept = np.asarray(kept, dtype=float)
     if kept.shape[1] < 8:
         return
     means = np.array2string(kept.mean(axis=1), precision=1)
     sds = np.array2string(kept.std(axis=1, ddof=1), precision=1)
-    own = np.array2string(np.array([rank_rhat(c[None]) for c in kept]), precision=3)
+    own = np.array2string(own_rhats(kept), precision=3)
     quarters = np.array2string(np.stack([q.mean(axis=1) for q in
                                          np.array_split(kept, 4, axis=1)], axis=1),
                                precision=1).replace("\n", "")
@@ -599,14 +603,13 @@ def _print_chains(sampler: str, name: str, kept) -> None:
           f"modes: {separate_modes(kept)}", flush=True)
 
 
-def _save_trace(args, name: str, sampler: str, model) -> None:
+def _save_trace(args, name: str, sampler: str, model, dist) -> None:
     """``--trace-out``: the fit's whole log-likelihood trace, its burn-in and the kept draws'
-    distances of :func:`diagnostics`' 20 row pairs (chains, kept sweeps, 20), to look at
-    later."""
+    distances of :func:`diagnostics`' 20 row pairs (``dist``: chains, kept sweeps, 20), to
+    look at later."""
     if args.trace_out is None:
         return
     os.makedirs(args.trace_out, exist_ok=True)
-    dist = np.asarray(pairwise_distance_summary(model.X_samples_, n_pairs=20))
     np.savez(os.path.join(args.trace_out, f"{name}_{sampler}.npz"),
              log_lik=np.asarray(model.history_), burn_in=int(model.burn_in), distances=dist)
 

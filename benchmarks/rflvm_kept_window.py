@@ -3,7 +3,8 @@ half of the run (issue 30, item 3).
 
 Reads traces saved by ``rflvm_convergence.py --trace-out DIR`` (each library row's
 log-likelihood trace, burn-in included, and the kept draws' distances between 20 row pairs)
-and replays the library's rule (:func:`gplvm.models.rflvm.convergence.has_converged`: split
+and replays the library's rule (:func:`gplvm.models.rflvm.convergence.figures_of` and
+:func:`~gplvm.models.rflvm.convergence.has_converged`: split
 R-hat ≤ 1.01 and bulk ESS ≥ 400 for the log-likelihood and every distance) at the end of
 every round (burn-in + k · round), on two windows:
 
@@ -25,21 +26,7 @@ import argparse
 
 import numpy as np
 
-from gplvm.inference.mcmc.convergence import bulk_ess, rank_rhat
-from gplvm.models.rflvm.convergence import RHAT_TARGET
-
-
-def figures(log_lik: np.ndarray, dist: np.ndarray) -> dict:
-    """R-hat and ESS of (C, S) log-likelihoods and (C, S, P) distances, as the library's
-    :func:`~gplvm.models.rflvm.convergence.convergence_figures` computes them."""
-    return {"rhat_ll": rank_rhat(log_lik), "ess_ll": bulk_ess(log_lik),
-            "rhat_d": max(rank_rhat(dist[:, :, p]) for p in range(dist.shape[2])),
-            "ess_d": min(bulk_ess(dist[:, :, p]) for p in range(dist.shape[2]))}
-
-
-def holds(f: dict, target: float) -> bool:
-    return (f["rhat_ll"] <= RHAT_TARGET and f["rhat_d"] <= RHAT_TARGET
-            and f["ess_ll"] >= target and f["ess_d"] >= target)
+from gplvm.models.rflvm.convergence import figures_of, has_converged, own_rhats
 
 
 def main(argv=None):
@@ -64,14 +51,14 @@ def main(argv=None):
             for window, start in (("fixed", burn_in), ("half", max(burn_in, end // 2))):
                 ll = log_lik[:, start:end]
                 d = dist[:, start - burn_in:end - burn_in]
-                f = figures(ll, d)
-                ok = holds(f, args.ess_target)
+                f = figures_of(ll, d)
+                ok = has_converged(f, args.ess_target)
                 if ok:
                     first.setdefault(window, end)
-                own = " ".join(f"{rank_rhat(c[None]):.2f}" for c in ll)
-                print(f"| {end} | {window} | {end - start} | {f['rhat_ll']:.3f} | "
-                      f"{f['rhat_d']:.3f} | {f['ess_ll']:.0f} | {f['ess_d']:.0f} | "
-                      f"{'yes' if ok else 'no'} | {own} |")
+                own = " ".join(f"{r:.2f}" for r in own_rhats(ll))
+                print(f"| {end} | {window} | {end - start} | {f['rhat_log_lik']:.3f} | "
+                      f"{f['rhat_distances']:.3f} | {f['ess_log_lik']:.0f} | "
+                      f"{f['ess_distances']:.0f} | {'yes' if ok else 'no'} | {own} |")
         for window in ("fixed", "half"):
             print(f"# {window}: the rule first holds at "
                   f"{first.get(window, 'no round end')} sweeps")

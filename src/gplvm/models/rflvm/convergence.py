@@ -45,23 +45,38 @@ def convergence_figures(log_lik, X_draws) -> dict:
 
     Returns:
         dict of floats: ``rhat_log_lik``, ``ess_log_lik``, ``rhat_distances`` (the largest over
-        the pairs), ``ess_distances`` (the smallest), ``n_draws`` (kept draws per chain); NaN
-        where too few draws define a figure.
+        the pairs), ``ess_distances`` (the smallest), ``n_draws`` (kept draws per chain),
+        ``n_modes`` (:func:`separate_modes`); NaN where too few draws define a figure.
     """
-    log_lik = np.asarray(log_lik, dtype=float)
     X_draws = np.asarray(X_draws)
     n_pairs = min(N_PAIRS, X_draws.shape[2] * (X_draws.shape[2] - 1) // 2)
-    rhat_d, ess_d = [], []
-    if n_pairs > 0:
-        dist = np.asarray(pairwise_distance_summary(X_draws, n_pairs=n_pairs))
-        rhat_d = [rank_rhat(dist[:, :, p]) for p in range(n_pairs)]
-        ess_d = [bulk_ess(dist[:, :, p]) for p in range(n_pairs)]
+    dist = (np.asarray(pairwise_distance_summary(X_draws, n_pairs=n_pairs)) if n_pairs > 0
+            else np.zeros(X_draws.shape[:2] + (0,)))
+    return figures_of(log_lik, dist)
+
+
+def figures_of(log_lik, distances) -> dict:
+    """:func:`convergence_figures` from the latent distances already formed, (chains, S, P)
+    (P = 0: the distances' figures are NaN)."""
+    log_lik, distances = np.asarray(log_lik, dtype=float), np.asarray(distances, dtype=float)
+    P = distances.shape[2]
+    rhat_d = [rank_rhat(distances[:, :, p]) for p in range(P)]
+    ess_d = [bulk_ess(distances[:, :, p]) for p in range(P)]
     modes = separate_modes(log_lik)
     return {"rhat_log_lik": rank_rhat(log_lik), "ess_log_lik": bulk_ess(log_lik),
             "rhat_distances": float(np.max(rhat_d)) if rhat_d else float("nan"),
             "ess_distances": float(np.min(ess_d)) if ess_d else float("nan"),
             "n_draws": int(log_lik.shape[1]),
             "n_modes": float(len(modes)) if modes else 1.0}
+
+
+def _usable(log_lik) -> np.ndarray | None:
+    """(chains, draws) floats with at least 8 finite draws per chain, else None (too little to
+    judge a chain against itself)."""
+    log_lik = np.asarray(log_lik, dtype=float)
+    if log_lik.ndim != 2 or log_lik.shape[1] < 8 or not np.all(np.isfinite(log_lik)):
+        return None
+    return log_lik
 
 
 def separate_modes(log_lik) -> list | None:
@@ -77,9 +92,8 @@ def separate_modes(log_lik) -> list | None:
     Returns:
         list of lists of chain indices, ordered from the highest mean log-likelihood, or None.
     """
-    log_lik = np.asarray(log_lik, dtype=float)
-    if log_lik.ndim != 2 or log_lik.shape[0] < 2 or log_lik.shape[1] < 8 \
-            or not np.all(np.isfinite(log_lik)):
+    log_lik = _usable(log_lik)
+    if log_lik is None or log_lik.shape[0] < 2:
         return None
     if not np.all(own_rhats(log_lik) <= WITHIN_RHAT):
         return None                       # NaN (a constant chain) counts as undecided too
@@ -103,8 +117,8 @@ def own_rhats(log_lik) -> np.ndarray:
 def describe_transit(log_lik) -> str:
     """'; the chains are still in transit: ...' when some chain's own halves disagree (its
     split R-hat above :data:`WITHIN_RHAT`: more sweeps are the remedy), else ''."""
-    log_lik = np.asarray(log_lik, dtype=float)
-    if log_lik.ndim != 2 or log_lik.shape[1] < 8 or not np.all(np.isfinite(log_lik)):
+    log_lik = _usable(log_lik)
+    if log_lik is None:
         return ""
     own = own_rhats(log_lik)
     if not np.nanmax(own, initial=-np.inf) > WITHIN_RHAT:
