@@ -365,7 +365,8 @@ def fit_auto(Y, sampler: str, burn_in: int, args) -> tuple:
     """``gibbs-auto`` / ``nuts-auto`` (/ ``nuts-fixed-w-auto``: with ``frequencies='fixed'``;
     a suffix ``+dp``, e.g. ``nuts-auto+dp``, learns the DP kernel for this sampler alone,
     as ``--learn-kernel`` does for all, so that one run can hold the default ``nuts-auto+dp``
-    beside ``nuts-fixed-w-auto``, which needs the fixed RBF): one fit of ``RFLVM(n_iter='auto', burn_in=burn_in,
+    beside ``nuts-fixed-w-auto``, which needs the fixed RBF; ``+niw`` with ``+dp``:
+    ``dp_components='integrated'``, the DP components integrated out of the NUTS block): one fit of ``RFLVM(n_iter='auto', burn_in=burn_in,
     max_iter=args.max_iter)``, timed whole (mode search, compilation and every round), with
     nothing of this sampler and shape run before in this process (set
     ``GPLVM_COMPILATION_CACHE=0`` so that no earlier process's programs are read either).
@@ -391,6 +392,7 @@ def fit_auto(Y, sampler: str, burn_in: int, args) -> tuple:
                         frequencies="fixed" if fixed else "sampled",
                         n_features=args.features, n_chains=args.chains,
                         learn_kernel=learn_kernel, progress=False,
+                        dp_components="integrated" if "niw" in suffixes else "drawn",
                         random_state=args.seed, block_size=min(args.auto_block, burn_in))
     limit = args.budget * args.cores if cpu_clock else args.hard_stop
     unit = "CPU s" if cpu_clock else "s"

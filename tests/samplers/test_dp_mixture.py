@@ -28,7 +28,8 @@ import gplvm  # noqa: F401  (float64)
 from gplvm.samplers import (DPMixtureState, NIWPrior, default_niw_prior, dp_init, dp_update,
                             log_prior_frequencies, n_clusters, propose_frequencies,
                             sample_cluster_params, sample_concentration)
-from gplvm.samplers._niw import log_prior_predictive, sample_inverse_wishart
+from gplvm.samplers.dp_mixture import redraw_cluster_params
+from gplvm.samplers._niw import log_prior_predictive, niw_log_marginal, sample_inverse_wishart
 
 Z_TOL = 4.5          # standard errors allowed on a moment
 P_MIN = 1e-3         # smallest p-value accepted by a KS or chi-square test
@@ -184,7 +185,8 @@ def test_inverse_wishart_moments_and_marginal():
     assert np.abs((prec.mean(0) - nu * V) / se_prec).max() < Z_TOL
 
 
-def test_niw_posterior_draws_match_conjugate_update():
+@pytest.mark.parametrize("draw_params", [sample_cluster_params, redraw_cluster_params])
+def test_niw_posterior_draws_match_conjugate_update(draw_params):
     """Slots 0–2 hold 3, 2 and 1 items, slots 3–5 are empty (prior).  A version that put
     the items w_m instead of their mean w̄ in the shrinkage term of eq. 24 moves E[Σ_0] by
     λ0 n/(λ0 + n) S_0/(ν − Q − 1), over 50 standard errors here."""
@@ -196,7 +198,7 @@ def test_niw_posterior_draws_match_conjugate_update():
     z = np.array([0, 0, 0, 1, 1, 2], dtype=np.int32)
     state = DPMixtureState(z=jnp.asarray(z), mu=jnp.zeros((6, Q)), Sigma=jnp.zeros((6, Q, Q)),
                            alpha=jnp.asarray(1.0))
-    draw = jax.jit(jax.vmap(lambda k: sample_cluster_params(k, jnp.asarray(W), state, prior)))
+    draw = jax.jit(jax.vmap(lambda k: draw_params(k, jnp.asarray(W), state, prior)))
     out = draw(jax.random.split(key(1), n_draws))
     mu, Sigma = np.asarray(out.mu), np.asarray(out.Sigma)
     for k in range(6):
@@ -385,6 +387,45 @@ def test_log_prior_frequencies_matches_scipy():
             for w, k in zip(W, np.asarray(state.z))]
     np.testing.assert_allclose(got, want, rtol=1e-12)
     assert int(n_clusters(state)) == 2
+
+
+def _chain_rule_log_marginal(W, mu0, lam0, nu0, Psi0):
+    """log p(w_1..n) as Σ_i log p(w_i | w_<i), each factor SciPy's Student-t posterior
+    predictive (Murphy 2007, eq. 258) — another route than eq. 266's closed form."""
+    total, d = 0.0, W.shape[1]
+    for i in range(W.shape[0]):
+        m, lam, nu, Psi = niw_posterior_np(W[:i], mu0, lam0, nu0, Psi0)
+        dof = nu - d + 1
+        t = st.multivariate_t(loc=m, shape=Psi * (lam + 1) / (lam * dof), df=dof)
+        total += t.logpdf(W[i])
+    return total
+
+
+def test_niw_log_marginal_is_the_product_of_predictives():
+    """Σ over slots of the collapsed log p(W_k): equal to the chain rule of SciPy's Student-t
+    predictives per cluster, empty slots contributing 0; unchanged by W ↦ WO under μ0 = 0,
+    Ψ0 = I; its gradient equal to central differences."""
+    rng = np.random.default_rng(3)
+    W = rng.normal(size=(7, 2)) * np.array([2.0, 0.5])
+    z = np.array([0, 2, 0, 0, 2, 4, 0])                    # slots 1, 3, 5, 6 empty
+    prior = NIWPrior(mu0=jnp.array([0.3, -0.2]), lambda0=jnp.asarray(0.5),
+                     nu0=jnp.asarray(4.0), Psi0=jnp.array([[1.0, 0.3], [0.3, 0.8]]))
+    prior_np = (np.asarray(prior.mu0), 0.5, 4.0, np.asarray(prior.Psi0))
+    want = sum(_chain_rule_log_marginal(W[z == k], *prior_np) for k in (0, 2, 4))
+    got = float(niw_log_marginal(jnp.asarray(W), jnp.asarray(z), prior, 7))
+    assert got == pytest.approx(want, rel=1e-10)
+    iso = default_niw_prior(2)
+    O = np.linalg.qr(rng.normal(size=(2, 2)))[0]
+    assert float(niw_log_marginal(jnp.asarray(W @ O), jnp.asarray(z), iso, 7)) == pytest.approx(
+        float(niw_log_marginal(jnp.asarray(W), jnp.asarray(z), iso, 7)), rel=1e-12)
+    grad = np.asarray(jax.grad(niw_log_marginal)(jnp.asarray(W), jnp.asarray(z), prior, 7))
+    h = 1e-6
+    for m, q in [(0, 0), (1, 1), (5, 0), (6, 1)]:
+        step = np.zeros_like(W)
+        step[m, q] = h
+        f = lambda V: float(niw_log_marginal(jnp.asarray(V), jnp.asarray(z), prior, 7))
+        assert grad[m, q] == pytest.approx((f(W + step) - f(W - step)) / (2 * h), rel=1e-6,
+                                           abs=1e-8)
 
 
 def test_propose_frequencies_draws_from_the_assigned_component():

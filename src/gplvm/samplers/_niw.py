@@ -28,7 +28,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
-from jax.scipy.special import gammaln
+from jax.scipy.special import gammaln, multigammaln
 from gplvm.registry import register
 from gplvm.typing import Array, Float, Int, PRNGKeyArray
 
@@ -229,3 +229,36 @@ def log_prior_predictive(W: Float[Array, "M2 Q"], prior: NIWPrior) -> Float[Arra
     log_det = 2.0 * jnp.sum(jnp.log(jnp.diag(L)))
     return (gammaln(0.5 * (dof + Q)) - gammaln(0.5 * dof) - 0.5 * Q * jnp.log(dof * jnp.pi)
             - 0.5 * log_det - 0.5 * (dof + Q) * jnp.log1p(maha / dof))
+
+
+def niw_log_marginal(W: Float[Array, "M2 Q"], z: Int[Array, " M2"], prior: NIWPrior,
+                     n_slots: int) -> Float[Array, ""]:
+    r"""log p(W | z): every cluster's (μ_k, Σ_k) integrated out under the NIW base measure.
+
+    For the n items of one cluster (Murphy 2007, eq. 266; Gelman et al. 2013, §3.6),
+
+    .. math::
+        \log p(w_{1:n}) = -\frac{nQ}{2}\log\pi
+            + \log\Gamma_Q\!\big(\tfrac{\nu_n}{2}\big) - \log\Gamma_Q\!\big(\tfrac{\nu_0}{2}\big)
+            + \frac{\nu_0}{2}\log|\Psi_0| - \frac{\nu_n}{2}\log|\Psi_n|
+            + \frac Q2 \log\frac{\lambda_0}{\lambda_n},
+
+    with λ_n, ν_n, Ψ_n the conjugate update of the module docstring; an empty slot
+    contributes 0.  Differentiable in W (the NUTS block's frequencies' prior when the DP
+    components are integrated out: :mod:`gplvm.models.rflvm.joint`).  With μ0 = 0 and an
+    isotropic Ψ0 (:func:`default_niw_prior`) it is unchanged by W ↦ WO, O orthogonal.
+
+    Returns:
+        the sum over the ``n_slots`` slots, a scalar.
+    """
+    Q = W.shape[-1]
+    counts, means, scatter = cluster_statistics(W, z, n_slots)
+    post = niw_posterior(prior, counts, means, scatter)
+    log_det_0 = 2.0 * jnp.sum(jnp.log(jnp.diag(jnp.linalg.cholesky(prior.Psi0))))
+    chol = jnp.linalg.cholesky(post.Psi)
+    log_det_n = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
+    per_slot = (-0.5 * counts * Q * jnp.log(jnp.pi)
+                + multigammaln(0.5 * post.nu, Q) - multigammaln(0.5 * prior.nu0, Q)
+                + 0.5 * prior.nu0 * log_det_0 - 0.5 * post.nu * log_det_n
+                + 0.5 * Q * (jnp.log(prior.lambda0) - jnp.log(post.lam)))
+    return jnp.sum(per_slot)

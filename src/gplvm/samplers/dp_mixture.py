@@ -42,7 +42,7 @@ from gplvm.typing import Array, ArrayLike, Float, Int, PRNGKeyArray, Real, Scala
 
 __all__ = ["DPMixtureState", "NIWPrior", "default_niw_prior", "dp_init", "dp_update",
            "log_prior_frequencies", "n_clusters", "propose_frequencies", "sample_assignments",
-           "sample_cluster_params", "sample_concentration"]
+           "redraw_cluster_params", "sample_cluster_params", "sample_concentration"]
 
 
 @register("gplvm.state.DPMixtureState")
@@ -133,6 +133,24 @@ def sample_cluster_params(key: PRNGKeyArray, W: Float[Array, "M2 Q"], state: DPM
     """
     stats = cluster_statistics(W, state.z, state.mu.shape[0])
     mu, Sigma = sample_niw_slots(key, niw_posterior(prior, *stats))
+    return state._replace(mu=mu, Sigma=Sigma)
+
+
+def redraw_cluster_params(key: PRNGKeyArray, W: Float[Array, "M2 Q"], state: DPMixtureState,
+                          prior: NIWPrior) -> DPMixtureState:
+    """:func:`sample_cluster_params` with the Bartlett χ² variates drawn by
+    :func:`._gamma.gamma_small` (compiled small, as in :func:`dp_update`): the draw that
+    follows a move of W under the components integrated out (``dp_components='integrated'``
+    of the RFLVM's NUTS block).  Same distribution, other draws."""
+    K, Q = state.mu.shape
+    dtype = W.dtype
+    post = niw_posterior(prior, *cluster_statistics(W, state.z, K))
+    k_gamma, k_normal = jax.random.split(key)
+    dof = post.nu[:, None] - jnp.arange(Q, dtype=dtype)[None, :]      # ν_k − i + 1
+    chi2 = 2.0 * gamma_small(k_gamma, (0.5 * dof).ravel()).astype(dtype).reshape(K, Q)
+    normals = jax.random.normal(k_normal, (K, Q * Q + Q), dtype)
+    lower, eps = normals[:, :Q * Q].reshape(K, Q, Q), normals[:, Q * Q:]
+    mu, Sigma = jax.vmap(niw_from)(post, chi2, lower, eps)
     return state._replace(mu=mu, Sigma=Sigma)
 
 

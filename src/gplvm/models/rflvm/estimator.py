@@ -79,6 +79,10 @@ class RFLVM(RFLVMFiles, SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseE
         frequencies: ``'sampled'`` (the paper) or ``'fixed'`` (``learn_kernel=False``): chain
             0's start W for every chain, never moved (random Fourier features: the posterior
             given W; ``accept_rate_`` NaN; NUTS 2–4× the ESS/CPU-s: benchmarks/README.md).
+        dp_components: ``sampler='nuts'`` with the DP kernel: ``'drawn'`` (the NUTS block
+            moves W given each component (μ_k, Σ_k) as last drawn) or ``'integrated'`` (the
+            components integrated out of the block's target and drawn afresh after it; the
+            block then moves (X, W) modulo rotations).  The same posterior either way.
         kernel: the stationary kernel whose spectral density proposes W when the kernel is
             fixed, and draws the initial W (default RBF with unit length-scale).
         n_clusters: initial number of DP components (paper: 20).
@@ -179,7 +183,7 @@ class RFLVM(RFLVMFiles, SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseE
         "checkpoint_interval": NON_NEGATIVE,
         "nb_beta": choice("polya_gamma", "slice"), "sampler": choice("gibbs", "nuts"),
         "inference": choice("mcmc", "map"), "frequencies": choice("sampled", "fixed"),
-        "devices": DEVICES}
+        "dp_components": choice("drawn", "integrated"), "devices": DEVICES}
     _parameter_relations = (burn_in_below_n_iter, fixed_frequencies_need_a_fixed_kernel)
 
     def __init__(self, n_components: int = 2, likelihood: str = "poisson", n_features: int = 100,
@@ -193,7 +197,8 @@ class RFLVM(RFLVMFiles, SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseE
                  progress: bool = True, checkpoint=None, checkpoint_interval: float = 60.0,
                  nb_beta: str = "polya_gamma", sampler: str = "nuts", devices=None,
                  max_iter: int = 10000, ess_target: int = 400, inference: str = "mcmc",
-                 max_time: float | None = None, frequencies: str = "sampled"):
+                 max_time: float | None = None, frequencies: str = "sampled",
+                 dp_components: str = "drawn"):
         self.n_components = n_components
         self.likelihood = likelihood
         self.n_features = n_features
@@ -223,6 +228,7 @@ class RFLVM(RFLVMFiles, SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseE
         self.devices = devices
         self.max_iter, self.ess_target = max_iter, ess_target
         self.inference, self.max_time, self.frequencies = inference, max_time, frequencies
+        self.dp_components = dp_components
 
     def fit(self, Y, y=None, *, times=None, offset=None, n_trials=None):
         """Sample the posterior of the latents and the map given ``Y`` (NaN = missing).

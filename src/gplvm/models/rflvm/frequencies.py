@@ -72,11 +72,21 @@ class FrequencyPrior(NamedTuple):
             no closed-form spectral density (then only prior draws can be proposed).
         precision: (M/2, Q, Q) P_m, the prior's curvature that enters H_m.
         draws: (M/2, Q) one independent draw from each p(w_m), for prior proposals.
+        total: W ↦ log p(W) up to a constant, the prior of all frequencies at once, which the
+            NUTS block and the joint scale move use: Σ_m log p(w_m) by default, or the DP
+            components integrated out (:func:`gplvm.samplers._niw.niw_log_marginal`,
+            ``RFLVMSpec.dp_components='integrated'``); None with ``log_density``.
     """
 
     log_density: Optional[Callable[[Array, Array], Array]]
     precision: Array
     draws: Array
+    total: Optional[Callable[[Array], Array]] = None
+
+
+def summed(log_density: Callable[[Array, Array], Array]) -> Callable[[Array], Array]:
+    """W ↦ Σ_m log p(w_m) from (m, w) ↦ log p(w_m = w)."""
+    return lambda W: jnp.sum(jax.vmap(log_density)(jnp.arange(W.shape[0]), W))
 
 
 def frequency_prior(key: Array, dp, kernel, n_freq: int, Q: int, dtype) -> FrequencyPrior:
@@ -89,7 +99,8 @@ def frequency_prior(key: Array, dp, kernel, n_freq: int, Q: int, dtype) -> Frequ
             diff = w - mean[m]
             return -0.5 * diff @ precision[m] @ diff
 
-        return FrequencyPrior(log_density, precision, propose_frequencies(key, dp))
+        return FrequencyPrior(log_density, precision, propose_frequencies(key, dp),
+                              summed(log_density))
     draws = kernel.sample_frequencies(key, n_freq, Q).astype(dtype)
     zero = jnp.zeros((1, Q), dtype)
     try:
@@ -99,7 +110,9 @@ def frequency_prior(key: Array, dp, kernel, n_freq: int, Q: int, dtype) -> Frequ
     log_p = lambda w: kernel.log_spectral_density(w[None])[0]
     # the curvature at the mode w = 0 of a symmetric spectral density (exact for the RBF)
     P0 = -jax.hessian(log_p)(zero[0])
-    return FrequencyPrior(lambda m, w: log_p(w), jnp.broadcast_to(P0, (n_freq, Q, Q)), draws)
+    log_density = lambda m, w: log_p(w)
+    return FrequencyPrior(log_density, jnp.broadcast_to(P0, (n_freq, Q, Q)), draws,
+                          summed(log_density))
 
 
 def _as_prior(prior, W: Array) -> FrequencyPrior:

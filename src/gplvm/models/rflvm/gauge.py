@@ -20,8 +20,12 @@ the posterior's at (X', W') times ∏_i l_ii^{Q−i+1} (one power more for log l
 keep the whole posterior as their target.
 
 It applies (:func:`applies`) to ``sampler='nuts'`` with W in the position under a fixed,
-isotropic kernel and the iid latent prior; the DP mixture's components (full covariances),
-an ARD kernel and the dynamic prior are not rotation invariant and keep W as it is.
+isotropic kernel and the iid latent prior, and under the DP mixture when its components are
+integrated out of the block's target (``dp_components='integrated'``): the NIW base measure
+(μ0 = 0, Ψ0 = I) makes p(W | z) = Π_k ∫ Π_{m: z_m = k} N(w_m | μ, Σ) dNIW(μ, Σ) invariant
+under W ↦ WO (substitute μ ↦ Oμ, Σ ↦ OΣOᵀ, of unit Jacobian).  The DP components as drawn
+(full covariances, fixed during the block), an ARD kernel and the dynamic prior are not
+rotation invariant and keep W as it is.
 """
 
 from __future__ import annotations
@@ -40,11 +44,13 @@ def applies(spec, data) -> bool:
     at least Q frequencies.  Static (the spec, the kernel's type and its length-scale's
     shape)."""
     kernel = data.kernel
-    return (spec.sampler == "nuts" and spec.frequencies == "sampled" and not spec.learn_kernel
-            and not spec.dynamic
-            and spec.n_freq >= spec.n_components
-            and isinstance(kernel, AbstractStationary)
-            and jnp.ndim(kernel.lengthscale) == 0)
+    if spec.sampler != "nuts" or spec.frequencies != "sampled" or spec.dynamic:
+        return False
+    if spec.n_freq < spec.n_components:
+        return False
+    if spec.learn_kernel:        # the DP components integrated out under an isotropic base
+        return spec.integrates_components
+    return isinstance(kernel, AbstractStationary) and jnp.ndim(kernel.lengthscale) == 0
 
 
 def n_coords(n_freq: int, Q: int) -> int:

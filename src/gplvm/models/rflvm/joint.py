@@ -191,19 +191,13 @@ def state_at(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState,
     return state
 
 
-def frequency_log_prior(log_prior_W, W: Array) -> Array:
-    """Σ_m log p(w_m) under the frequencies' prior (m, w) ↦ log p(w_m = w)
-    (:class:`.frequencies.FrequencyPrior`)."""
-    return jnp.sum(jax.vmap(log_prior_W)(jnp.arange(W.shape[0]), W))
-
-
 def log_density(spec: RFLVMSpec, data: RFLVMData, W: Array, noise_var: Array,
                 dispersion_rate: Array, Y: Array | None = None,
                 log_prior_W=None, centre=None) -> Callable[[Array], Array]:
     """The log-density of the block's position given (W unless it is in the position), σ²
     and h, up to a constant; ``Y`` the Gaussian's data with its missing entries filled
-    (``RFLVMState.Y_fill``); ``log_prior_W`` the frequencies' prior (m, w) ↦ log p(w_m = w)
-    (:class:`.frequencies.FrequencyPrior`), needed when W is in the position; ``centre`` a
+    (``RFLVMState.Y_fill``); ``log_prior_W`` the frequencies' prior W ↦ log p(W)
+    (``FrequencyPrior.total``), needed when W is in the position; ``centre`` a
     fixed m in place of m(X) in the intercept's centring (:func:`from_position`): another
     density, whose rows of X are independent again (:mod:`.map_start` takes its curvature)."""
     kind = spec.likelihood
@@ -212,7 +206,7 @@ def log_density(spec: RFLVMSpec, data: RFLVMData, W: Array, noise_var: Array,
     def frequencies(W_pos):
         if W_pos is None:
             return fixed_W, 0.0
-        log_prior = frequency_log_prior(log_prior_W, W_pos)
+        log_prior = log_prior_W(W_pos)
         if gauge.applies(spec, data):      # the canonical point's density (:mod:`.gauge`)
             log_prior = log_prior + gauge.log_jacobian(W_pos)
         return W_pos, log_prior

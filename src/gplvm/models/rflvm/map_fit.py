@@ -96,7 +96,7 @@ def mode_state(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState):
     # carries the rotation's Jacobian (:mod:`.gauge`)
     spec = dataclasses.replace(spec, sampler="gibbs")
     # the frequencies' prior is a density given the DP state (the key draws nothing it uses)
-    log_prior_W = prior_W(jax.random.PRNGKey(0), spec, data, state).log_density
+    log_prior_W = prior_W(jax.random.PRNGKey(0), spec, data, state).total
 
     def search(state):
         fn = _block_density(spec, data, state, log_prior_W)

@@ -52,7 +52,7 @@ from jax.scipy.linalg import solve_triangular
 from gplvm._pytree import to_device
 from gplvm.inference.mcmc._block import Block
 from gplvm.models.rflvm.features import design
-from gplvm.models.rflvm.joint import (_feature_means, frequency_log_prior, from_position,
+from gplvm.models.rflvm.joint import (_feature_means, from_position,
                                        has_frequencies, log_density, n_frequency_coords,
                                        n_position, state_at, to_position)
 from gplvm.models.rflvm.loglik import total_log_lik
@@ -200,7 +200,7 @@ def gaussian_row_density(spec: RFLVMSpec, data: RFLVMData, W: Array, noise_var: 
     beta = solve_triangular(terms.L.T, terms.v, lower=False)
     def density(position):
         X, W_pos, _, _ = from_position(spec, data, position, W)
-        log_prior = 0.0 if W_pos is None else frequency_log_prior(log_prior_W, W_pos)
+        log_prior = 0.0 if W_pos is None else log_prior_W(W_pos)
         psi = design(X, W if W_pos is None else W_pos, False) @ beta
         ones = jnp.ones_like(noise_var)
         return (total_log_lik(spec.likelihood, Y, psi, data.observed, data.trials, noise_var, ones)
@@ -234,7 +234,7 @@ def start_at_mode(key: Array, spec: RFLVMSpec, data: RFLVMData, state: RFLVMStat
         (state, :class:`ModeSearch`).
     """
     k_prior, k_noise = jax.random.split(key)
-    log_prior_W = prior_W(k_prior, spec, data, state).log_density
+    log_prior_W = prior_W(k_prior, spec, data, state).total
     Y = state.Y_fill if spec.collapsed else None
     fn = log_density(spec, data, state.W, state.noise_var, state.dispersion_rate, Y,
                      log_prior_W)

@@ -54,6 +54,7 @@ class RFLVMRun:
                          intercept_prior_var=float(self.intercept_prior_var),
                          n_x_steps=int(self.x_steps), map_sweeps=self._map_sweeps(),
                          nb_beta=str(self.nb_beta), frequencies=str(self.frequencies),
+                         dp_components=str(getattr(self, "dp_components", "drawn")),
                          # a MAP fit runs no sampler: its states carry no NUTS adaptation
                          sampler="gibbs" if self.inference == "map" else str(self.sampler))
 

@@ -34,19 +34,16 @@ def scale_moves(key: Array, X: Array, W: Array, log_prior_W) -> tuple[Array, Arr
     """:data:`SCALE_STEPS` Metropolis moves of (X, W) ↦ (cX, W/c) under X ~ N(0, I).
 
     Args:
-        log_prior_W: (m, w) ↦ log p(w_m = w) up to a constant of m
-            (:class:`.frequencies.FrequencyPrior`).
+        log_prior_W: W ↦ log p(W) up to a constant (``FrequencyPrior.total``).
 
     Returns:
         (X, W, number of accepted moves).
     """
     N, Q = X.shape
     n_freq = W.shape[0]
-    rows = jnp.arange(n_freq)
 
     def log_target(X, W):
-        prior_W = jnp.sum(jax.vmap(log_prior_W)(rows, W))
-        return -0.5 * jnp.sum(X**2) + prior_W
+        return -0.5 * jnp.sum(X**2) + log_prior_W(W)
 
     def move(carry, inputs):
         X, W, current, n_acc = carry

@@ -64,6 +64,13 @@ class RFLVMSpec:
             ``'fixed'``: chain 0's draw of W from the kernel's spectral density, shared by
             every chain and never moved (random Fourier features, Rahimi & Recht 2007: the
             model given W; a fixed kernel only).
+        dp_components: under the DP kernel with ``sampler='nuts'``, what the NUTS block's
+            frequencies are conditioned on: ``'drawn'`` (each w_m's component N(μ_k, Σ_k) as
+            the DP sweep last drew it) or ``'integrated'`` (every (μ_k, Σ_k) integrated out
+            under the NIW base measure given the assignments,
+            :func:`gplvm.samplers._niw.niw_log_marginal`, and drawn afresh after the block;
+            the block's target is then invariant under rotations of (X, W), which it samples
+            modulo them: :mod:`.gauge`).  The same posterior either way.
     """
 
     likelihood: str
@@ -86,13 +93,24 @@ class RFLVMSpec:
     sampler: str = "gibbs"
     max_doublings: int = 8
     frequencies: str = "sampled"
+    dp_components: str = "drawn"
 
     def __post_init__(self):
+        if self.dp_components not in ("drawn", "integrated"):
+            raise ValueError(f"dp_components={self.dp_components!r}: use 'drawn' or "
+                             "'integrated'")
         if self.frequencies not in ("sampled", "fixed"):
             raise ValueError(f"frequencies={self.frequencies!r}: use 'sampled' or 'fixed'")
         if self.frequencies == "fixed" and self.learn_kernel:
             raise ValueError("frequencies='fixed' holds W at one draw of a fixed kernel's "
                              "spectral density; it cannot be combined with learn_kernel=True")
+
+    @property
+    def integrates_components(self) -> bool:
+        """Whether the NUTS block's frequencies' prior has the DP components integrated out
+        (``dp_components='integrated'`` under the DP kernel and NUTS, W sampled)."""
+        return (self.dp_components == "integrated" and self.learn_kernel
+                and self.sampler == "nuts" and self.frequencies == "sampled")
 
     @property
     def n_weights(self) -> int:

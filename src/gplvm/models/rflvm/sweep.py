@@ -67,15 +67,31 @@ from gplvm.models.rflvm.weights import (collapsed_terms, sample_beta_pg,
                                          sample_beta_gaussian)
 from gplvm.models.rflvm.weights_ess import BetaPrior, sample_beta_ess, sample_beta_slice
 from gplvm.samplers import polya_gamma
-from gplvm.samplers.dp_mixture import dp_update, default_niw_prior
+from gplvm.samplers._niw import niw_log_marginal
+from gplvm.samplers.dp_mixture import default_niw_prior, dp_update, redraw_cluster_params
 
 Array = jax.Array
 
 
 def prior_W(key: Array, spec: RFLVMSpec, data: RFLVMData, state: RFLVMState) -> FrequencyPrior:
-    """The prior of every w_m: its DP component, or the fixed kernel's spectral density."""
-    return frequency_prior(key, state.dp if spec.learn_kernel else None, data.kernel,
-                           spec.n_freq, spec.n_components, state.W.dtype)
+    """The prior of every w_m: its DP component, or the fixed kernel's spectral density; its
+    ``total`` the DP components integrated out given the assignments where
+    ``spec.integrates_components``."""
+    prior = frequency_prior(key, state.dp if spec.learn_kernel else None, data.kernel,
+                            spec.n_freq, spec.n_components, state.W.dtype)
+    if spec.integrates_components:
+        base, z = default_niw_prior(spec.n_components), state.dp.z
+        prior = prior._replace(total=lambda W: niw_log_marginal(W, z, base, spec.n_freq))
+    return prior
+
+
+def _components_redrawn(key: Array, spec: RFLVMSpec, data: RFLVMData,
+                        state: RFLVMState) -> RFLVMState:
+    """Every DP component (μ_k, Σ_k) drawn from its NIW posterior given the members' new W,
+    after a move of (X, W) whose target had them integrated out (the marginal-then-
+    conditional block: the pair of steps leaves p(X, W, β, μ, Σ | z) invariant)."""
+    dp = redraw_cluster_params(key, state.W, state.dp, default_niw_prior(spec.n_components))
+    return state._replace(dp=dp)
 
 
 def _fraction(n_acc: Array | None, n_freq: int, dtype) -> Array:
@@ -174,10 +190,13 @@ def _sweep_gaussian(key, spec, data, state, inducing_times):
     if spec.sampler == "nuts":
         # X given the filled data with β integrated out, then β given the new X
         k_joint, k_beta_new, k_scale = jax.random.split(k_x, 3)
-        state = update_joint(k_joint, spec, data, state, Y, prior.log_density)
+        state = update_joint(k_joint, spec, data, state, Y, prior.total)
         X, W = state.X, state.W
         if _moves_scale(spec, prior):           # (X, W) -> (cX, W/c): Φ, β unchanged
-            X, W, _ = scale_moves(k_scale, X, W, prior.log_density)
+            X, W, _ = scale_moves(k_scale, X, W, prior.total)
+        if spec.integrates_components:
+            k_scale, k_components = jax.random.split(k_scale)
+            state = _components_redrawn(k_components, spec, data, state._replace(X=X, W=W))
         Phi = design(X, W, False)
         terms = collapsed_terms(Phi.T @ Phi, Phi.T @ Y, s0)
         beta = sample_beta_gaussian(k_beta_new, terms, noise_var)
@@ -206,7 +225,14 @@ def _sweep_counts_nuts(key, spec, data, state):
     h | r (eq. 29's hierarchy) → W | β, X by Metropolis → (X, W) ↦ (cX, W/c)."""
     k_joint, k_h, k_w, k_prop, k_scale = jax.random.split(key, 5)
     prior = prior_W(k_prop, spec, data, state)
-    state = update_joint(k_joint, spec, data, state, log_prior_W=prior.log_density)
+    state = update_joint(k_joint, spec, data, state, log_prior_W=prior.total)
+    if spec.integrates_components:
+        # the scale move under the same integrated prior, then the components' draw given
+        # the new W, then the DP components' prior (fresh proposals) for W's Metropolis pass
+        k_prop, k_components, k_prop_new = jax.random.split(k_prop, 3)
+        X, W, _ = scale_moves(k_scale, state.X, state.W, prior.total)
+        state = _components_redrawn(k_components, spec, data, state._replace(X=X, W=W))
+        prior = prior_W(k_prop_new, spec, data, state)
     X, beta = state.X, state.beta
     if spec.dispersed:                          # h | r
         r = state.dispersion
@@ -220,8 +246,8 @@ def _sweep_counts_nuts(key, spec, data, state):
         return GivenBeta(beta, state.noise_var, state.dispersion, Phi, Phi @ beta)
 
     W, n_acc = _frequencies_given_beta(k_w, spec, prior, X, state.W, data, given)
-    if _moves_scale(spec, prior):               # (X, W) -> (cX, W/c): Φ unchanged
-        X, W, _ = scale_moves(k_scale, X, W, prior.log_density)
+    if _moves_scale(spec, prior) and not spec.integrates_components:   # (cX, W/c): Φ unchanged
+        X, W, _ = scale_moves(k_scale, X, W, prior.total)
     return state._replace(X=X, W=W, accept_W=_fraction(n_acc, spec.n_freq, X.dtype)), None
 
 
