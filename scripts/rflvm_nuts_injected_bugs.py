@@ -16,7 +16,11 @@ critical value) on ``sampler='nuts'`` with one bug monkeypatched into
   the Jacobian c^{NQ − (M/2)Q} in its acceptance ratio;
 * ``gauge_no_jacobian``: (X, W) modulo rotations (:mod:`gplvm.models.rflvm.gauge`) without
   the Jacobian ∏ l_ii^{Q−i+1} in the block's density;
-* ``gauge_no_rotation``: the canonical point kept, no Haar rotation after the transition.
+* ``gauge_no_rotation``: the canonical point kept, no Haar rotation after the transition;
+* ``components_not_redrawn`` (``--kind poisson-dp-integrated``): the DP components not drawn
+  afresh after a block that had them integrated out;
+* ``niw_wrong_base``: the block's integrated prior with Ψ0 = 2I in place of the NIW base's I
+  (a wrong prior term in the marginal).
 
 A wrong gradient is not in the list on purpose: the leapfrog map of any potential is
 volume-preserving and reversible and the acceptance step uses the true log-density, so a
@@ -43,15 +47,14 @@ import gplvm.models.rflvm.gauge as U  # noqa: E402
 import gplvm.models.rflvm.joint as J  # noqa: E402
 import gplvm.models.rflvm.sweep as S  # noqa: E402
 
-ORIGINAL = (J.log_density, J.from_position, S.scale_moves, U.log_jacobian, U.rotate)
+ORIGINAL = (J.log_density, J.from_position, S.scale_moves, U.log_jacobian, U.rotate,
+            S._components_redrawn, S.niw_log_marginal)
 
 
 def _scale_moves_without_jacobian(key, X, W, log_prior_W):
     """:func:`gplvm.models.rflvm.scale.scale_moves` with the Jacobian left out."""
-    rows = jnp.arange(W.shape[0])
-
     def log_target(X, W):
-        return -0.5 * jnp.sum(X**2) + jnp.sum(jax.vmap(log_prior_W)(rows, W))
+        return -0.5 * jnp.sum(X**2) + log_prior_W(W)
 
     for step, k in zip((0.1, 0.03, 0.01), jax.random.split(key, 3)):
         k_c, k_u = jax.random.split(k)
@@ -64,7 +67,8 @@ def _scale_moves_without_jacobian(key, X, W, log_prior_W):
 
 
 def inject(bug: str) -> None:
-    J.log_density, J.from_position, S.scale_moves, U.log_jacobian, U.rotate = ORIGINAL
+    (J.log_density, J.from_position, S.scale_moves, U.log_jacobian, U.rotate,
+     S._components_redrawn, S.niw_log_marginal) = ORIGINAL
     log_density, from_position = ORIGINAL[:2]
     if bug == "no_x_prior":
         def patched(spec, data, W, noise_var, rate, Y=None, log_prior_W=None, centre=None):
@@ -75,7 +79,7 @@ def inject(bug: str) -> None:
     elif bug == "no_w_prior":
         def patched(spec, data, W, noise_var, rate, Y=None, log_prior_W=None, centre=None):
             return log_density(spec, data, W, noise_var, rate, Y,
-                               lambda m, w: jnp.zeros((), w.dtype), centre)
+                               lambda W_pos: jnp.zeros((), W_pos.dtype), centre)
         J.log_density = patched
     elif bug == "beta_prior_scale":
         def patched_from(spec, data, p, W_given=None, centre=None):
@@ -93,6 +97,12 @@ def inject(bug: str) -> None:
         U.log_jacobian = lambda W: jnp.zeros((), W.dtype)
     elif bug == "gauge_no_rotation":
         U.rotate = lambda key, X, W: (X, W)
+    elif bug == "components_not_redrawn":
+        S._components_redrawn = lambda key, spec, data, state: state
+    elif bug == "niw_wrong_base":
+        niw_log_marginal = ORIGINAL[6]
+        S.niw_log_marginal = lambda W, z, base, n: niw_log_marginal(
+            W, z, base._replace(Psi0=2.0 * base.Psi0), n)
     elif bug != "none":
         raise SystemExit(f"unknown bug {bug!r}")
 
@@ -102,23 +112,27 @@ def main(argv=None):
     parser.add_argument("--bugs",
                         default="none,no_x_prior,no_w_prior,beta_prior_scale,tempered,"
                                 "scale_no_jacobian,gauge_no_jacobian,gauge_no_rotation")
-    parser.add_argument("--kind", default="poisson", choices=("poisson", "gaussian", "poisson-dp"),
+    parser.add_argument("--kind", default="poisson",
+                        choices=("poisson", "gaussian", "poisson-dp", "poisson-dp-integrated"),
                         help="the Geweke test's cases: poisson (fixed kernel), gaussian (DP "
-                        "kernel), poisson-dp (DP kernel; seed 17 in the test)")
+                        "kernel), poisson-dp (DP kernel; seed 17 in the test), "
+                        "poisson-dp-integrated (the DP components integrated out of the "
+                        "block; seed 18)")
     parser.add_argument("--seed", type=int, default=14)
     args = parser.parse_args(argv)
     learn_kernel = args.kind != "poisson"        # the test's cases
-    kind = "poisson" if args.kind == "poisson-dp" else args.kind
+    kind = "gaussian" if args.kind == "gaussian" else "poisson"
+    components = "integrated" if args.kind.endswith("integrated") else "drawn"
     for bug in args.bugs.split(","):
         inject(bug)
         rng = np.random.default_rng(args.seed)
         g_m = G.marginal_conditional(rng, kind, learn_kernel, G.N_MARGINAL)
         g_s = G.successive_conditional(rng, kind, learn_kernel, G.N_CHAINS, G.N_STEPS,
-                                       sampler="nuts")
+                                       sampler="nuts", dp_components=components)
         z, _ = G.geweke_z(g_m, g_s)
         worst = max(z, key=lambda k: abs(z[k]))
         crit = G.critical_value(len(z))
-        print(f"{args.kind:8s} {bug:18s} max |z| = {abs(z[worst]):7.1f} ({worst}); critical "
+        print(f"{args.kind:8s} {bug:22s} max |z| = {abs(z[worst]):7.1f} ({worst}); critical "
               f"{crit:.2f}: {'caught' if abs(z[worst]) > crit else 'passes'}", flush=True)
 
 

@@ -76,7 +76,10 @@ its log-density (X's prior left out, β's prior scale wrong, a tempered target) 
 max |z| for each; a wrong gradient is not among them because it cannot bias NUTS (the leapfrog
 map of any potential is reversible and volume-preserving and the acceptance uses the true
 density), only slow it.  ``poisson-dp-nuts`` is the library's default configuration
-(Poisson counts, the DP kernel, ``sampler='nuts'``).
+(Poisson counts, the DP kernel, ``sampler='nuts'``); ``poisson-dp-nuts-integrated`` the same
+with the DP components integrated out of the NUTS block (``dp_components='integrated'``:
+the NIW marginal of W given z, the components redrawn after the block, (X, W) modulo
+rotations, which for Q = 1 is a sign).
 """
 
 from __future__ import annotations
@@ -120,12 +123,13 @@ class Theta(NamedTuple):
 
 
 def _spec(kind: str, learn_kernel: bool, sampler: str = "gibbs",
-          frequencies: str = "sampled") -> RFLVMSpec:
+          frequencies: str = "sampled", dp_components: str = "drawn") -> RFLVMSpec:
     return RFLVMSpec(likelihood=kind, n_components=Q, n_freq=N_FREQ, n_outputs=D,
                      intercept=kind != "gaussian", learn_kernel=learn_kernel,
                      beta_prior_var=S0, intercept_prior_var=INTERCEPT_VAR,
                      noise_prior=NOISE_PRIOR, alpha_prior=ALPHA_PRIOR, n_x_steps=1,
-                     map_sweeps=0, sampler=sampler, frequencies=frequencies)
+                     map_sweeps=0, sampler=sampler, frequencies=frequencies,
+                     dp_components=dp_components)
 
 
 def _data(spec: RFLVMSpec):
@@ -276,11 +280,12 @@ def _from_state(state) -> Theta:
 
 
 def successive_conditional(rng, kind, learn_kernel, n_chains, n_steps, sweep_fn=sweep,
-                           sampler="gibbs", fixed_W=None):
+                           sampler="gibbs", fixed_W=None, dp_components="drawn"):
     """Test functions along independent successive-conditional chains, each started from an
     exact draw of p(θ, Y) (given ``fixed_W``, which the sweep then holds:
     ``frequencies='fixed'``): a dict of (n_chains, n_steps) arrays."""
-    spec = _spec(kind, learn_kernel, sampler, "sampled" if fixed_W is None else "fixed")
+    spec = _spec(kind, learn_kernel, sampler, "sampled" if fixed_W is None else "fixed",
+                 dp_components)
     data = _data(spec)
     inducing_times = jnp.zeros((1,))      # unused by the iid latent prior
     theta0 = prior_draws(rng, kind, learn_kernel, n_chains, fixed_W)
@@ -338,19 +343,21 @@ def critical_value(n_functions, n_batches=N_BATCHES, alpha=ALPHA):
 FIXED_W = np.array([[0.7], [-1.3], [2.1]])
 
 
-@pytest.mark.parametrize("kind, learn_kernel, seed, sampler, fixed",
-                         [("gaussian", True, 11, "gibbs", False),
-                          ("poisson", False, 12, "gibbs", False),
-                          ("gaussian", True, 13, "nuts", False),
-                          ("poisson", False, 14, "nuts", False),
-                          ("poisson", False, 15, "nuts", True),
-                          ("gaussian", False, 16, "gibbs", True),
-                          ("poisson", True, 17, "nuts", False)],
+@pytest.mark.parametrize("kind, learn_kernel, seed, sampler, fixed, components",
+                         [("gaussian", True, 11, "gibbs", False, "drawn"),
+                          ("poisson", False, 12, "gibbs", False, "drawn"),
+                          ("gaussian", True, 13, "nuts", False, "drawn"),
+                          ("poisson", False, 14, "nuts", False, "drawn"),
+                          ("poisson", False, 15, "nuts", True, "drawn"),
+                          ("gaussian", False, 16, "gibbs", True, "drawn"),
+                          ("poisson", True, 17, "nuts", False, "drawn"),
+                          ("poisson", True, 18, "nuts", False, "integrated")],
                          ids=["gaussian-dp", "poisson-fixed-kernel", "gaussian-dp-nuts",
                               "poisson-fixed-kernel-nuts", "poisson-fixed-w-nuts",
-                              "gaussian-fixed-w", "poisson-dp-nuts"])
+                              "gaussian-fixed-w", "poisson-dp-nuts",
+                              "poisson-dp-nuts-integrated"])
 def test_whole_sweep_leaves_the_joint_distribution_invariant(kind, learn_kernel, seed, sampler,
-                                                             fixed):
+                                                             fixed, components):
     """The Gibbs sweep, and the sweep whose β and X steps are one NUTS transition of
     (X, β) given W (``sampler='nuts'``, :mod:`gplvm.models.rflvm.joint`; no burn-in, so
     its step size and unit mass matrix stay fixed: a valid kernel at every sweep); and the
@@ -360,7 +367,7 @@ def test_whole_sweep_leaves_the_joint_distribution_invariant(kind, learn_kernel,
     fixed_W = FIXED_W if fixed else None
     g_m = marginal_conditional(rng, kind, learn_kernel, N_MARGINAL, fixed_W)
     g_s = successive_conditional(rng, kind, learn_kernel, N_CHAINS, N_STEPS, sampler=sampler,
-                                 fixed_W=fixed_W)
+                                 fixed_W=fixed_W, dp_components=components)
     if fixed:
         assert all(np.ptp(g_s[k]) == 0.0 for k in g_m if np.ptp(g_m[k]) == 0.0)
         g_m = {k: v for k, v in g_m.items() if np.ptp(v) > 0.0}

@@ -32,6 +32,17 @@ With ``spec.sampler = 'nuts'`` (issue 30) the β and X steps are one NUTS transi
   (X, W) ↦ (cX, W/c) → β | X, W, σ², Y → missing y | β, X, W, σ².
 * counts: (X, β, log r) | W, h (NUTS) → NB: h | r → W | β, X → (X, W) ↦ (cX, W/c).
 
+With ``spec.dp_components = 'integrated'`` (DP kernel) the NUTS block and the scale move
+target the frequencies' prior with every DP component (μ_k, Σ_k) integrated out given the
+assignments (:func:`gplvm.samplers._niw.niw_log_marginal`), and the components are drawn
+from their NIW posteriors right after (:func:`_components_redrawn`), before W's Metropolis
+pass and the DP sweep read them:
+
+* Gaussian: … → X, W | σ², Y, z (β and (μ, Σ) out, NUTS) → (X, W) ↦ (cX, W/c) | z →
+  (μ, Σ) | W, z → β | … .
+* counts: (X, W, β, log r) | h, z (NUTS) → (X, W) ↦ (cX, W/c) | z → (μ, Σ) | W, z →
+  NB: h | r → W | β, X, μ, Σ.
+
 The scale moves (:mod:`.scale`) leave Φ unchanged and move the direction that the blocks
 given each other cannot: the kernel's length-scale against the latents' spread.
 
