@@ -63,10 +63,16 @@ def test_canonical_point_is_lower_triangular_and_keeps_every_feature():
 
 def test_applies_only_where_the_prior_is_rotation_invariant():
     """An RBF with one length-scale under ``sampler='nuts'``: yes; an ARD length-scale, the DP
-    mixture or the Gibbs sweep: no."""
+    mixture with its components as drawn or the Gibbs sweep: no; the DP mixture with its
+    components integrated out (an isotropic NIW base): yes, and a bad value is refused."""
     spec, data, _, Y = tiny_rflvm("poisson")
     assert gauge.applies(spec, data)
     ard = prepare_data(spec, Y, None, None, RBF(lengthscale=jnp.ones(2)), None)
     assert not gauge.applies(spec, ard)
-    for change in ({"learn_kernel": True}, {"sampler": "gibbs"}):
+    for change in ({"learn_kernel": True}, {"sampler": "gibbs"},
+                   {"learn_kernel": True, "dp_components": "integrated", "sampler": "gibbs"}):
         assert not gauge.applies(dataclasses.replace(spec, **change), data)
+    integrated = dataclasses.replace(spec, learn_kernel=True, dp_components="integrated")
+    assert gauge.applies(integrated, data) and gauge.applies(integrated, ard)
+    with pytest.raises(ValueError, match="dp_components='marginal'.*'drawn' or 'integrated'"):
+        dataclasses.replace(spec, dp_components="marginal")
