@@ -35,6 +35,10 @@ NumPyro on that model and W (``numpyro-fixed-w``) share one invocation:
         --datasets scurve --samplers nuts-auto+dp,gibbs-auto+dp,nuts-fixed-w-auto,numpyro-fixed-w \
         --sweeps nuts-fixed-w-auto=200 --peer-budget 600
 
+``gibbs-fixed-w-auto`` is the Gibbs sweep on the model with W held (burn-in 1000), for the
+ratio against the Gibbs sampler on the same model and W.  ``+niw`` (with ``+dp``) integrates
+the DP components out of the NUTS block (``RFLVM(dp_components='integrated')``).
+
 Data sets besides the S-curve and bridges: ``congress109`` (the phrase counts of
 :func:`gplvm.data.load_congress109`, 529 × 1000, Poisson with each member's centred log total
 count as the row offset, as RESULTS.md Table 1 fits it) and ``scurve784`` (the Poisson S-curve
@@ -362,7 +366,8 @@ def fit_numpyro(Y, n_iter: int, args, fixed_w: bool):
 
 
 def fit_auto(Y, sampler: str, burn_in: int, args) -> tuple:
-    """``gibbs-auto`` / ``nuts-auto`` (/ ``nuts-fixed-w-auto``: with ``frequencies='fixed'``;
+    """``gibbs-auto`` / ``nuts-auto`` (/ ``nuts-fixed-w-auto``, ``gibbs-fixed-w-auto``: with
+    ``frequencies='fixed'``;
     a suffix ``+dp``, e.g. ``nuts-auto+dp``, learns the DP kernel for this sampler alone,
     as ``--learn-kernel`` does for all, so that one run can hold the default ``nuts-auto+dp``
     beside ``nuts-fixed-w-auto``, which needs the fixed RBF; ``+niw`` with ``+dp``:
@@ -384,11 +389,12 @@ def fit_auto(Y, sampler: str, burn_in: int, args) -> tuple:
     suffixes = sampler.split("+")[1:]
     learn_kernel = args.learn_kernel or "dp" in suffixes
     base = sampler.split("+")[0][:-len("-auto")]
-    fixed = base == "nuts-fixed-w"              # RFLVM(frequencies='fixed'), see fit()
+    fixed = base in ("nuts-fixed-w", "gibbs-fixed-w")   # RFLVM(frequencies='fixed'), see fit()
     own = base == "nuts-w-own"                  # W out of the NUTS position, see fit_ablated
     model = gplvm.RFLVM(n_iter="auto", burn_in=burn_in, max_iter=args.max_iter,
                         max_time=None if cpu_clock else args.budget,
-                        sampler="nuts" if fixed or own else base, likelihood=args.likelihood,
+                        sampler=base.split("-")[0] if fixed or own else base,
+                        likelihood=args.likelihood,
                         frequencies="fixed" if fixed else "sampled",
                         n_features=args.features, n_chains=args.chains,
                         learn_kernel=learn_kernel, progress=False,
@@ -445,7 +451,7 @@ def fit_auto(Y, sampler: str, burn_in: int, args) -> tuple:
 
 #: each sampler's sweeps per chain unless ``--sweeps`` gives others
 DEFAULT_SWEEPS = ("gibbs=2000,nuts=400,numpyro=1000,numpyro-fixed-w=1000,gibbs-auto=1000,"
-                  "nuts-auto=200")
+                  "nuts-auto=200,gibbs-fixed-w-auto=1000")
 
 
 def _sweeps(spec: str) -> dict:
