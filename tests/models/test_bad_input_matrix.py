@@ -323,6 +323,7 @@ BAD_PARAMS = [
     ("x_steps", 0), *[("map_sweeps", v) for v in ("always", -1)],
     ("transform_steps", -1), ("block_size", 0), *[("nb_beta", v) for v in ("gibbs", None)],
     *[("sampler", v) for v in ("hmc", None)], *[("frequencies", v) for v in ("learnt", None)],
+    *[("dp_components", v) for v in ("marginal", None)],
     *[("checkpoint", v) for v in (3, ["fit.npz"], True)],
     *[("checkpoint_interval", v) for v in (-1, np.nan, "60", None)],
     *[("features", v) for v in ("rbf", 3)],
