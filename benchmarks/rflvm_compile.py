@@ -100,7 +100,8 @@ def one(args, likelihood: str, sampler: str) -> None:
                                 n_outputs=args.n_outputs, random_state=0).Y
     model = gplvm.RFLVM(likelihood=likelihood, sampler=sampler, n_iter=args.n_iter,
                         burn_in=args.n_iter // 2, block_size=args.block_size, progress=False,
-                        random_state=0, learn_kernel=args.learn_kernel, n_chains=args.chains)
+                        random_state=0, learn_kernel=args.learn_kernel, n_chains=args.chains,
+                        dp_components=args.dp_components)
     wall, cpu = time.perf_counter(), time.process_time()
     model.fit(Y, n_trials=n_trials if likelihood == "binomial" else None)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
@@ -108,6 +109,7 @@ def one(args, likelihood: str, sampler: str) -> None:
     rows = sorted(collect.rows.items(), key=lambda kv: -sum(kv[1].values()))
     print(f"\n== RFLVM(likelihood={likelihood!r}, sampler={sampler!r}) on {args.n_samples} x "
           f"{args.n_outputs}, n_iter={args.n_iter}, learn_kernel={args.learn_kernel}, "
+          f"dp_components={args.dp_components!r}, "
           f"n_chains={args.chains}, CPU fusion emitters {args.emitters} ==")
     print(f"{'function':<44} {'n':>3} {'trace':>8} {'lower':>8} {'XLA':>8} {'total':>8}  (CPU s)")
     for name, r in rows[:args.top]:
@@ -132,6 +134,9 @@ def main() -> None:
     p.add_argument("--learn-kernel", action="store_true",
                    help="the DP mixture on the frequencies (default: the fixed RBF's prior, "
                         "as in rflvm_convergence.py)")
+    p.add_argument("--dp-components", choices=("drawn", "integrated"), default="drawn",
+                   help="RFLVM(dp_components=...): the NUTS block's DP components as drawn "
+                        "or integrated out (with --learn-kernel)")
     p.add_argument("--chains", type=int, default=4)
     p.add_argument("--block-size", type=int, default=2,
                    help="rflvm_convergence.py's first ('compile') fit is --n-iter 100 "
@@ -154,7 +159,8 @@ def main() -> None:
             cmd = [sys.executable, __file__, "--one", lik, sampler, "--n-samples",
                    str(a.n_samples), "--n-outputs", str(a.n_outputs), "--n-iter",
                    str(a.n_iter), "--top", str(a.top), "--chains", str(a.chains),
-                   "--block-size", str(a.block_size), "--emitters", a.emitters]
+                   "--block-size", str(a.block_size), "--emitters", a.emitters,
+                   "--dp-components", a.dp_components]
             cmd += ["--learn-kernel"] if a.learn_kernel else []
             done = subprocess.run(cmd)
             if done.returncode:     # e.g. killed for memory: say so, go on with the next
