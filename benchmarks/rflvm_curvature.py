@@ -44,7 +44,7 @@ def block_at_mode(Y, args):
     a 4-chain ``RFLVM(sampler='nuts')`` fit (:func:`rflvm_convergence.chain_starts`)."""
     spec, data, states = chain_starts(np.asarray(Y, dtype=float), args, 4)
     state = jax.tree_util.tree_map(lambda a: a[0], states)
-    log_prior_W = prior_W(jax.random.PRNGKey(1), spec, data, state).log_density
+    log_prior_W = prior_W(jax.random.PRNGKey(1), spec, data, state).total
     fn = joint.log_density(spec, data, state.W, state.noise_var, state.dispersion_rate, None,
                            log_prior_W)
     search = jax.jit(lambda p: map_start.find_mode(fn, p, args.iterations))(

@@ -31,7 +31,7 @@ def _problem(kind: str, seed: int = 0):
 
 def _density(spec, data, state):
     """The block's log-density given the state's σ², h (and filled Y for the Gaussian)."""
-    log_prior_W = prior_W(jax.random.PRNGKey(3), spec, data, state).log_density
+    log_prior_W = prior_W(jax.random.PRNGKey(3), spec, data, state).total
     Y = state.Y_fill if spec.likelihood == "gaussian" else None
     return log_density(spec, data, state.W, state.noise_var, state.dispersion_rate, Y,
                        log_prior_W)

@@ -20,7 +20,7 @@ def _problem(kind: str, seed: int = 0):
     """A tiny RFLVM (N = 7, Q = 2, 3 frequencies, J = 4) and one chain's start."""
     spec, data, state, _ = tiny_rflvm(kind, seed)
     Y_fill = state.Y_fill if kind == "gaussian" else None
-    log_prior_W = prior_W(jax.random.PRNGKey(1), spec, data, state).log_density
+    log_prior_W = prior_W(jax.random.PRNGKey(1), spec, data, state).total
     fn = log_density(spec, data, state.W, state.noise_var, state.dispersion_rate, Y_fill,
                      log_prior_W)
     return spec, data, state, fn, log_prior_W
