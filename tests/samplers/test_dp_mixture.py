@@ -401,26 +401,28 @@ def _chain_rule_log_marginal(W, mu0, lam0, nu0, Psi0):
     return total
 
 
-def test_niw_log_marginal_is_the_product_of_predictives():
+@pytest.mark.parametrize("Q", [1, 2, 3])
+def test_niw_log_marginal_is_the_product_of_predictives(Q):
     """Σ over slots of the collapsed log p(W_k): equal to the chain rule of SciPy's Student-t
     predictives per cluster, empty slots contributing 0; unchanged by W ↦ WO under μ0 = 0,
     Ψ0 = I; its gradient equal to central differences."""
     rng = np.random.default_rng(3)
-    W = rng.normal(size=(7, 2)) * np.array([2.0, 0.5])
+    W = rng.normal(size=(7, Q)) * np.array([2.0, 0.5, 1.0])[:Q]
     z = np.array([0, 2, 0, 0, 2, 4, 0])                    # slots 1, 3, 5, 6 empty
-    prior = NIWPrior(mu0=jnp.array([0.3, -0.2]), lambda0=jnp.asarray(0.5),
-                     nu0=jnp.asarray(4.0), Psi0=jnp.array([[1.0, 0.3], [0.3, 0.8]]))
-    prior_np = (np.asarray(prior.mu0), 0.5, 4.0, np.asarray(prior.Psi0))
+    Psi0 = (np.array([[1.0, 0.3, 0.1], [0.3, 0.8, 0.2], [0.1, 0.2, 1.2]]))[:Q, :Q]
+    prior = NIWPrior(mu0=jnp.array([0.3, -0.2, 0.1])[:Q], lambda0=jnp.asarray(0.5),
+                     nu0=jnp.asarray(Q + 2.0), Psi0=jnp.asarray(Psi0))
+    prior_np = (np.asarray(prior.mu0), 0.5, Q + 2.0, Psi0)
     want = sum(_chain_rule_log_marginal(W[z == k], *prior_np) for k in (0, 2, 4))
     got = float(niw_log_marginal(jnp.asarray(W), jnp.asarray(z), prior, 7))
     assert got == pytest.approx(want, rel=1e-10)
-    iso = default_niw_prior(2)
-    O = np.linalg.qr(rng.normal(size=(2, 2)))[0]
+    iso = default_niw_prior(Q)
+    O = np.linalg.qr(rng.normal(size=(Q, Q)))[0]
     assert float(niw_log_marginal(jnp.asarray(W @ O), jnp.asarray(z), iso, 7)) == pytest.approx(
         float(niw_log_marginal(jnp.asarray(W), jnp.asarray(z), iso, 7)), rel=1e-12)
     grad = np.asarray(jax.grad(niw_log_marginal)(jnp.asarray(W), jnp.asarray(z), prior, 7))
     h = 1e-6
-    for m, q in [(0, 0), (1, 1), (5, 0), (6, 1)]:
+    for m, q in [(0, 0), (1, Q - 1), (5, 0), (6, Q - 1)]:
         step = np.zeros_like(W)
         step[m, q] = h
         f = lambda V: float(niw_log_marginal(jnp.asarray(V), jnp.asarray(z), prior, 7))
