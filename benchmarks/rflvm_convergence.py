@@ -37,7 +37,8 @@ NumPyro on that model and W (``numpyro-fixed-w``) share one invocation:
 
 ``gibbs-fixed-w-auto`` is the Gibbs sweep on the model with W held (burn-in 1000), for the
 ratio against the Gibbs sampler on the same model and W.  ``+niw`` (with ``+dp``) integrates
-the DP components out of the NUTS block (``RFLVM(dp_components='integrated')``).
+the DP components out of the NUTS block (``RFLVM(dp_components='integrated')``, the default
+since it was measured), ``+drawn`` conditions the block on them as drawn (the default before).
 
 Data sets besides the S-curve and bridges: ``congress109`` (the phrase counts of
 :func:`gplvm.data.load_congress109`, 529 × 1000, Poisson with each member's centred log total
@@ -370,8 +371,8 @@ def fit_auto(Y, sampler: str, burn_in: int, args) -> tuple:
     ``frequencies='fixed'``;
     a suffix ``+dp``, e.g. ``nuts-auto+dp``, learns the DP kernel for this sampler alone,
     as ``--learn-kernel`` does for all, so that one run can hold the default ``nuts-auto+dp``
-    beside ``nuts-fixed-w-auto``, which needs the fixed RBF; ``+niw`` with ``+dp``:
-    ``dp_components='integrated'``, the DP components integrated out of the NUTS block): one fit of ``RFLVM(n_iter='auto', burn_in=burn_in,
+    beside ``nuts-fixed-w-auto``, which needs the fixed RBF; with ``+dp``, ``+drawn`` sets
+    ``dp_components='drawn'``, otherwise the library's default ``'integrated'``): one fit of ``RFLVM(n_iter='auto', burn_in=burn_in,
     max_iter=args.max_iter)``, timed whole (mode search, compilation and every round), with
     nothing of this sampler and shape run before in this process (set
     ``GPLVM_COMPILATION_CACHE=0`` so that no earlier process's programs are read either).
@@ -398,7 +399,8 @@ def fit_auto(Y, sampler: str, burn_in: int, args) -> tuple:
                         frequencies="fixed" if fixed else "sampled",
                         n_features=args.features, n_chains=args.chains,
                         learn_kernel=learn_kernel, progress=False,
-                        dp_components="integrated" if "niw" in suffixes else "drawn",
+                        dp_components=("integrated" if "niw" in suffixes else
+                                       "drawn" if "drawn" in suffixes else "integrated"),
                         random_state=args.seed, block_size=min(args.auto_block, burn_in))
     limit = args.budget * args.cores if cpu_clock else args.hard_stop
     unit = "CPU s" if cpu_clock else "s"
