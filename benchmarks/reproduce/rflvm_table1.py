@@ -256,6 +256,8 @@ def compute(cell: Cell):
         log_total = np.log(np.maximum(Y.sum(axis=1), 1.0))
         fit_kwargs = {"offset": log_total - log_total.mean()}
     rflvm_kwargs = {"sampler": cell.config.get("sampler", "gibbs")}
+    if rflvm_kwargs["sampler"] == "nuts":     # rows stored before the key: the drawn block
+        rflvm_kwargs["dp_components"] = cell.config.get("dp_components", "drawn")
     X, details = latent(cell.method, Y, cell.seed, n_iter, fit_kwargs=fit_kwargs,
                         **rflvm_kwargs)
     n_splits = 5
@@ -263,15 +265,20 @@ def compute(cell: Cell):
     return knn_accuracy(X, labels, n_splits=n_splits, random_state=cell.seed), details
 
 
-def make_cells(datasets, methods, seeds, n_iter, smoke=False, sampler="gibbs"):
+def make_cells(datasets, methods, seeds, n_iter, smoke=False, sampler="gibbs",
+               dp_components="integrated"):
     """The cells; an RFLVM cell's config names its sampler only when it is not the Gibbs
-    sweep (so the Gibbs rows keep the configs, and the stored cells, they had)."""
+    sweep (so the Gibbs rows keep the configs, and the stored cells, they had), and the NUTS
+    block's DP components only when integrated (the NUTS rows stored before they could be
+    were drawn)."""
     cells = []
     for name in datasets:
         for method in methods:
             config = {"sweeps": n_iter, "burn_in": n_iter // 2} if method in RFLVMS else {}
             if method in RFLVMS and sampler != "gibbs":
                 config["sampler"] = sampler
+                if dp_components == "integrated":
+                    config["dp_components"] = dp_components
             if method in OFFSET.get(name, ()):
                 config["offset"] = "log_total"
             if smoke:
@@ -375,6 +382,10 @@ def main(argv=None) -> list[dict]:
     p.add_argument("--sampler", choices=("gibbs", "nuts"), default="gibbs",
                    help="the RFLVMs' sampler (RFLVM(sampler=...)); nuts: config sampler=nuts, "
                    "its own row")
+    p.add_argument("--dp-components", choices=("integrated", "drawn"), default="integrated",
+                   help="with --sampler nuts: RFLVM(dp_components=...); integrated (the "
+                   "default) adds config dp_components=integrated, drawn keeps the config the "
+                   "NUTS rows had before the option")
     args = p.parse_args(argv)
     datasets, methods = args.datasets.split(","), args.methods.split(",")
     for m in methods:
@@ -391,7 +402,7 @@ def main(argv=None) -> list[dict]:
           f"XLA_FLAGS={os.environ.get('XLA_FLAGS')} cores={len(os.sched_getaffinity(0))} "
           f"root={root}", flush=True)
     cells = make_cells(datasets, methods, seeds, n_iter, smoke=args.smoke,
-                       sampler=args.sampler)
+                       sampler=args.sampler, dp_components=args.dp_components)
     if args.frequencies == "frozen":
         if args.jobs != 1:
             raise ValueError("--frequencies frozen patches this process only: use --jobs 1")
