@@ -79,13 +79,9 @@ class RFLVM(RFLVMFiles, SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseE
         frequencies: ``'sampled'`` (the paper) or ``'fixed'`` (``learn_kernel=False``): chain
             0's start W for every chain, never moved (random Fourier features: the posterior
             given W; ``accept_rate_`` NaN; NUTS 2–4× the ESS/CPU-s: benchmarks/README.md).
-        dp_components: ``sampler='nuts'`` with the DP kernel: ``'integrated'`` (default: the
-            components (μ_k, Σ_k) integrated out of the NUTS block's target given the
-            assignments and drawn afresh after it; the block then moves (X, W) modulo
-            rotations) or ``'drawn'`` (the block moves W given each component as last drawn,
-            the default before; summed over six seeds of the Poisson S-curve, 1.6× less
-            log-likelihood ESS and 1.3× less latent-distance ESS in the same CPU time, but
-            not on every seed: benchmarks/README.md).  The same posterior either way.
+        dp_components: NUTS, DP kernel: ``'integrated'`` (the DP components integrated out
+            of the NUTS block, then drawn) or ``'drawn'`` (the block given them; 1.6× / 1.3×
+            less ESS, six seeds: benchmarks/README.md).  The same posterior either way.
         kernel: the stationary kernel whose spectral density proposes W when the kernel is
             fixed, and draws the initial W (default RBF with unit length-scale).
         n_clusters: initial number of DP components (paper: 20).
@@ -226,9 +222,7 @@ class RFLVM(RFLVMFiles, SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseE
         self.progress = progress
         self.checkpoint = checkpoint
         self.checkpoint_interval = checkpoint_interval
-        self.nb_beta = nb_beta
-        self.sampler = sampler
-        self.devices = devices
+        self.nb_beta, self.sampler, self.devices = nb_beta, sampler, devices
         self.max_iter, self.ess_target = max_iter, ess_target
         self.inference, self.max_time, self.frequencies = inference, max_time, frequencies
         self.dp_components = dp_components
