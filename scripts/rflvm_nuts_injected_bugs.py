@@ -113,15 +113,16 @@ def main(argv=None):
                         default="none,no_x_prior,no_w_prior,beta_prior_scale,tempered,"
                                 "scale_no_jacobian,gauge_no_jacobian,gauge_no_rotation")
     parser.add_argument("--kind", default="poisson",
-                        choices=("poisson", "gaussian", "poisson-dp", "poisson-dp-integrated"),
+                        choices=("poisson", "gaussian", "poisson-dp", "poisson-dp-integrated",
+                                 "gaussian-dp-integrated"),
                         help="the Geweke test's cases: poisson (fixed kernel), gaussian (DP "
                         "kernel), poisson-dp (DP kernel; seed 17 in the test), "
                         "poisson-dp-integrated (the DP components integrated out of the "
-                        "block; seed 18)")
+                        "block; seed 18), gaussian-dp-integrated (seed 20)")
     parser.add_argument("--seed", type=int, default=14)
     args = parser.parse_args(argv)
     learn_kernel = args.kind != "poisson"        # the test's cases
-    kind = "gaussian" if args.kind == "gaussian" else "poisson"
+    kind = "gaussian" if args.kind.startswith("gaussian") else "poisson"
     components = "integrated" if args.kind.endswith("integrated") else "drawn"
     for bug in args.bugs.split(","):
         inject(bug)

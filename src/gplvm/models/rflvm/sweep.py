@@ -201,12 +201,13 @@ def _sweep_gaussian(key, spec, data, state, inducing_times):
     if spec.sampler == "nuts":
         # X given the filled data with β integrated out, then β given the new X
         k_joint, k_beta_new, k_scale = jax.random.split(k_x, 3)
+        if spec.integrates_components:
+            k_scale, k_components = jax.random.split(k_scale)
         state = update_joint(k_joint, spec, data, state, Y, prior.total)
         X, W = state.X, state.W
         if _moves_scale(spec, prior):           # (X, W) -> (cX, W/c): Φ, β unchanged
             X, W, _ = scale_moves(k_scale, X, W, prior.total)
-        if spec.integrates_components:
-            k_scale, k_components = jax.random.split(k_scale)
+        if spec.integrates_components:          # (μ, Σ) | W, z after their marginal's moves
             state = _components_redrawn(k_components, spec, data, state._replace(X=X, W=W))
         Phi = design(X, W, False)
         terms = collapsed_terms(Phi.T @ Phi, Phi.T @ Y, s0)
@@ -235,12 +236,13 @@ def _sweep_counts_nuts(key, spec, data, state):
     """(X, W, β, log r) | h, DP by NUTS (W given, where its prior has no density) → NB:
     h | r (eq. 29's hierarchy) → W | β, X by Metropolis → (X, W) ↦ (cX, W/c)."""
     k_joint, k_h, k_w, k_prop, k_scale = jax.random.split(key, 5)
+    if spec.integrates_components:
+        k_prop, k_components, k_prop_new = jax.random.split(k_prop, 3)
     prior = prior_W(k_prop, spec, data, state)
     state = update_joint(k_joint, spec, data, state, log_prior_W=prior.total)
     if spec.integrates_components:
         # the scale move under the same integrated prior, then the components' draw given
         # the new W, then the DP components' prior (fresh proposals) for W's Metropolis pass
-        k_prop, k_components, k_prop_new = jax.random.split(k_prop, 3)
         X, W, _ = scale_moves(k_scale, state.X, state.W, prior.total)
         state = _components_redrawn(k_components, spec, data, state._replace(X=X, W=W))
         prior = prior_W(k_prop_new, spec, data, state)
