@@ -14,7 +14,9 @@ The move proposes log c ~ N(0, s²) (symmetric in log c) and accepts with probab
           c^{NQ - (M/2)Q}\Big),
 
 the last factor the Jacobian of T_c (Green 1995: a deterministic map drawn from a symmetric
-family carries its determinant into the ratio).  It needs no likelihood evaluation.  A few step
+family carries its determinant into the ratio), and Π_m p(w_m/c) the frequencies' prior p(W/c)
+as the sweep gives it (``FrequencyPrior.total``: under ``dp_components='integrated'`` the DP
+components integrated out given the assignments).  It needs no likelihood evaluation.  A few step
 sizes s are applied in turn (a composition of valid kernels).
 """
 
