@@ -48,7 +48,7 @@ import gplvm.models.rflvm.joint as J  # noqa: E402
 import gplvm.models.rflvm.sweep as S  # noqa: E402
 
 ORIGINAL = (J.log_density, J.from_position, S.scale_moves, U.log_jacobian, U.rotate,
-            S._components_redrawn, S.niw_log_marginal)
+            S.sample_cluster_params, S.niw_log_marginal)
 
 
 def _scale_moves_without_jacobian(key, X, W, log_prior_W):
@@ -68,7 +68,7 @@ def _scale_moves_without_jacobian(key, X, W, log_prior_W):
 
 def inject(bug: str) -> None:
     (J.log_density, J.from_position, S.scale_moves, U.log_jacobian, U.rotate,
-     S._components_redrawn, S.niw_log_marginal) = ORIGINAL
+     S.sample_cluster_params, S.niw_log_marginal) = ORIGINAL
     log_density, from_position = ORIGINAL[:2]
     if bug == "no_x_prior":
         def patched(spec, data, W, noise_var, rate, Y=None, log_prior_W=None, centre=None):
@@ -98,7 +98,7 @@ def inject(bug: str) -> None:
     elif bug == "gauge_no_rotation":
         U.rotate = lambda key, X, W: (X, W)
     elif bug == "components_not_redrawn":
-        S._components_redrawn = lambda key, spec, data, state: state
+        S.sample_cluster_params = lambda key, W, dp, prior: dp
     elif bug == "niw_wrong_base":
         niw_log_marginal = ORIGINAL[6]
         S.niw_log_marginal = lambda W, z, base, n: niw_log_marginal(

@@ -42,7 +42,7 @@ from gplvm.typing import Array, ArrayLike, Float, Int, PRNGKeyArray, Real, Scala
 
 __all__ = ["DPMixtureState", "NIWPrior", "default_niw_prior", "dp_init", "dp_update",
            "log_prior_frequencies", "n_clusters", "propose_frequencies", "sample_assignments",
-           "redraw_cluster_params", "sample_cluster_params", "sample_concentration"]
+           "sample_cluster_params", "sample_concentration"]
 
 
 @register("gplvm.state.DPMixtureState")
@@ -129,19 +129,11 @@ def sample_cluster_params(key: PRNGKeyArray, W: Float[Array, "M2 Q"], state: DPM
     r"""Step 2: (μ_k, Σ_k) ~ NIW posterior given the members of slot k (seed 000, eq. 24).
 
     Σ_k ~ W⁻¹(Ψ_k, ν_k) and μ_k | Σ_k ~ N(m_k, Σ_k/λ_k) with the corrected Ψ_k of
-    :mod:`._niw` (scatter about the cluster mean plus the shrinkage term in w̄_k − μ0).
+    :mod:`._niw` (scatter about the cluster mean plus the shrinkage term in w̄_k − μ0).  The
+    Bartlett χ² variates of every slot come from one call of :func:`._gamma.gamma_small`
+    (compiled small, as in :func:`dp_update`): the RFLVM draws the components with it after
+    each move of W that had them integrated out (``dp_components='integrated'``).
     """
-    stats = cluster_statistics(W, state.z, state.mu.shape[0])
-    mu, Sigma = sample_niw_slots(key, niw_posterior(prior, *stats))
-    return state._replace(mu=mu, Sigma=Sigma)
-
-
-def redraw_cluster_params(key: PRNGKeyArray, W: Float[Array, "M2 Q"], state: DPMixtureState,
-                          prior: NIWPrior) -> DPMixtureState:
-    """:func:`sample_cluster_params` with the Bartlett χ² variates drawn by
-    :func:`._gamma.gamma_small` (compiled small, as in :func:`dp_update`): the draw that
-    follows a move of W under the components integrated out (``dp_components='integrated'``
-    of the RFLVM's NUTS block).  Same distribution, other draws."""
     K, Q = state.mu.shape
     dtype = W.dtype
     post = niw_posterior(prior, *cluster_statistics(W, state.z, K))

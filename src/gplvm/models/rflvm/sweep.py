@@ -35,7 +35,7 @@ With ``spec.sampler = 'nuts'`` (issue 30) the β and X steps are one NUTS transi
 With ``spec.dp_components = 'integrated'`` (DP kernel) the NUTS block and the scale move
 target the frequencies' prior with every DP component (μ_k, Σ_k) integrated out given the
 assignments (:func:`gplvm.samplers._niw.niw_log_marginal`), and the components are drawn
-from their NIW posteriors right after (:func:`_components_redrawn`), before W's Metropolis
+from their NIW posteriors right after (:func:`_block_integrated`), before W's Metropolis
 pass and the DP sweep read them:
 
 * Gaussian: … → X, W | σ², Y, z (β and (μ, Σ) out, NUTS) → (X, W) ↦ (cX, W/c) | z →
@@ -79,7 +79,7 @@ from gplvm.models.rflvm.weights import (collapsed_terms, sample_beta_pg,
 from gplvm.models.rflvm.weights_ess import BetaPrior, sample_beta_ess, sample_beta_slice
 from gplvm.samplers import polya_gamma
 from gplvm.samplers._niw import niw_log_marginal
-from gplvm.samplers.dp_mixture import default_niw_prior, dp_update, redraw_cluster_params
+from gplvm.samplers.dp_mixture import default_niw_prior, dp_update, sample_cluster_params
 
 Array = jax.Array
 
@@ -87,22 +87,31 @@ Array = jax.Array
 def prior_W(key: Array, spec: RFLVMSpec, data: RFLVMData, state: RFLVMState) -> FrequencyPrior:
     """The prior of every w_m: its DP component, or the fixed kernel's spectral density; its
     ``total`` the DP components integrated out given the assignments where
-    ``spec.integrates_components``."""
+    ``spec.integrates_components`` (:func:`_integrated_prior`)."""
     prior = frequency_prior(key, state.dp if spec.learn_kernel else None, data.kernel,
                             spec.n_freq, spec.n_components, state.W.dtype)
     if spec.integrates_components:
-        base, z = default_niw_prior(spec.n_components), state.dp.z
-        prior = prior._replace(total=lambda W: niw_log_marginal(W, z, base, spec.n_freq))
+        prior = prior._replace(total=_integrated_prior(spec, state))
     return prior
 
 
-def _components_redrawn(key: Array, spec: RFLVMSpec, data: RFLVMData,
-                        state: RFLVMState) -> RFLVMState:
-    """Every DP component (μ_k, Σ_k) drawn from its NIW posterior given the members' new W,
-    after a move of (X, W) whose target had them integrated out (the marginal-then-
-    conditional block: the pair of steps leaves p(X, W, β, μ, Σ | z) invariant)."""
-    dp = redraw_cluster_params(key, state.W, state.dp, default_niw_prior(spec.n_components))
-    return state._replace(dp=dp)
+def _integrated_prior(spec: RFLVMSpec, state: RFLVMState) -> Callable[[Array], Array]:
+    """W ↦ log p(W | z), every DP component integrated out under the NIW base."""
+    base, z = default_niw_prior(spec.n_components), state.dp.z
+    return lambda W: niw_log_marginal(W, z, base, spec.n_freq)
+
+
+def _block_integrated(key: Array, spec: RFLVMSpec, data: RFLVMData, state: RFLVMState,
+                      Y: Array | None = None) -> RFLVMState:
+    """The NUTS block and the scale move with the DP components integrated out of their
+    target, then every (μ_k, Σ_k) drawn from its NIW posterior given the members' new W: the
+    marginal-then-conditional block, which leaves p(X, W, β, μ, Σ | z) invariant."""
+    k_joint, k_scale, k_components = jax.random.split(key, 3)
+    total = _integrated_prior(spec, state)
+    state = update_joint(k_joint, spec, data, state, Y, total)
+    X, W, _ = scale_moves(k_scale, state.X, state.W, total)
+    dp = sample_cluster_params(k_components, W, state.dp, default_niw_prior(spec.n_components))
+    return state._replace(X=X, W=W, dp=dp)
 
 
 def _fraction(n_acc: Array | None, n_freq: int, dtype) -> Array:
@@ -202,13 +211,13 @@ def _sweep_gaussian(key, spec, data, state, inducing_times):
         # X given the filled data with β integrated out, then β given the new X
         k_joint, k_beta_new, k_scale = jax.random.split(k_x, 3)
         if spec.integrates_components:
-            k_scale, k_components = jax.random.split(k_scale)
-        state = update_joint(k_joint, spec, data, state, Y, prior.total)
-        X, W = state.X, state.W
-        if _moves_scale(spec, prior):           # (X, W) -> (cX, W/c): Φ, β unchanged
-            X, W, _ = scale_moves(k_scale, X, W, prior.total)
-        if spec.integrates_components:          # (μ, Σ) | W, z after their marginal's moves
-            state = _components_redrawn(k_components, spec, data, state._replace(X=X, W=W))
+            state = _block_integrated(k_joint, spec, data, state, Y)
+            X, W = state.X, state.W
+        else:
+            state = update_joint(k_joint, spec, data, state, Y, prior.total)
+            X, W = state.X, state.W
+            if _moves_scale(spec, prior):       # (X, W) -> (cX, W/c): Φ, β unchanged
+                X, W, _ = scale_moves(k_scale, X, W, prior.total)
         Phi = design(X, W, False)
         terms = collapsed_terms(Phi.T @ Phi, Phi.T @ Y, s0)
         beta = sample_beta_gaussian(k_beta_new, terms, noise_var)
@@ -236,16 +245,12 @@ def _sweep_counts_nuts(key, spec, data, state):
     """(X, W, β, log r) | h, DP by NUTS (W given, where its prior has no density) → NB:
     h | r (eq. 29's hierarchy) → W | β, X by Metropolis → (X, W) ↦ (cX, W/c)."""
     k_joint, k_h, k_w, k_prop, k_scale = jax.random.split(key, 5)
-    if spec.integrates_components:
-        k_prop, k_components, k_prop_new = jax.random.split(k_prop, 3)
-    prior = prior_W(k_prop, spec, data, state)
-    state = update_joint(k_joint, spec, data, state, log_prior_W=prior.total)
-    if spec.integrates_components:
-        # the scale move under the same integrated prior, then the components' draw given
-        # the new W, then the DP components' prior (fresh proposals) for W's Metropolis pass
-        X, W, _ = scale_moves(k_scale, state.X, state.W, prior.total)
-        state = _components_redrawn(k_components, spec, data, state._replace(X=X, W=W))
-        prior = prior_W(k_prop_new, spec, data, state)
+    if spec.integrates_components:      # W's Metropolis pass then reads the fresh components
+        state = _block_integrated(k_joint, spec, data, state)
+        prior = prior_W(k_prop, spec, data, state)
+    else:
+        prior = prior_W(k_prop, spec, data, state)
+        state = update_joint(k_joint, spec, data, state, log_prior_W=prior.total)
     X, beta = state.X, state.beta
     if spec.dispersed:                          # h | r
         r = state.dispersion
