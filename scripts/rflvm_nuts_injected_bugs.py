@@ -1,7 +1,7 @@
 """Inject bugs into the RFLVM's NUTS block and show that the Geweke test catches each (issue 30).
 
     .venv/bin/python scripts/rflvm_nuts_injected_bugs.py [--bugs none,no_x_prior,...]
-        [--kind poisson|gaussian] [--seed 14]
+        [--kind poisson|gaussian|negative_binomial|...] [--seed 14]
 
 Runs the whole-sweep Geweke test of tests/models/rflvm/test_rflvm_geweke.py (same simulators, sizes and
 critical value) on ``sampler='nuts'`` with one bug monkeypatched into
@@ -20,7 +20,12 @@ critical value) on ``sampler='nuts'`` with one bug monkeypatched into
 * ``components_not_redrawn`` (``--kind poisson-dp-integrated``): the DP components not drawn
   afresh after a block that had them integrated out;
 * ``niw_wrong_base``: the block's integrated prior with Ψ0 = 2I in place of the NIW base's I
-  (a wrong prior term in the marginal).
+  (a wrong prior term in the marginal);
+* ``dispersion_rate_doubled`` (``--kind negative_binomial``): the block's Ga(a0, rate h) prior of
+  the dispersions read with rate 2h (a wrong prior term on log r).
+
+``--kind negative_binomial|bernoulli|binomial|multinomial`` are the test's fixed-kernel NUTS
+cases of the other likelihoods (seeds 21–24 there).
 
 A wrong gradient is not in the list on purpose: the leapfrog map of any potential is
 volume-preserving and reversible and the acceptance step uses the true log-density, so a
@@ -103,8 +108,21 @@ def inject(bug: str) -> None:
         niw_log_marginal = ORIGINAL[6]
         S.niw_log_marginal = lambda W, z, base, n: niw_log_marginal(
             W, z, base._replace(Psi0=2.0 * base.Psi0), n)
+    elif bug == "dispersion_rate_doubled":
+        def patched(spec, data, W, noise_var, rate, Y=None, log_prior_W=None, centre=None):
+            return log_density(spec, data, W, noise_var, 2.0 * rate, Y, log_prior_W, centre)
+        J.log_density = patched
     elif bug != "none":
         raise SystemExit(f"unknown bug {bug!r}")
+
+
+#: --kind: (likelihood, DP kernel, the DP components in the block), as the test's cases
+CASES = {"poisson": ("poisson", False, "drawn"), "gaussian": ("gaussian", True, "drawn"),
+         "poisson-dp": ("poisson", True, "drawn"),
+         "poisson-dp-integrated": ("poisson", True, "integrated"),
+         "gaussian-dp-integrated": ("gaussian", True, "integrated"),
+         **{k: (k, False, "drawn")
+            for k in ("negative_binomial", "bernoulli", "binomial", "multinomial")}}
 
 
 def main(argv=None):
@@ -112,18 +130,15 @@ def main(argv=None):
     parser.add_argument("--bugs",
                         default="none,no_x_prior,no_w_prior,beta_prior_scale,tempered,"
                                 "scale_no_jacobian,gauge_no_jacobian,gauge_no_rotation")
-    parser.add_argument("--kind", default="poisson",
-                        choices=("poisson", "gaussian", "poisson-dp", "poisson-dp-integrated",
-                                 "gaussian-dp-integrated"),
+    parser.add_argument("--kind", default="poisson", choices=tuple(CASES),
                         help="the Geweke test's cases: poisson (fixed kernel), gaussian (DP "
                         "kernel), poisson-dp (DP kernel; seed 17 in the test), "
                         "poisson-dp-integrated (the DP components integrated out of the "
-                        "block; seed 18), gaussian-dp-integrated (seed 20)")
+                        "block; seed 18), gaussian-dp-integrated (seed 20), and the other "
+                        "likelihoods with a fixed kernel (seeds 21-24)")
     parser.add_argument("--seed", type=int, default=14)
     args = parser.parse_args(argv)
-    learn_kernel = args.kind != "poisson"        # the test's cases
-    kind = "gaussian" if args.kind.startswith("gaussian") else "poisson"
-    components = "integrated" if args.kind.endswith("integrated") else "drawn"
+    kind, learn_kernel, components = CASES[args.kind]
     for bug in args.bugs.split(","):
         inject(bug)
         rng = np.random.default_rng(args.seed)

@@ -1,4 +1,4 @@
-r"""Whole-sweep Geweke test of the RFLVM Gibbs sampler, Gaussian and Poisson (seed 000, eq. 21).
+r"""Whole-sweep Geweke test of the RFLVM's samplers: Gibbs and NUTS, every likelihood (seed 000, eq. 21).
 
 Geweke (2004), "Getting it right: joint distribution tests of posterior simulators", JASA 99,
 799–804.  Two simulators of the joint distribution p(θ, Y) of parameters and data:
@@ -29,7 +29,15 @@ instead of sampling, so it is not an MCMC kernel and is switched off (``map_swee
   prior of seed 000, App. A), y_nj ~ N(φ(x_n)ᵀβ_j, σ_j²).  The sweep integrates β out of its
   W and σ² steps (partially collapsed Gibbs) and then draws β;
 * Poisson: β_{1:M, j} ~ N(0, s0 I_M), the intercept c_j ~ N(c̄ = 0.5, v = 0.25),
-  y_nj ~ Poisson(exp(φ(x_n)ᵀβ_{1:M, j} + c_j)).
+  y_nj ~ Poisson(exp(φ(x_n)ᵀβ_{1:M, j} + c_j));
+* the other likelihoods (NUTS, fixed kernel; issue 30 item 5 asks for every likelihood), with
+  β and c as for the Poisson and ψ_nj = φ(x_n)ᵀβ_{1:M, j} + c_j:
+  negative binomial, h ~ Ga(b0, rate g0), r_j ~ Ga(a0, rate h) (eq. 29; a0 = b0 = g0 = 4), the
+  intercept's prior on the log-mean, c_j + log r_j ~ N(c̄, v) (:func:`gplvm.models.rflvm.init.
+  nb_prior_mean`), y_nj ~ NB(r_j, success probability σ(ψ_nj)), mean r_j e^ψ_nj (the block
+  samples log r, and h | r is drawn after it); Bernoulli, y_nj ~ Bernoulli(σ(ψ_nj)); binomial,
+  y_nj ~ Bin(3, σ(ψ_nj)); multinomial, row n's D + 1 = 3 category counts ~ Mult(4,
+  softmax([ψ_n, 0])) (the last category the reference, eq. 32).
 
 The prior draws and the data draws below are written from these formulae, not with the
 library's samplers; the sweep takes its priors from the :class:`RFLVMSpec` and from
@@ -86,6 +94,9 @@ script outside pytest, whose configuration differs); the drawn block on that see
 pattern (mean log σ² 2.57, mean Y² 2.38), i.e. seed 19's exact draws, which both share, sit
 high on σ², while seed 23 (max |z| 2.57, σ²'s 0.98) shows no such deviation and seed 20
 passes: the case runs on seed 20, a choice made after seeing 19, which this note records.
+The other likelihoods' NUTS cases (seeds 21–24, each passing on its first seed) are in the
+same script (``--kind negative_binomial|bernoulli|binomial|multinomial``); among the bugs
+it injects, ``dispersion_rate_doubled`` reads the dispersions' prior with rate 2h.
 """
 
 from __future__ import annotations
@@ -97,7 +108,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
-from scipy import stats
+from scipy import special, stats
 
 from gplvm.kernels import RBF
 from gplvm.models.rflvm.init import init_state, prepare_data
@@ -111,6 +122,9 @@ S0 = 0.5                         # beta_prior_var
 NOISE_PRIOR = (5.0, 4.0)         # IG(a0, b0): E σ² = 1, moments up to the 4th finite
 INTERCEPT_MEAN, INTERCEPT_VAR = 0.5, 0.25
 ALPHA_PRIOR = (1.0, 1.0)         # Ga(shape, rate) of the DP concentration
+DISPERSION_PRIOR = (4.0, 4.0, 4.0)   # NB: r_j ~ Ga(a0, rate h), h ~ Ga(b0, rate g0)
+TRIALS = 3.0                     # binomial: trials per entry
+TOTAL = 4.0                      # multinomial: each row's total over its D + 1 categories
 LAMBDA0, NU0, PSI0 = 1.0, 2.0, 1.0   # NIW base measure for Q = 1 (μ0 = 0)
 N_MARGINAL = 100_000
 N_CHAINS, N_STEPS, BATCHES_PER_CHAIN = 64, 1_000, 4
@@ -126,6 +140,8 @@ class Theta(NamedTuple):
     beta: Any
     noise_var: Any
     dp: Any          # (z, mu, Sigma, alpha) under the DP mixture, else None
+    r: Any = None    # negative binomial: the dispersions r_j
+    h: Any = None    # negative binomial: the rate of their prior
 
 
 def _spec(kind: str, learn_kernel: bool, sampler: str = "gibbs",
@@ -134,15 +150,32 @@ def _spec(kind: str, learn_kernel: bool, sampler: str = "gibbs",
                      intercept=kind != "gaussian", learn_kernel=learn_kernel,
                      beta_prior_var=S0, intercept_prior_var=INTERCEPT_VAR,
                      noise_prior=NOISE_PRIOR, alpha_prior=ALPHA_PRIOR, n_x_steps=1,
+                     dispersion_prior=DISPERSION_PRIOR,
                      map_sweeps=0, sampler=sampler, frequencies=frequencies,
                      dp_components=dp_components)
 
 
 def _data(spec: RFLVMSpec):
-    data = prepare_data(spec, np.zeros((N, D)), None, None, RBF(lengthscale=LENGTHSCALE), None)
+    J = D + 1 if spec.likelihood == "multinomial" else D
+    data = prepare_data(spec, np.zeros((N, J)), None, None, RBF(lengthscale=LENGTHSCALE), None)
     if spec.intercept:           # the fixed intercept centre c̄ instead of the data's
         mean = jnp.zeros((spec.n_weights, D)).at[-1].set(INTERCEPT_MEAN)
         data = data._replace(beta_prior_mean=mean)
+    if spec.likelihood in ("binomial", "multinomial"):   # fixed, as Y is redrawn
+        data = data._replace(trials=jnp.full((N, D), TRIALS if spec.likelihood == "binomial"
+                                              else TOTAL))
+    # the summaries laid out from one Y (entries y > 0, Σ log y!) would be stale once Y is
+    # redrawn: without them the sampler evaluates the full density (:func:`_with_Y`)
+    return data._replace(nonzero=None, customers=None, log_factorial=None)
+
+
+def _with_Y(data, Y):
+    """The data with Y redrawn.  The negative binomial's block reads Σ log Γ(y + r) − log Γ(r)
+    from ``nonzero`` (the entries with y > 0); every entry, in a layout of fixed size, gives
+    the same sum (an entry with y = 0 adds 0), so it follows Y inside the compiled chain."""
+    data = data._replace(Y=Y)
+    if data.nonzero is None and Y.shape[-1] == D:
+        data = data._replace(nonzero=(Y.reshape(-1), jnp.tile(jnp.arange(D), N)))
     return data
 
 
@@ -190,11 +223,17 @@ def prior_draws(rng, kind, learn_kernel, n, fixed_W=None) -> Theta:
         a0, b0 = NOISE_PRIOR
         noise_var = b0 / rng.gamma(a0, 1.0, (n, D))
         beta = np.sqrt(S0 * noise_var[:, None, :]) * rng.standard_normal((n, M, D))
-    else:
-        noise_var = np.ones((n, D))
-        c = INTERCEPT_MEAN + np.sqrt(INTERCEPT_VAR) * rng.standard_normal((n, 1, D))
-        beta = np.concatenate([np.sqrt(S0) * rng.standard_normal((n, M, D)), c], axis=1)
-    return Theta(X, W, beta, noise_var, dp)
+        return Theta(X, W, beta, noise_var, dp)
+    noise_var = np.ones((n, D))
+    c = INTERCEPT_MEAN + np.sqrt(INTERCEPT_VAR) * rng.standard_normal((n, 1, D))
+    r = h = None
+    if kind == "negative_binomial":       # the prior is on the log-mean c + log r
+        a0, b0, g0 = DISPERSION_PRIOR
+        h = rng.gamma(b0, 1.0 / g0, n)
+        r = rng.gamma(a0, 1.0, (n, D)) / h[:, None]
+        c = c - np.log(r)[:, None, :]
+    beta = np.concatenate([np.sqrt(S0) * rng.standard_normal((n, M, D)), c], axis=1)
+    return Theta(X, W, beta, noise_var, dp, r, h)
 
 
 def _linear_predictor(theta: Theta, xp=np):
@@ -210,6 +249,15 @@ def data_draws(rng, kind, theta: Theta):
     psi = _linear_predictor(theta)
     if kind == "gaussian":
         return psi + np.sqrt(theta.noise_var[:, None, :]) * rng.standard_normal(psi.shape)
+    if kind == "negative_binomial":       # mean r e^ψ: success probability 1/(1 + e^ψ)
+        return rng.negative_binomial(theta.r[:, None, :], special.expit(-psi)).astype(float)
+    if kind == "bernoulli":
+        return (rng.random(psi.shape) < special.expit(psi)).astype(float)
+    if kind == "binomial":
+        return rng.binomial(int(TRIALS), special.expit(psi)).astype(float)
+    if kind == "multinomial":             # softmax over [ψ, 0]: the last category the reference
+        logits = np.concatenate([psi, np.zeros(psi.shape[:-1] + (1,))], axis=-1)
+        return rng.multinomial(int(TOTAL), special.softmax(logits, axis=-1)).astype(float)
     return rng.poisson(np.exp(psi)).astype(float)
 
 
@@ -218,6 +266,19 @@ def _data_given_jax(key, kind, theta: Theta):
     psi = _linear_predictor(theta, jnp)
     if kind == "gaussian":
         return psi + jnp.sqrt(theta.noise_var) * jax.random.normal(key, psi.shape)
+    if kind == "negative_binomial":       # the gamma-Poisson mixture with mean r e^ψ
+        k_rate, key = jax.random.split(key)
+        rate = jax.random.gamma(k_rate, jnp.broadcast_to(theta.r, psi.shape)) * jnp.exp(psi)
+        return jax.random.poisson(key, rate, psi.shape).astype(psi.dtype)
+    if kind == "bernoulli":
+        return jax.random.bernoulli(key, jax.nn.sigmoid(psi)).astype(psi.dtype)
+    if kind == "binomial":
+        return jax.random.binomial(key, jnp.full(psi.shape, TRIALS), jax.nn.sigmoid(psi),
+                                   dtype=psi.dtype)
+    if kind == "multinomial":
+        logits = jnp.concatenate([psi, jnp.zeros(psi.shape[:-1] + (1,), psi.dtype)], axis=-1)
+        return jax.random.multinomial(key, jnp.full(psi.shape[:-1], TOTAL),
+                                      jax.nn.softmax(logits, axis=-1), dtype=psi.dtype)
     return jax.random.poisson(key, jnp.exp(psi), psi.shape).astype(psi.dtype)
 
 
@@ -255,8 +316,12 @@ def geweke_functions(kind, theta: Theta, Y) -> dict:
                   "mean (Y−ψ)²/σ²": mean((Y - psi) ** 2 / s2)})
     else:
         L = np.log1p(Y)
+        if theta.r is not None:           # bounded: r and h are gamma-distributed
+            g.update({"mean r/(1+r)": mean(theta.r / (1 + theta.r)),
+                      "h/(1+h)": theta.h / (1 + theta.h)})
+        Lpsi = L[..., : psi.shape[-1]]    # the multinomial's reference category has no ψ
         g.update({"mean intercept": mean(beta[:, M]), "mean log(1+Y)": mean(L),
-                  "fraction Y = 0": mean(Y == 0), "mean ψ log(1+Y)": mean(L * psi),
+                  "fraction Y = 0": mean(Y == 0), "mean ψ log(1+Y)": mean(Lpsi * psi),
                   "mean log(1+y_n) log(1+y_n+1)": mean(L[:, :-1] * L[:, 1:])})
     return g
 
@@ -273,16 +338,19 @@ def marginal_conditional(rng, kind, learn_kernel, n, fixed_W=None):
 def _to_state(template, theta: Theta, Y):
     state = template._replace(X=theta.X, W=theta.W, beta=theta.beta,
                               noise_var=theta.noise_var, Y_fill=Y)
+    if theta.r is not None:
+        state = state._replace(dispersion=theta.r, dispersion_rate=theta.h)
     if theta.dp is not None:
         z, mu, Sigma, alpha = theta.dp
         state = state._replace(dp=state.dp._replace(z=z, mu=mu, Sigma=Sigma, alpha=alpha))
     return state
 
 
-def _from_state(state) -> Theta:
+def _from_state(state, dispersed: bool = False) -> Theta:
     dp = None if state.dp is None else (state.dp.z, state.dp.mu, state.dp.Sigma,
                                         state.dp.alpha)
-    return Theta(state.X, state.W, state.beta, state.noise_var, dp)
+    r_h = (state.dispersion, state.dispersion_rate) if dispersed else (None, None)
+    return Theta(state.X, state.W, state.beta, state.noise_var, dp, *r_h)
 
 
 def successive_conditional(rng, kind, learn_kernel, n_chains, n_steps, sweep_fn=sweep,
@@ -300,16 +368,16 @@ def successive_conditional(rng, kind, learn_kernel, n_chains, n_steps, sweep_fn=
 
     def chain(key, theta, Y):
         k_init, k_run = jax.random.split(key)
-        template = init_state(k_init, spec, data._replace(Y=Y), theta.X, 0.0, 1)
+        template = init_state(k_init, spec, _with_Y(data, Y), theta.X, 0.0, 1)
         state = _to_state(template, theta, Y)
 
         def step(carry, key):
             state, Y = carry
             k_sweep, k_y = jax.random.split(key)
-            new = sweep_fn(k_sweep, state, spec, data._replace(Y=Y), inducing_times)
+            new = sweep_fn(k_sweep, state, spec, _with_Y(data, Y), inducing_times)
             # (the scan carry keeps its dtypes: a counter may come back in another width)
             state = jax.tree_util.tree_map(lambda a, b: b.astype(a.dtype), state, new)
-            theta = _from_state(state)
+            theta = _from_state(state, kind == "negative_binomial")
             Y = _data_given_jax(k_y, kind, theta)
             return (state._replace(Y_fill=Y), Y), (theta, Y)   # nothing missing: Y_fill = Y
 
@@ -358,11 +426,17 @@ FIXED_W = np.array([[0.7], [-1.3], [2.1]])
                           ("gaussian", False, 16, "gibbs", True, "drawn"),
                           ("poisson", True, 17, "nuts", False, "drawn"),
                           ("poisson", True, 18, "nuts", False, "integrated"),
-                          ("gaussian", True, 20, "nuts", False, "integrated")],
+                          ("gaussian", True, 20, "nuts", False, "integrated"),
+                          ("negative_binomial", False, 21, "nuts", False, "drawn"),
+                          ("bernoulli", False, 22, "nuts", False, "drawn"),
+                          ("binomial", False, 23, "nuts", False, "drawn"),
+                          ("multinomial", False, 24, "nuts", False, "drawn")],
                          ids=["gaussian-dp", "poisson-fixed-kernel", "gaussian-dp-nuts",
                               "poisson-fixed-kernel-nuts", "poisson-fixed-w-nuts",
                               "gaussian-fixed-w", "poisson-dp-nuts",
-                              "poisson-dp-nuts-integrated", "gaussian-dp-nuts-integrated"])
+                              "poisson-dp-nuts-integrated", "gaussian-dp-nuts-integrated",
+                              "negative-binomial-nuts", "bernoulli-nuts", "binomial-nuts",
+                              "multinomial-nuts"])
 def test_whole_sweep_leaves_the_joint_distribution_invariant(kind, learn_kernel, seed, sampler,
                                                              fixed, components):
     """The Gibbs sweep, and the sweep whose β and X steps are one NUTS transition of
