@@ -14,6 +14,13 @@ seconds and its peak resident memory are printed below the table.
     .venv/bin/python benchmarks/rflvm_compile.py --n-samples 1000 --n-outputs 1000
     .venv/bin/python benchmarks/rflvm_compile.py --learn-kernel   # the DP mixture on W
     .venv/bin/python benchmarks/rflvm_compile.py --emitters off   # the faster-compiling opt-in
+    .venv/bin/python benchmarks/rflvm_compile.py --without lbfgs  # what the mode start's parts cost
+
+``--without lbfgs`` replaces the NUTS start's L-BFGS search (:func:`gplvm.models.rflvm.
+map_start.find_mode`) by "stay where you are", ``--without curvature`` its Hessian-vector
+products (:func:`~gplvm.models.rflvm.map_start.curvature_diagonal`) by ones: an ablation, to
+see what each part of the ``start`` program costs to compile (the fit is then not the
+library's).
 
 Each (likelihood, sampler) runs in its own subprocess, so that nothing compiled for one is
 reused by the next.
@@ -80,6 +87,17 @@ def _cpu_timed_logs(collect) -> None:
     dispatch.log_elapsed_time = CPUElapsed
 
 
+def _ablate(parts) -> None:
+    """``--without``: parts of the NUTS start patched out (module docstring)."""
+    import jax.numpy as jnp
+    import gplvm.models.rflvm.map_start as start
+    if "lbfgs" in parts:
+        start.find_mode = lambda fn, position, max_iterations=0: start.ModeSearch(
+            position, fn(position), jnp.zeros((), jnp.int32), jnp.zeros((), position.dtype))
+    if "curvature" in parts:
+        start.curvature_diagonal = lambda spec, data, fn, position: jnp.ones_like(position)
+
+
 def _row(label: str, n: int, r) -> str:
     return (f"{label[:44]:<44} {n:>3} {r['trace']:>8.2f} {r['lower']:>8.2f} "
             f"{r['compile']:>8.2f} {sum(r[p] for p in PATTERNS):>8.2f}")
@@ -92,6 +110,7 @@ def one(args, likelihood: str, sampler: str) -> None:
 
     disable_compilation_cache()
     set_cpu_fusion_emitters(args.emitters == "on")
+    _ablate(args.without)
     collect = _Collect()
     _cpu_timed_logs(collect)
 
@@ -110,7 +129,8 @@ def one(args, likelihood: str, sampler: str) -> None:
     print(f"\n== RFLVM(likelihood={likelihood!r}, sampler={sampler!r}) on {args.n_samples} x "
           f"{args.n_outputs}, n_iter={args.n_iter}, learn_kernel={args.learn_kernel}, "
           f"dp_components={args.dp_components!r}, "
-          f"n_chains={args.chains}, CPU fusion emitters {args.emitters} ==")
+          f"n_chains={args.chains}, CPU fusion emitters {args.emitters}"
+          + (f", without {' and '.join(args.without)}" if args.without else "") + " ==")
     print(f"{'function':<44} {'n':>3} {'trace':>8} {'lower':>8} {'XLA':>8} {'total':>8}  (CPU s)")
     for name, r in rows[:args.top]:
         print(_row(name, collect.counts[name], r))
@@ -146,6 +166,8 @@ def main() -> None:
                    help="XLA's CPU fusion emitters for the MCMC blocks (gplvm.config."
                         "set_cpu_fusion_emitters): on is XLA's and gplvm's default, off the "
                         "opt-in that compiles faster")
+    p.add_argument("--without", nargs="*", default=[], choices=("lbfgs", "curvature"),
+                   help="patch a part of the NUTS start out (an ablation; module docstring)")
     p.add_argument("--one", nargs=2, metavar=("LIKELIHOOD", "SAMPLER"), help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.one:
@@ -160,7 +182,7 @@ def main() -> None:
                    str(a.n_samples), "--n-outputs", str(a.n_outputs), "--n-iter",
                    str(a.n_iter), "--top", str(a.top), "--chains", str(a.chains),
                    "--block-size", str(a.block_size), "--emitters", a.emitters,
-                   "--dp-components", a.dp_components]
+                   "--dp-components", a.dp_components, "--without", *a.without]
             cmd += ["--learn-kernel"] if a.learn_kernel else []
             done = subprocess.run(cmd)
             if done.returncode:     # e.g. killed for memory: say so, go on with the next
