@@ -89,13 +89,28 @@ class ModeSearch(NamedTuple):
 
 
 def find_mode(fn: Callable[[Array], Array], position: Array,
-              max_iterations: int = MAX_ITERATIONS) -> ModeSearch:
+              max_iterations: int = MAX_ITERATIONS, scale: Array | None = None) -> ModeSearch:
     """Maximise ``fn`` from ``position`` by L-BFGS until every |gradient| coordinate is at most
     :data:`GRADIENT_TOLERANCE` or ``max_iterations`` have run; a step to a non-finite point
     ends the search at the last finite one.  ``max_iterations`` ≥ 1: the value and gradient
-    returned are the last iteration's own."""
+    returned are the last iteration's own.
+
+    With ``scale`` (positive, the position's shape) the search runs in the coordinates
+    u = (p − position)/scale — a diagonal preconditioner, e.g. the Laplace standard deviations
+    — and its tolerance and the result (position, gradient) are still in p's."""
     if max_iterations < 1:
         raise ValueError(f"find_mode needs max_iterations >= 1; got {max_iterations}")
+    if scale is not None:
+        found = _lbfgs(lambda u: fn(position + scale * u), jnp.zeros_like(position),
+                       max_iterations, 1.0 / scale)       # ∂fn/∂p = (∂fn/∂u) / scale
+        return found._replace(position=position + scale * found.position)
+    return _lbfgs(fn, position, max_iterations, 1.0)
+
+
+def _lbfgs(fn: Callable[[Array], Array], position: Array, max_iterations: int,
+           gradient_scale) -> ModeSearch:
+    """:func:`find_mode`'s search; ``gradient_scale`` maps the gradient in the search's
+    coordinates to the caller's (the tolerance and the reported gradient are the caller's)."""
     optimizer = optax.lbfgs()
 
     def loss(p):
@@ -117,7 +132,8 @@ def find_mode(fn: Callable[[Array], Array], position: Array,
         ok = jnp.all(jnp.isfinite(new)) & jnp.all(jnp.isfinite(new_grad))
         p = jnp.where(ok, new, p)
         state = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), new_state, state)
-        g_max = jnp.where(ok, jnp.max(jnp.abs(new_grad)), jnp.max(jnp.abs(grad)))
+        g_max = jnp.where(ok, jnp.max(jnp.abs(new_grad * gradient_scale)),
+                          jnp.max(jnp.abs(grad * gradient_scale)))
         value = jnp.where(ok, optax.tree_utils.tree_get(new_state, "value"), value)
         return p, state, i + 1, g_max, ok, value
 
