@@ -162,3 +162,28 @@ def test_find_mode_refuses_zero_iterations():
     search = find_mode(lambda p: -jnp.sum((p - 1.0)**2), jnp.zeros(2), 50)
     np.testing.assert_allclose(search.position, 1.0, atol=1e-6)
     np.testing.assert_allclose(search.log_density, -jnp.sum((search.position - 1.0)**2))
+
+
+def test_a_scaled_search_reports_the_callers_position_and_gradient():
+    """find_mode with ``scale``: on −½ Σ a_i (p_i − m_i)², curvatures a_i from 1e-4 to 1e4, the
+    search in u = (p − p0)/scale with scale = a^(-1/2)(1 + ½ sin i) (a quadratic in u whose
+    curvatures differ by at most 9×) ends at m within the tolerance, in p's coordinates, and the
+    gradient it reports is the closed form's in p, max |a (p − m)|, not the one in u (which
+    is smaller by the scale: the search stops when p's, not u's, is within the tolerance)."""
+    from gplvm.models.rflvm.map_start import GRADIENT_TOLERANCE, find_mode
+    a = jnp.logspace(-4.0, 4.0, 9)
+    m = jnp.linspace(-2.0, 2.0, 9)
+
+    def fn(p):
+        return -0.5 * jnp.sum(a * (p - m) ** 2)
+
+    p0 = jnp.zeros(9)
+    scale = (1.0 + 0.5 * jnp.sin(jnp.arange(9.0))) / jnp.sqrt(a)
+    found = find_mode(fn, p0, 50, scale=scale)
+    gradient = np.abs(np.asarray(a * (found.position - m)))
+    assert float(found.max_gradient) <= GRADIENT_TOLERANCE
+    np.testing.assert_allclose(float(found.max_gradient), gradient.max(), rtol=1e-8)
+    assert gradient.max() > 3 * np.max(gradient * np.asarray(scale))    # p's and u's differ
+    np.testing.assert_allclose(np.asarray(found.position), np.asarray(m),
+                               atol=GRADIENT_TOLERANCE / float(a.min()))
+    np.testing.assert_allclose(float(found.log_density), float(fn(found.position)), rtol=1e-10)

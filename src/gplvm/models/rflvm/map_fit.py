@@ -133,14 +133,15 @@ def mode_state(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState):
 
 
 def _preconditioned_search(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState, log_prior_W):
-    """The count likelihoods' search: :data:`MAP_ROUNDS` rounds of at most
-    :data:`MAP_ITERATIONS` / :data:`MAP_ROUNDS` L-BFGS iterations, each in coordinates scaled
-    by the Laplace standard deviations where the round starts (:func:`.map_start.find_mode`'s
-    ``scale``), until the gradient is within the search's tolerance.  The block's curvature
-    spans orders of magnitude (bridges: counts in the thousands against N(0, 1) latents), which
-    plain L-BFGS crosses slowly; a preconditioner renewed as the search moves reaches
-    near-stationary points where the same number of plain iterations does not
-    (``benchmarks/rflvm_modes.py``)."""
+    """The count likelihoods' search: up to :data:`MAP_ROUNDS` rounds of at most
+    :data:`MAP_ITERATIONS` / :data:`MAP_ROUNDS` L-BFGS iterations, until the gradient is within
+    the search's tolerance; the first round plain, each later one in coordinates scaled by the
+    Laplace standard deviations where it starts (:func:`.map_start.find_mode`'s ``scale``).
+    The block's curvature spans orders of magnitude (bridges: counts in the thousands against
+    N(0, 1) latents), which plain L-BFGS crosses slowly; the renewed preconditioner finishes
+    the climb the plain round began.  (Preconditioned from the PCA start, every round, the
+    search ended in worse modes on bridges under the negative binomial: the first round picks
+    the basin; ``benchmarks/README.md``, issue 30's fifth stop.)"""
     fn = _block_density(spec, data, state, log_prior_W)
     iterations = MAP_ITERATIONS // MAP_ROUNDS
 
@@ -151,7 +152,9 @@ def _preconditioned_search(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState, 
     def body(carry):
         found, r = carry
         p = found.position
-        scale = 1.0 / jnp.sqrt(laplace_precision(spec, data, state, log_prior_W, p))
+        scale = lax.cond(r == 0, lambda: jnp.ones_like(p),      # the first round plain
+                         lambda: 1.0 / jnp.sqrt(laplace_precision(spec, data, state,
+                                                                  log_prior_W, p)))
         new = find_mode(fn, p, iterations, scale)
         return new._replace(n_iterations=found.n_iterations + new.n_iterations), r + 1
 
