@@ -68,8 +68,8 @@ def preconditioned_start(rounds: int, iterations: int):
         def one_round(_, carry):
             p, _ = carry
             scale = 1.0 / jnp.sqrt(start.laplace_precision(spec, data, state, log_prior_W, p))
-            found = start.find_mode(lambda u: fn(p + scale * u), jnp.zeros_like(p), iterations)
-            return p + scale * found.position, found
+            found = start.find_mode(fn, p, iterations, scale)
+            return found.position, found
 
         p0 = to_position(spec, data, state)
         if rounds == 0:
