@@ -56,7 +56,8 @@ from rflvm_convergence import LIKELIHOODS, load  # noqa: E402
 def preconditioned_start(rounds: int, iterations: int):
     """:func:`~gplvm.models.rflvm.map_start.start_at_mode` with its search replaced by
     ``rounds`` rounds of L-BFGS, each in coordinates u = √d (p − p_r), d the Laplace
-    precisions at the round's start p_r; the rest (the over-dispersed draw, the inverse
+    precisions at the round's start p_r (:func:`~gplvm.models.rflvm.map_start.find_mode`'s
+    ``scale``; unlike ``RFLVM(inference='map')``, whose first round is plain); the rest (the over-dispersed draw, the inverse
     mass) as the library's."""
     def start_at_mode(key, spec, data, state):
         k_prior, k_noise = jax.random.split(key)
@@ -76,7 +77,9 @@ def preconditioned_start(rounds: int, iterations: int):
             found = start.find_mode(fn, p0)
             p = found.position
         else:
-            p, found = jax.lax.fori_loop(0, rounds, one_round, (p0, start.find_mode(fn, p0, 1)))
+            first = start.ModeSearch(p0, fn(p0), jnp.zeros((), jnp.int32),
+                                     jnp.full((), jnp.inf, p0.dtype))
+            p, found = jax.lax.fori_loop(0, rounds, one_round, (p0, first))
         precision = start.laplace_precision(spec, data, state, log_prior_W, p)
         # the Newton step of a diagonal quadratic, in Laplace sds: |g_i| / √d_i
         scaled = jnp.max(jnp.abs(jax.grad(fn)(p)) / jnp.sqrt(precision))
