@@ -158,8 +158,9 @@ def _preconditioned_search(spec: RFLVMSpec, data: RFLVMData, state: RFLVMState, 
         new = find_mode(fn, p, iterations, scale)
         return new._replace(n_iterations=found.n_iterations + new.n_iterations), r + 1
 
-    p0 = to_position(spec, data, state)
-    first = ModeSearch(p0, fn(p0), jnp.zeros((), jnp.int32), jnp.full((), jnp.inf, p0.dtype))
+    p0 = to_position(spec, data, state)     # (an infinite gradient: the first round runs)
+    first = ModeSearch(p0, jnp.full((), -jnp.inf, p0.dtype), jnp.zeros((), jnp.int32),
+                       jnp.full((), jnp.inf, p0.dtype))
     found, _ = lax.while_loop(cond, body, (first, jnp.zeros((), jnp.int32)))
     return state_at(spec, data, state, found.position), found
 
