@@ -1,0 +1,147 @@
+"""Do the Gibbs sweep and the NUTS default sample the same posterior at full size? (issue 30)
+
+Split R-hat compares chains of one sampler, so it cannot see a bias that all of them share.
+On the Poisson S-curve with the DP kernel the Gibbs chains have been seen to settle ~30 nats
+of log-likelihood below the NUTS chains (benchmarks/README.md, "the default against the DP
+Gibbs sweep").  Two explanations predict different things when each sampler is continued
+from the other's final states:
+
+* the Gibbs chains are still climbing (in transit, slow): Gibbs started from the NUTS states
+  stays at the NUTS level, and NUTS started from the Gibbs states climbs to it;
+* the samplers target different distributions (a bug in one): Gibbs started from the NUTS
+  states falls back to its own level, and NUTS started from the Gibbs states climbs.
+
+The script fits ``RFLVM(sampler='nuts')`` and ``RFLVM(sampler='gibbs')`` (the same model: DP
+kernel, 4 chains, one seed) for fixed numbers of sweeps, then continues each sampler's
+compiled sweep from the other's final chain states (NUTS at its adapted step size and mass
+matrix, which no longer change after burn-in; a fresh random key) and prints, per run, the
+chains' mean log-likelihood over windows of the run and the level of the latent distances
+(median over 20 fixed row pairs of the chains' mean distance), which no rotation of X
+changes but the kernel's length-scale against the latents' spread does.
+
+    .venv/bin/python benchmarks/rflvm_cross_check.py
+    .venv/bin/python benchmarks/rflvm_cross_check.py --nuts 500,200 --gibbs 8000,1000 \
+        --cross-gibbs 4000 --cross-nuts 200 --seed 0
+
+Single-threaded XLA and OpenBLAS (set when unset, printed).  CPU seconds per phase are the
+process's.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
+
+import argparse  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+import gplvm  # noqa: E402
+from gplvm.data import make_s_curve  # noqa: E402
+from gplvm.inference.mcmc import pairwise_distance_summary, split_rhat  # noqa: E402
+
+#: windows of a continued run whose chain means are printed
+N_WINDOWS = 5
+
+
+def fit(Y, sampler: str, n_iter: int, burn_in: int, args) -> tuple:
+    """One fit of the default model (DP kernel) with ``sampler``; (model, CPU s)."""
+    t0 = time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = gplvm.RFLVM(likelihood="poisson", sampler=sampler, n_iter=n_iter,
+                            burn_in=burn_in, n_chains=args.chains, n_features=args.features,
+                            learn_kernel=True, random_state=args.seed, progress=False,
+                            block_size=50).fit(Y)
+    return model, time.process_time() - t0
+
+
+def continue_from(model, states, n_iter: int, seed: int) -> tuple:
+    """``model``'s compiled sweep run ``n_iter`` sweeps from ``states`` (its own data in the
+    carry, a fresh key, nothing discarded); (log-likelihood trace (chains, n_iter), X draws,
+    CPU s).  ``model`` is changed (its fitted attributes are the continued run's)."""
+    carry = model._result_.state
+    init = (states, *carry[1:])
+    model._key_run_ = jax.random.PRNGKey(seed)
+    model.burn_in = 0
+    t0 = time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model._run(init, start=0, earlier=None, n_iter=n_iter, quiet=True)
+    return model.history_, model.X_samples_, time.process_time() - t0
+
+
+def distance_level(X_samples) -> float:
+    """Median over 20 fixed row pairs of the chains' mean distance."""
+    dist = np.asarray(pairwise_distance_summary(X_samples, n_pairs=20))   # (C, S, 20)
+    return float(np.median(dist.mean(axis=1)))
+
+
+def row(name: str, trace: np.ndarray, X_samples, cpu: float) -> str:
+    """A table row: per-window means over chains, the last half's per-chain means."""
+    C, S = trace.shape
+    windows = np.array_split(np.arange(S), N_WINDOWS)
+    means = " / ".join(f"{trace[:, w].mean():.1f}" for w in windows)
+    last = trace[:, S // 2:]
+    chains = ", ".join(f"{m:.1f}" for m in last.mean(axis=1))
+    rhat = split_rhat(last) if last.shape[1] >= 4 else float("nan")
+    return (f"| {name} | {S} × {C} | {cpu:.0f} | {means} | {chains} | {rhat:.3f} | "
+            f"{distance_level(X_samples):.4f} |")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nuts", default="500,200", help="sweeps,burn-in of the NUTS fit")
+    parser.add_argument("--gibbs", default="8000,1000", help="sweeps,burn-in of the Gibbs fit")
+    parser.add_argument("--cross-gibbs", type=int, default=4000,
+                        help="Gibbs sweeps from the NUTS fit's final states")
+    parser.add_argument("--cross-nuts", type=int, default=200,
+                        help="NUTS sweeps from the Gibbs fit's final states")
+    parser.add_argument("--chains", type=int, default=4)
+    parser.add_argument("--features", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    print(f"OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']} "
+          f"XLA_FLAGS={os.environ['XLA_FLAGS']}")
+    Y = make_s_curve("poisson", n_samples=300, n_outputs=50, random_state=0).Y
+
+    n_nuts, burn_nuts = (int(v) for v in args.nuts.split(","))
+    n_gibbs, burn_gibbs = (int(v) for v in args.gibbs.split(","))
+    nuts, cpu_nuts = fit(Y, "nuts", n_nuts, burn_nuts, args)
+    gibbs, cpu_gibbs = fit(Y, "gibbs", n_gibbs, burn_gibbs, args)
+    lines = [row("NUTS (default), after burn-in", nuts.history_[:, burn_nuts:],
+                 nuts.X_samples_, cpu_nuts),
+             row("Gibbs, after burn-in", gibbs.history_[:, burn_gibbs:],
+                 gibbs.X_samples_, cpu_gibbs)]
+
+    nuts_end = nuts._result_.state[0]
+    gibbs_end = gibbs._result_.state[0]
+    # Gibbs from the NUTS states: the same fields, no NUTS adaptation; its MAP warm-up over
+    sweeps = np.maximum(nuts_end.n_sweeps, gibbs_end.n_sweeps)          # (n_sweeps below)
+    from_nuts = nuts_end._replace(tuning=None, n_sweeps=sweeps)
+    # NUTS from the Gibbs states: the NUTS chains' adapted (now fixed) tuning, sweep counts
+    # past the burn-in so that nothing adapts
+    from_gibbs = gibbs_end._replace(tuning=nuts_end.tuning, n_sweeps=sweeps,
+                                    n_proposals_X=nuts_end.n_proposals_X,
+                                    n_proposals_beta=nuts_end.n_proposals_beta)
+    trace, X, cpu = continue_from(gibbs, from_nuts, args.cross_gibbs, args.seed + 1000)
+    lines.append(row("Gibbs from the NUTS fit's final states", trace, X, cpu))
+    trace, X, cpu = continue_from(nuts, from_gibbs, args.cross_nuts, args.seed + 2000)
+    lines.append(row("NUTS from the Gibbs fit's final states", trace, X, cpu))
+
+    print(f"\nPoisson S-curve, N = 300, J = 50, M = {args.features}, DP kernel, seed {args.seed}, "
+          f"{args.chains} chains")
+    print(f"| run | sweeps × chains | CPU s | log-lik, mean over chains, {N_WINDOWS} windows "
+          f"| log-lik per chain (last half) | split R-hat (last half) | distance level |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for line in lines:
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
