@@ -15,9 +15,9 @@ The script fits ``RFLVM(sampler='nuts')`` and ``RFLVM(sampler='gibbs')`` (the sa
 kernel, 4 chains, one seed) for fixed numbers of sweeps, then continues each sampler's
 compiled sweep from the other's final chain states (NUTS at its adapted step size and mass
 matrix, which no longer change after burn-in; a fresh random key) and prints, per run, the
-chains' mean log-likelihood over windows of the run and the level of the latent distances
-(median over 20 fixed row pairs of the chains' mean distance), which no rotation of X
-changes but the kernel's length-scale against the latents' spread does.
+chains' mean log-likelihood over windows of the run and the same for the level of the latent
+distances (each draw's median over 20 fixed row pairs), which no rotation of X changes but
+the kernel's length-scale against the latents' spread does.
 
     .venv/bin/python benchmarks/rflvm_cross_check.py
     .venv/bin/python benchmarks/rflvm_cross_check.py --nuts 500,200 --gibbs 8000,1000 \
@@ -76,22 +76,31 @@ def continue_from(model, states, n_iter: int, seed: int) -> tuple:
     return model.history_, model.X_samples_, time.process_time() - t0
 
 
-def distance_level(X_samples) -> float:
-    """Median over 20 fixed row pairs of the chains' mean distance."""
+def distance_levels(X_samples) -> np.ndarray:
+    """(chains, draws): the median over 20 fixed row pairs of their distance in each draw."""
     dist = np.asarray(pairwise_distance_summary(X_samples, n_pairs=20))   # (C, S, 20)
-    return float(np.median(dist.mean(axis=1)))
+    return np.median(dist, axis=2)
 
 
-def row(name: str, trace: np.ndarray, X_samples, cpu: float) -> str:
-    """A table row: per-window means over chains, the last half's per-chain means."""
+def _windows(values: np.ndarray, fmt: str) -> str:
+    """Means over chains in :data:`N_WINDOWS` consecutive windows of the draws."""
+    parts = np.array_split(np.arange(values.shape[1]), N_WINDOWS)
+    return " / ".join(format(values[:, w].mean(), fmt) for w in parts)
+
+
+def rows(name: str, trace: np.ndarray, X_samples, cpu: float) -> list:
+    """Two table rows (log-likelihood, distance level): per-window means over chains, the
+    last half's per-chain means and split R-hat."""
     C, S = trace.shape
-    windows = np.array_split(np.arange(S), N_WINDOWS)
-    means = " / ".join(f"{trace[:, w].mean():.1f}" for w in windows)
-    last = trace[:, S // 2:]
-    chains = ", ".join(f"{m:.1f}" for m in last.mean(axis=1))
-    rhat = split_rhat(last) if last.shape[1] >= 4 else float("nan")
-    return (f"| {name} | {S} × {C} | {cpu:.0f} | {means} | {chains} | {rhat:.3f} | "
-            f"{distance_level(X_samples):.4f} |")
+    lines = []
+    for what, values, fmt in (("log-lik", trace, ".1f"),
+                              ("distance level", distance_levels(X_samples), ".3f")):
+        last = values[:, values.shape[1] // 2:]
+        chains = ", ".join(format(m, fmt) for m in last.mean(axis=1))
+        rhat = split_rhat(last) if last.shape[1] >= 4 else float("nan")
+        lines.append(f"| {name} | {what} | {S} × {C} | {cpu:.0f} | {_windows(values, fmt)} | "
+                     f"{chains} | {rhat:.3f} |")
+    return lines
 
 
 def main(argv=None) -> None:
@@ -114,10 +123,10 @@ def main(argv=None) -> None:
     n_gibbs, burn_gibbs = (int(v) for v in args.gibbs.split(","))
     nuts, cpu_nuts = fit(Y, "nuts", n_nuts, burn_nuts, args)
     gibbs, cpu_gibbs = fit(Y, "gibbs", n_gibbs, burn_gibbs, args)
-    lines = [row("NUTS (default), after burn-in", nuts.history_[:, burn_nuts:],
-                 nuts.X_samples_, cpu_nuts),
-             row("Gibbs, after burn-in", gibbs.history_[:, burn_gibbs:],
-                 gibbs.X_samples_, cpu_gibbs)]
+    lines = (rows("NUTS (default), after burn-in", nuts.history_[:, burn_nuts:],
+                  nuts.X_samples_, cpu_nuts)
+             + rows("Gibbs, after burn-in", gibbs.history_[:, burn_gibbs:],
+                    gibbs.X_samples_, cpu_gibbs))
 
     nuts_end = nuts._result_.state[0]
     gibbs_end = gibbs._result_.state[0]
@@ -130,14 +139,14 @@ def main(argv=None) -> None:
                                     n_proposals_X=nuts_end.n_proposals_X,
                                     n_proposals_beta=nuts_end.n_proposals_beta)
     trace, X, cpu = continue_from(gibbs, from_nuts, args.cross_gibbs, args.seed + 1000)
-    lines.append(row("Gibbs from the NUTS fit's final states", trace, X, cpu))
+    lines += rows("Gibbs from the NUTS fit's final states", trace, X, cpu)
     trace, X, cpu = continue_from(nuts, from_gibbs, args.cross_nuts, args.seed + 2000)
-    lines.append(row("NUTS from the Gibbs fit's final states", trace, X, cpu))
+    lines += rows("NUTS from the Gibbs fit's final states", trace, X, cpu)
 
     print(f"\nPoisson S-curve, N = 300, J = 50, M = {args.features}, DP kernel, seed {args.seed}, "
           f"{args.chains} chains")
-    print(f"| run | sweeps × chains | CPU s | log-lik, mean over chains, {N_WINDOWS} windows "
-          f"| log-lik per chain (last half) | split R-hat (last half) | distance level |")
+    print(f"| run | statistic | sweeps × chains | CPU s | mean over chains, {N_WINDOWS} windows "
+          f"| per chain (last half) | split R-hat (last half) |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for line in lines:
         print(line)
