@@ -22,10 +22,16 @@ critical value) on ``sampler='nuts'`` with one bug monkeypatched into
 * ``niw_wrong_base``: the block's integrated prior with Ψ0 = 2I in place of the NIW base's I
   (a wrong prior term in the marginal);
 * ``dispersion_rate_doubled`` (``--kind negative_binomial``): the block's Ga(a0, rate h) prior of
-  the dispersions read with rate 2h (a wrong prior term on log r).
+  the dispersions read with rate 2h (a wrong prior term on log r);
+* ``dp_prior_sharpened`` (``--kind poisson-dp``, with NUTS or ``--sampler gibbs``): every
+  frequency's DP component density read as its 1.5th power (precisions × 1.5) where the
+  sweep's steps evaluate it (:func:`gplvm.models.rflvm.sweep.prior_W`: W's Metropolis
+  ratio, and the NUTS block's prior of W), while the proposals from the prior stay right.
 
 ``--kind negative_binomial|bernoulli|binomial|multinomial`` are the test's fixed-kernel NUTS
-cases of the other likelihoods (seeds 21–24 there).
+cases of the other likelihoods (seeds 21–24 there).  ``--sampler gibbs`` runs the Gibbs sweep
+instead (the test's ``poisson-dp`` case: ``--kind poisson-dp --sampler gibbs --seed 25``); the
+bugs in the NUTS block's density then do not reach the sweep.
 
 A wrong gradient is not in the list on purpose: the leapfrog map of any potential is
 volume-preserving and reversible and the acceptance step uses the true log-density, so a
@@ -51,9 +57,10 @@ import jax.numpy as jnp  # noqa: E402
 import gplvm.models.rflvm.gauge as U  # noqa: E402
 import gplvm.models.rflvm.joint as J  # noqa: E402
 import gplvm.models.rflvm.sweep as S  # noqa: E402
+from gplvm.models.rflvm.frequencies import summed  # noqa: E402
 
 ORIGINAL = (J.log_density, J.from_position, S.scale_moves, U.log_jacobian, U.rotate,
-            S.sample_cluster_params, S.niw_log_marginal)
+            S.sample_cluster_params, S.niw_log_marginal, S.prior_W)
 
 
 def _scale_moves_without_jacobian(key, X, W, log_prior_W):
@@ -73,7 +80,7 @@ def _scale_moves_without_jacobian(key, X, W, log_prior_W):
 
 def inject(bug: str) -> None:
     (J.log_density, J.from_position, S.scale_moves, U.log_jacobian, U.rotate,
-     S.sample_cluster_params, S.niw_log_marginal) = ORIGINAL
+     S.sample_cluster_params, S.niw_log_marginal, S.prior_W) = ORIGINAL
     log_density, from_position = ORIGINAL[:2]
     if bug == "no_x_prior":
         def patched(spec, data, W, noise_var, rate, Y=None, log_prior_W=None, centre=None):
@@ -112,6 +119,16 @@ def inject(bug: str) -> None:
         def patched(spec, data, W, noise_var, rate, Y=None, log_prior_W=None, centre=None):
             return log_density(spec, data, W, noise_var, 2.0 * rate, Y, log_prior_W, centre)
         J.log_density = patched
+    elif bug == "dp_prior_sharpened":
+        prior_W = ORIGINAL[7]
+
+        def patched_prior(key, spec, data, state):
+            prior = prior_W(key, spec, data, state)
+            if state.dp is None or spec.integrates_components:
+                return prior
+            sharp = lambda m, w: 1.5 * prior.log_density(m, w)   # noqa: E731
+            return prior._replace(log_density=sharp, total=summed(sharp))
+        S.prior_W = patched_prior
     elif bug != "none":
         raise SystemExit(f"unknown bug {bug!r}")
 
@@ -136,6 +153,7 @@ def main(argv=None):
                         "poisson-dp-integrated (the DP components integrated out of the "
                         "block; seed 18), gaussian-dp-integrated (seed 20), and the other "
                         "likelihoods with a fixed kernel (seeds 21-24)")
+    parser.add_argument("--sampler", default="nuts", choices=("nuts", "gibbs"))
     parser.add_argument("--seed", type=int, default=14)
     args = parser.parse_args(argv)
     kind, learn_kernel, components = CASES[args.kind]
@@ -144,11 +162,11 @@ def main(argv=None):
         rng = np.random.default_rng(args.seed)
         g_m = G.marginal_conditional(rng, kind, learn_kernel, G.N_MARGINAL)
         g_s = G.successive_conditional(rng, kind, learn_kernel, G.N_CHAINS, G.N_STEPS,
-                                       sampler="nuts", dp_components=components)
+                                       sampler=args.sampler, dp_components=components)
         z, _ = G.geweke_z(g_m, g_s)
         worst = max(z, key=lambda k: abs(z[k]))
         crit = G.critical_value(len(z))
-        print(f"{args.kind:8s} {bug:22s} max |z| = {abs(z[worst]):7.1f} ({worst}); critical "
+        print(f"{args.kind:8s} {args.sampler:5s} {bug:22s} max |z| = {abs(z[worst]):7.1f} ({worst}); critical "
               f"{crit:.2f}: {'caught' if abs(z[worst]) > crit else 'passes'}", flush=True)
 
 

@@ -97,6 +97,12 @@ passes: the case runs on seed 20, a choice made after seeing 19, which this note
 The other likelihoods' NUTS cases (seeds 21–24, each passing on its first seed) are in the
 same script (``--kind negative_binomial|bernoulli|binomial|multinomial``); among the bugs
 it injects, ``dispersion_rate_doubled`` reads the dispersions' prior with rate 2h.
+``poisson-dp`` (seed 25, passing on its first seed) is the Gibbs sweep on the default model
+(Poisson counts, the DP kernel): the sampler of ``sampler='gibbs'`` and of RESULTS.md's Gibbs
+rows, whose W step given β reads the DP components' prior (the Poisson Gibbs case above has
+the fixed kernel's).  The injected-bugs script's ``dp_prior_sharpened`` (every DP component's
+density to the power 1.5 in W's Metropolis ratio) fails it: ``--kind poisson-dp --sampler
+gibbs --seed 25``.
 """
 
 from __future__ import annotations
@@ -430,13 +436,14 @@ FIXED_W = np.array([[0.7], [-1.3], [2.1]])
                           ("negative_binomial", False, 21, "nuts", False, "drawn"),
                           ("bernoulli", False, 22, "nuts", False, "drawn"),
                           ("binomial", False, 23, "nuts", False, "drawn"),
-                          ("multinomial", False, 24, "nuts", False, "drawn")],
+                          ("multinomial", False, 24, "nuts", False, "drawn"),
+                          ("poisson", True, 25, "gibbs", False, "drawn")],
                          ids=["gaussian-dp", "poisson-fixed-kernel", "gaussian-dp-nuts",
                               "poisson-fixed-kernel-nuts", "poisson-fixed-w-nuts",
                               "gaussian-fixed-w", "poisson-dp-nuts",
                               "poisson-dp-nuts-integrated", "gaussian-dp-nuts-integrated",
                               "negative-binomial-nuts", "bernoulli-nuts", "binomial-nuts",
-                              "multinomial-nuts"])
+                              "multinomial-nuts", "poisson-dp"])
 def test_whole_sweep_leaves_the_joint_distribution_invariant(kind, learn_kernel, seed, sampler,
                                                              fixed, components):
     """The Gibbs sweep, and the sweep whose β and X steps are one NUTS transition of
