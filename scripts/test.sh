@@ -30,7 +30,7 @@ started=$(date +%s)
 # consecutive files
 heavy=(tests/models/gplvm_family/test_bgplvm.py tests/models/gplvm_family/test_dpgplvm.py
        tests/models/test_contract.py tests/models/test_sklearn_checks.py
-       tests/models/rflvm/test_rflvm_geweke.py)
+       tests/models/rflvm/test_rflvm_geweke.py tests/models/rflvm/test_rflvm_geweke_q2.py)
 mapfile -t files < <(find tests -name 'test_*.py' | LC_ALL=C sort \
                      | grep -vxF -f <(printf '%s\n' "${heavy[@]}"))
 n=${#files[@]}

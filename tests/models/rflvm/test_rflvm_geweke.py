@@ -97,6 +97,9 @@ passes: the case runs on seed 20, a choice made after seeing 19, which this note
 The other likelihoods' NUTS cases (seeds 21–24, each passing on its first seed) are in the
 same script (``--kind negative_binomial|bernoulli|binomial|multinomial``); among the bugs
 it injects, ``dispersion_rate_doubled`` reads the dispersions' prior with rate 2h.
+The simulators take the number of latent dimensions (``q``, 1 here; the default model with
+Q = 2, where the inverse-Wishart, the gauge's triangular Jacobian and the Haar rotation over
+O(2) are tested in their general form, is ``test_rflvm_geweke_q2.py``).
 ``poisson-dp`` (seed 25, passing on its first seed) is the Gibbs sweep on the default model
 (Poisson counts, the DP kernel): the sampler of ``sampler='gibbs'`` and of RESULTS.md's Gibbs
 rows, whose W step given β reads the DP components' prior (the Poisson Gibbs case above has
@@ -151,8 +154,9 @@ class Theta(NamedTuple):
 
 
 def _spec(kind: str, learn_kernel: bool, sampler: str = "gibbs",
-          frequencies: str = "sampled", dp_components: str = "drawn") -> RFLVMSpec:
-    return RFLVMSpec(likelihood=kind, n_components=Q, n_freq=N_FREQ, n_outputs=D,
+          frequencies: str = "sampled", dp_components: str = "drawn",
+          q: int = Q) -> RFLVMSpec:
+    return RFLVMSpec(likelihood=kind, n_components=q, n_freq=N_FREQ, n_outputs=D,
                      intercept=kind != "gaussian", learn_kernel=learn_kernel,
                      beta_prior_var=S0, intercept_prior_var=INTERCEPT_VAR,
                      noise_prior=NOISE_PRIOR, alpha_prior=ALPHA_PRIOR, n_x_steps=1,
@@ -204,10 +208,13 @@ def _crp(rng, alpha):
     return z
 
 
-def _dp_prior(rng, n):
-    """W and (z, μ, Σ, α) from the DP mixture with the NIW base measure (Q = 1)."""
+def _dp_prior(rng, n, q=Q):
+    """W and (z, μ, Σ, α) from the DP mixture with the NIW base measure (Q = 1, or
+    :func:`_niw_draws` for q > 1)."""
     alpha = rng.gamma(ALPHA_PRIOR[0], 1.0 / ALPHA_PRIOR[1], n)
     z = _crp(rng, alpha)
+    if q > 1:
+        return _niw_draws(rng, n, q, z, alpha)
     Sigma = 0.5 * PSI0 / rng.gamma(0.5 * NU0, 1.0, (n, N_FREQ))    # IW = IG when Q = 1
     mu = np.sqrt(Sigma / LAMBDA0) * rng.standard_normal((n, N_FREQ))
     mu_z, Sigma_z = np.take_along_axis(mu, z, 1), np.take_along_axis(Sigma, z, 1)
@@ -215,16 +222,30 @@ def _dp_prior(rng, n):
     return W[..., None], (z, mu[..., None], Sigma[..., None, None], alpha)
 
 
-def prior_draws(rng, kind, learn_kernel, n, fixed_W=None) -> Theta:
-    """n independent draws θ ~ p(θ) (module docstring); with ``fixed_W`` (M/2, Q), of
-    p(θ | W = fixed_W) (``frequencies='fixed'``)."""
-    X = rng.standard_normal((n, N, Q))
+def _niw_draws(rng, n, q, z, alpha):
+    """W and (z, μ, Σ, α) under the NIW base of q > 1 latent dimensions (the library's and the
+    authors' defaults μ0 = 0, λ0 = q, ν0 = q + 1, Ψ0 = I): Σ_k⁻¹ ~ Wishart(ν0, I) as a sum of
+    ν0 outer products of N(0, I) vectors, μ_k | Σ_k ~ N(0, Σ_k/λ0), w_m ~ N(μ_{z_m}, Σ_{z_m})."""
+    G = rng.standard_normal((n, N_FREQ, q + 1, q))                # ν0 = q + 1 vectors
+    Sigma = np.linalg.inv(np.swapaxes(G, -1, -2) @ G)
+    L = np.linalg.cholesky(Sigma)
+    mu = (L @ rng.standard_normal((n, N_FREQ, q, 1)))[..., 0] / np.sqrt(float(q))
+    L_z = np.take_along_axis(L, z[..., None, None], 1)
+    W = (np.take_along_axis(mu, z[..., None], 1)
+         + (L_z @ rng.standard_normal((n, N_FREQ, q, 1)))[..., 0])
+    return W, (z, mu, Sigma, alpha)
+
+
+def prior_draws(rng, kind, learn_kernel, n, fixed_W=None, q=Q) -> Theta:
+    """n independent draws θ ~ p(θ) (module docstring) with q latent dimensions; with
+    ``fixed_W`` (M/2, Q), of p(θ | W = fixed_W) (``frequencies='fixed'``)."""
+    X = rng.standard_normal((n, N, q))
     if fixed_W is not None:
         W, dp = np.broadcast_to(fixed_W, (n, N_FREQ, Q)).copy(), None
     elif learn_kernel:
-        W, dp = _dp_prior(rng, n)
+        W, dp = _dp_prior(rng, n, q)
     else:
-        W, dp = rng.standard_normal((n, N_FREQ, Q)) / LENGTHSCALE, None
+        W, dp = rng.standard_normal((n, N_FREQ, q)) / LENGTHSCALE, None
     if kind == "gaussian":
         a0, b0 = NOISE_PRIOR
         noise_var = b0 / rng.gamma(a0, 1.0, (n, D))
@@ -309,12 +330,20 @@ def geweke_functions(kind, theta: Theta, Y) -> dict:
         z, mu, Sigma, alpha = theta.dp
         g["DP α"] = alpha
         g["DP clusters"] = np.array([len(np.unique(row)) for row in z], float)
-        # the frequencies' own components (bounded functions: Σ is inverse-gamma, heavy-
-        # tailed), which the DP update draws and the frequencies' prior reads
-        Sigma_z = np.take_along_axis(np.reshape(Sigma, Sigma.shape[:2]), z, 1)
-        g["mean Σ_z/(1+Σ_z)"] = mean(Sigma_z / (1 + Sigma_z))
-        g["mean (w−μ_z)²/Σ_z bounded"] = mean(np.tanh(
-            (W[..., 0] - np.take_along_axis(np.reshape(mu, mu.shape[:2]), z, 1)) ** 2 / Sigma_z))
+        # the frequencies' own components (bounded functions: Σ is inverse-gamma or inverse-
+        # Wishart, heavy-tailed), which the DP update draws and the frequencies' prior reads:
+        # the diagonal of Σ_z and the Mahalanobis distance of w_m from its component
+        Sigma_z = np.take_along_axis(Sigma, z[..., None, None], 1)
+        diag = np.diagonal(Sigma_z, axis1=-2, axis2=-1)
+        g["mean Σ_z/(1+Σ_z)"] = mean(diag / (1 + diag))
+        diff = W - np.take_along_axis(mu, z[..., None], 1)
+        maha = np.einsum("nki,nki->nk", diff, np.linalg.solve(Sigma_z, diff[..., None])[..., 0])
+        g["mean (w−μ_z)²/Σ_z bounded"] = mean(np.tanh(maha))
+    if X.shape[-1] > 1:
+        # odd under a reflection of the latent space (applied to X and W together, which
+        # leaves the model unchanged): a sampler that never changes the configuration's
+        # handedness is seen (the Q = 1 cases' tanh W does this for the sign)
+        g["tanh det(x_1, x_2)"] = np.tanh(X[:, 0, 0] * X[:, 1, 1] - X[:, 0, 1] * X[:, 1, 0])
     if kind == "gaussian":
         s2 = theta.noise_var[:, None, :]
         g.update({"mean log σ²": mean(np.log(theta.noise_var)), "mean Y²": mean(Y**2),
@@ -334,10 +363,10 @@ def geweke_functions(kind, theta: Theta, Y) -> dict:
 
 # --- the two simulators ---------------------------------------------------------------------------
 
-def marginal_conditional(rng, kind, learn_kernel, n, fixed_W=None):
+def marginal_conditional(rng, kind, learn_kernel, n, fixed_W=None, q=Q):
     """Test functions of n independent draws of p(θ, Y) (given ``fixed_W``): a dict of (n,)
     arrays."""
-    theta = prior_draws(rng, kind, learn_kernel, n, fixed_W)
+    theta = prior_draws(rng, kind, learn_kernel, n, fixed_W, q)
     return geweke_functions(kind, theta, data_draws(rng, kind, theta))
 
 
@@ -360,15 +389,15 @@ def _from_state(state, dispersed: bool = False) -> Theta:
 
 
 def successive_conditional(rng, kind, learn_kernel, n_chains, n_steps, sweep_fn=sweep,
-                           sampler="gibbs", fixed_W=None, dp_components="drawn"):
+                           sampler="gibbs", fixed_W=None, dp_components="drawn", q=Q):
     """Test functions along independent successive-conditional chains, each started from an
     exact draw of p(θ, Y) (given ``fixed_W``, which the sweep then holds:
     ``frequencies='fixed'``): a dict of (n_chains, n_steps) arrays."""
     spec = _spec(kind, learn_kernel, sampler, "sampled" if fixed_W is None else "fixed",
-                 dp_components)
+                 dp_components, q)
     data = _data(spec)
     inducing_times = jnp.zeros((1,))      # unused by the iid latent prior
-    theta0 = prior_draws(rng, kind, learn_kernel, n_chains, fixed_W)
+    theta0 = prior_draws(rng, kind, learn_kernel, n_chains, fixed_W, q)
     Y0 = data_draws(rng, kind, theta0)
     keys = jax.random.split(jax.random.PRNGKey(rng.integers(2**31)), n_chains)
 
@@ -417,6 +446,23 @@ def geweke_z(g_marginal: dict, g_successive: dict, batches_per_chain=BATCHES_PER
 def critical_value(n_functions, n_batches=N_BATCHES, alpha=ALPHA):
     """Bonferroni: two-sided level α/K per function, Student-t with B − 1 degrees of freedom."""
     return stats.t.ppf(1 - alpha / (2 * n_functions), n_batches - 1)
+
+
+def geweke_z_ess(g_marginal: dict, g_successive: dict):
+    """z of each test function's mean difference with the chains' standard error from their
+    effective sample size, var/ESS (ArviZ's ``ess(method='mean')``: Geyer's initial monotone
+    sequence over all chains, an estimate of the spectral density at frequency zero that
+    Geweke 2004 §3 asks for), for chains whose autocorrelation outlasts batches of a
+    quarter-chain; and each function's ESS."""
+    import arviz as az
+
+    z, ess = {}, {}
+    for name, g_m in g_marginal.items():
+        g_s = np.asarray(g_successive[name], dtype=float)
+        ess[name] = float(az.ess(g_s, method="mean"))
+        se2 = g_s.var(ddof=1) / ess[name] + g_m.var(ddof=1) / g_m.size
+        z[name] = (g_s.mean() - g_m.mean()) / np.sqrt(se2)
+    return z, ess
 
 
 #: W of the ``frequencies='fixed'`` case (M/2 × Q): any values; the joint is then p(θ, Y | W)
