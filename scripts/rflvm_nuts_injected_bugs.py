@@ -180,8 +180,9 @@ def main(argv=None):
             crit = G.stats.norm.ppf(1 - G.ALPHA / (2 * len(z)))
             print(f"    least ESS {min(ess.values()):.0f}", flush=True)
         worst = max(z, key=lambda k: abs(z[k]))
-        print(f"{args.kind:8s} {args.sampler:5s} {bug:22s} max |z| = {abs(z[worst]):7.1f} ({worst}); critical "
-              f"{crit:.2f}: {'caught' if abs(z[worst]) > crit else 'passes'}", flush=True)
+        print(f"{args.kind:8s} {args.sampler:5s} {bug:22s} max |z| = {abs(z[worst]):7.1f} "
+              f"({worst}); critical {crit:.2f}: "
+              f"{'caught' if abs(z[worst]) > crit else 'passes'}", flush=True)
 
 
 if __name__ == "__main__":
