@@ -50,7 +50,8 @@ import numpy as np  # noqa: E402
 import gplvm  # noqa: E402
 from gplvm.data import make_s_curve  # noqa: E402
 from gplvm.inference.mcmc import pairwise_distance_summary, split_rhat  # noqa: E402
-from gplvm.inference.mcmc.convergence import bulk_ess, rank_rhat  # noqa: E402
+from gplvm.inference.mcmc.convergence import bulk_ess  # noqa: E402
+from gplvm.models.rflvm.convergence import figures_of  # noqa: E402
 
 #: windows of a continued run whose chain means are printed
 N_WINDOWS = 5
@@ -70,8 +71,9 @@ def fit(Y, sampler: str, n_iter: int, burn_in: int, args) -> tuple:
 
 def continue_from(model, states, n_iter: int, seed: int) -> tuple:
     """``model``'s compiled sweep run ``n_iter`` sweeps from ``states`` (its own data in the
-    carry, a fresh key, nothing discarded); (log-likelihood trace (chains, n_iter), X draws,
-    CPU s).  ``model`` is changed (its fitted attributes are the continued run's)."""
+    carry, a fresh key, nothing discarded); (log-likelihood trace (chains, n_iter), latent
+    distances (:func:`distances`), CPU s).  ``model`` is changed (its fitted attributes are
+    the continued run's)."""
     carry = model._result_.state
     init = (states, *carry[1:])
     model._key_run_ = jax.random.PRNGKey(seed)
@@ -80,13 +82,13 @@ def continue_from(model, states, n_iter: int, seed: int) -> tuple:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model._run(init, start=0, earlier=None, n_iter=n_iter, quiet=True)
-    return model.history_, model.X_samples_, time.process_time() - t0
+    cpu = time.process_time() - t0
+    return model.history_, distances(model.X_samples_), cpu
 
 
-def distance_levels(X_samples) -> np.ndarray:
-    """(chains, draws): the median over 20 fixed row pairs of their distance in each draw."""
-    dist = np.asarray(pairwise_distance_summary(X_samples, n_pairs=20))   # (C, S, 20)
-    return np.median(dist, axis=2)
+def distances(X_samples) -> np.ndarray:
+    """(chains, draws, 20): the distances of 20 fixed row pairs in each draw."""
+    return np.asarray(pairwise_distance_summary(X_samples, n_pairs=20))
 
 
 def _windows(values: np.ndarray, fmt: str) -> str:
@@ -95,13 +97,13 @@ def _windows(values: np.ndarray, fmt: str) -> str:
     return " / ".join(format(values[:, w].mean(), fmt) for w in parts)
 
 
-def rows(name: str, trace: np.ndarray, X_samples, cpu: float) -> list:
-    """Two table rows (log-likelihood, distance level): per-window means over chains, the
-    last half's per-chain means and split R-hat."""
+def rows(name: str, trace: np.ndarray, dist: np.ndarray, cpu: float) -> list:
+    """Two table rows (log-likelihood, distance level: each draw's median over the pairs):
+    per-window means over chains, the last half's per-chain means and split R-hat."""
     C, S = trace.shape
     lines = []
     for what, values, fmt in (("log-lik", trace, ".1f"),
-                              ("distance level", distance_levels(X_samples), ".3f")):
+                              ("distance level", np.median(dist, axis=2), ".3f")):
         last = values[:, values.shape[1] // 2:]
         chains = ", ".join(format(m, fmt) for m in last.mean(axis=1))
         rhat = split_rhat(last) if last.shape[1] >= 4 else float("nan")
@@ -110,18 +112,18 @@ def rows(name: str, trace: np.ndarray, X_samples, cpu: float) -> list:
     return lines
 
 
-def ess_row(name: str, trace: np.ndarray, X_samples, cpu: float) -> str:
-    """A row of the second table: rank-normalised split R-hat and bulk ESS (Vehtari et al.
-    2021) of the log-likelihood and of the 20 distances (largest R-hat; least and median ESS),
-    and ESS per CPU-second, over the whole run."""
-    dist = np.asarray(pairwise_distance_summary(X_samples, n_pairs=20))
-    ess_d = np.array([bulk_ess(dist[:, :, p]) for p in range(dist.shape[2])])
-    rhat_d = max(rank_rhat(dist[:, :, p]) for p in range(dist.shape[2]))
-    ess_ll = bulk_ess(trace)
+def ess_row(name: str, trace: np.ndarray, dist: np.ndarray, cpu: float) -> str:
+    """A row of the second table: the library's convergence figures over the whole run
+    (:func:`gplvm.models.rflvm.convergence.figures_of`: rank-normalised split R-hat and bulk
+    ESS, Vehtari et al. 2021, of the log-likelihood and of the distances, largest R-hat and
+    least ESS), the distances' median ESS, and ESS per CPU-second."""
+    f = figures_of(trace, dist)
+    median = float(np.median([bulk_ess(dist[:, :, p]) for p in range(dist.shape[2])]))
+    ess_ll, ess_d = f["ess_log_lik"], f["ess_distances"]
     return (f"| {name} | {trace.shape[1]} × {trace.shape[0]} | {cpu:.0f} | "
-            f"{rank_rhat(trace):.3f} / {rhat_d:.3f} | {ess_ll:.0f} / {ess_d.min():.0f}; "
-            f"{np.median(ess_d):.0f} | {ess_ll / cpu:.3f} / {ess_d.min() / cpu:.3f}; "
-            f"{np.median(ess_d) / cpu:.3f} |")
+            f"{f['rhat_log_lik']:.3f} / {f['rhat_distances']:.3f} | {ess_ll:.0f} / "
+            f"{ess_d:.0f}; {median:.0f} | {ess_ll / cpu:.3f} / {ess_d / cpu:.3f}; "
+            f"{median / cpu:.3f} |")
 
 
 def main(argv=None) -> None:
@@ -149,9 +151,9 @@ def main(argv=None) -> None:
     nuts, cpu_nuts = fit(Y, "nuts", n_nuts, burn_nuts, args)
     gibbs, cpu_gibbs = fit(Y, "gibbs", n_gibbs, burn_gibbs, args)
     lines = (rows("NUTS (default), after burn-in", nuts.history_[:, burn_nuts:],
-                  nuts.X_samples_, cpu_nuts)
+                  distances(nuts.X_samples_), cpu_nuts)
              + rows("Gibbs, after burn-in", gibbs.history_[:, burn_gibbs:],
-                    gibbs.X_samples_, cpu_gibbs))
+                    distances(gibbs.X_samples_), cpu_gibbs))
 
     nuts_end = nuts._result_.state[0]
     gibbs_end = gibbs._result_.state[0]
@@ -163,16 +165,16 @@ def main(argv=None) -> None:
     from_gibbs = gibbs_end._replace(tuning=nuts_end.tuning, n_sweeps=sweeps,
                                     n_proposals_X=nuts_end.n_proposals_X,
                                     n_proposals_beta=nuts_end.n_proposals_beta)
-    trace, X, cpu = continue_from(gibbs, from_nuts, args.cross_gibbs, args.seed + 1000)
-    lines += rows("Gibbs from the NUTS fit's final states", trace, X, cpu)
-    ess_lines = [ess_row("Gibbs from the NUTS fit's final states", trace, X, cpu)]
-    trace, X, cpu = continue_from(nuts, from_gibbs, args.cross_nuts, args.seed + 2000)
-    lines += rows("NUTS from the Gibbs fit's final states", trace, X, cpu)
-    ess_lines.append(ess_row("NUTS from the Gibbs fit's final states", trace, X, cpu))
+    trace, dist, cpu = continue_from(gibbs, from_nuts, args.cross_gibbs, args.seed + 1000)
+    lines += rows("Gibbs from the NUTS fit's final states", trace, dist, cpu)
+    ess_lines = [ess_row("Gibbs from the NUTS fit's final states", trace, dist, cpu)]
+    trace, dist, cpu = continue_from(nuts, from_gibbs, args.cross_nuts, args.seed + 2000)
+    lines += rows("NUTS from the Gibbs fit's final states", trace, dist, cpu)
+    ess_lines.append(ess_row("NUTS from the Gibbs fit's final states", trace, dist, cpu))
     if args.more_nuts > 0:
-        trace, X, cpu = continue_from(nuts, nuts_end, args.more_nuts, args.seed + 3000)
-        lines += rows("NUTS from its own final states", trace, X, cpu)
-        ess_lines.append(ess_row("NUTS from its own final states", trace, X, cpu))
+        trace, dist, cpu = continue_from(nuts, nuts_end, args.more_nuts, args.seed + 3000)
+        lines += rows("NUTS from its own final states", trace, dist, cpu)
+        ess_lines.append(ess_row("NUTS from its own final states", trace, dist, cpu))
 
     print(f"\nPoisson S-curve, N = 300, J = 50, M = {args.features}, DP kernel, seed {args.seed}, "
           f"{args.chains} chains")

@@ -77,7 +77,8 @@ def preconditioned_start(rounds: int, iterations: int):
             found = start.find_mode(fn, p0)
             p = found.position
         else:
-            first = start.ModeSearch(p0, fn(p0), jnp.zeros((), jnp.int32),
+            first = start.ModeSearch(p0, jnp.full((), -jnp.inf, p0.dtype),   # replaced by
+                                     jnp.zeros((), jnp.int32),               # round 1
                                      jnp.full((), jnp.inf, p0.dtype))
             p, found = jax.lax.fori_loop(0, rounds, one_round, (p0, first))
         precision = start.laplace_precision(spec, data, state, log_prior_W, p)

@@ -177,7 +177,7 @@ def main(argv=None):
             crit = G.critical_value(len(z))
         else:
             z, ess = G.geweke_z_ess(g_m, g_s)
-            crit = G.stats.norm.ppf(1 - G.ALPHA / (2 * len(z)))
+            crit = G.critical_value_normal(len(z))
             print(f"    least ESS {min(ess.values()):.0f}", flush=True)
         worst = max(z, key=lambda k: abs(z[k]))
         print(f"{args.kind:8s} {args.sampler:5s} {bug:22s} max |z| = {abs(z[worst]):7.1f} "

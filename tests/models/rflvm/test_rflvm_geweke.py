@@ -448,6 +448,11 @@ def critical_value(n_functions, n_batches=N_BATCHES, alpha=ALPHA):
     return stats.t.ppf(1 - alpha / (2 * n_functions), n_batches - 1)
 
 
+def critical_value_normal(n_functions, alpha=ALPHA):
+    """:func:`critical_value` for :func:`geweke_z_ess`'s z: the normal quantile."""
+    return stats.norm.ppf(1 - alpha / (2 * n_functions))
+
+
 def geweke_z_ess(g_marginal: dict, g_successive: dict):
     """z of each test function's mean difference with the chains' standard error from their
     effective sample size, var/ESS (ArviZ's ``ess(method='mean')``: Geyer's initial monotone

@@ -32,10 +32,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import stats
 
-from test_rflvm_geweke import (ALPHA, N_CHAINS, N_MARGINAL, _crp, _niw_draws, geweke_z_ess,
-                               marginal_conditional, successive_conditional)
+from test_rflvm_geweke import (N_CHAINS, N_MARGINAL, _crp, _niw_draws, critical_value_normal,
+                               geweke_z_ess, marginal_conditional, successive_conditional)
 
 #: Q = 2 cases: (sampler, DP components, seed, sweeps per chain)
 TWO_DIMENSIONAL = [("nuts", "integrated", 33, 2000), ("gibbs", "drawn", 32, 1500)]
@@ -56,8 +55,7 @@ def test_two_latent_dimensions(sampler, components, seed, n_steps):
     z, ess = geweke_z_ess(g_m, g_s)
     report = ", ".join(f"{name}: z = {v:+.2f} (ESS {ess[name]:.0f})" for name, v in z.items())
     assert all(e >= MIN_ESS for e in ess.values()), f"too few effective draws: {report}"
-    crit = stats.norm.ppf(1 - ALPHA / (2 * len(z)))
-    assert all(abs(v) < crit for v in z.values()), report
+    assert all(abs(v) < critical_value_normal(len(z)) for v in z.values()), report
 
 
 def test_the_two_dimensional_prior_simulator_has_the_wishart_moments():
