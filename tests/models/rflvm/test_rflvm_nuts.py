@@ -16,6 +16,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 import gplvm
 from gplvm.inference.mcmc.nuts import adapt, nuts_transition, tuning_init
+from gplvm.models.rflvm.checks import warn_short_adaptation
 
 
 def test_adaptation_learns_each_coordinates_variance_and_the_target_acceptance():
@@ -186,3 +187,21 @@ def test_the_default_sampler_refuses_the_dynamic_prior_naming_the_fix():
     with pytest.raises(ValueError, match=r"sampler='nuts' \(the default\).*pass "
                                          r"sampler='gibbs' for the dynamic RFLVM"):
         gplvm.RFLVM(progress=False).fit(_small_counts(), times=np.arange(30.0))
+
+
+def test_a_burn_in_too_short_to_adapt_in_warns_naming_the_fix():
+    """Stan estimates no mass matrix from fewer than 20 warm-up iterations; with B sweeps the
+    library fixes the step size after B − ⌊8B/10⌋ sweeps of dual averaging past the last mass
+    window (:mod:`gplvm.inference.mcmc.nuts`), 2 at B = 10.  B = 0 (no adaptation) and B ≥ 20
+    are silent; a fit with B = 10 warns before it samples."""
+    with pytest.warns(UserWarning, match=r"burn_in=10\).*after 2 sweeps.*burn_in >= 20"):
+        warn_short_adaptation(10)
+    for burn_in in (0, 20, 200):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            warn_short_adaptation(burn_in)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)    # so short a run: not the point
+        with pytest.warns(UserWarning, match=r"sampler='nuts', burn_in=5\)"):
+            gplvm.RFLVM(n_components=1, n_features=10, burn_in=5, n_iter=7, n_chains=1,
+                        learn_kernel=False, progress=False, block_size=7).fit(_small_counts())

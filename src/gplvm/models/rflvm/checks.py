@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import numpy as np
 
@@ -11,6 +12,24 @@ from gplvm._validation import (_where, as_1d_float, as_2d_float, check_magnitude
 from gplvm.inference.sharding import checkpoint_devices_problem
 from gplvm.likelihoods import AbstractLikelihood, get_likelihood
 from gplvm.models.rflvm.columns import dropped_columns
+
+
+#: the fewest burn-in sweeps NUTS's adaptation needs (Stan estimates no mass matrix below 20)
+MIN_NUTS_BURN_IN = 20
+
+
+def warn_short_adaptation(burn_in: int) -> None:
+    """Warn when ``sampler='nuts'`` is given a burn-in too short to adapt in: with B sweeps
+    the step size is fixed after the last B/5 of them (:mod:`gplvm.inference.mcmc.nuts`), two
+    at B = 10, and may be far too large, so that no proposal is accepted.  B = 0 (no
+    adaptation: NUTS at its initial step size and unit mass) is a choice, not a mistake."""
+    if 0 < burn_in < MIN_NUTS_BURN_IN:
+        warnings.warn(f"RFLVM(sampler='nuts', burn_in={burn_in}): NUTS adapts its step size "
+                      f"and mass matrix over the burn-in, and {burn_in} sweeps are too few "
+                      f"(the step size is fixed after {burn_in - 8 * burn_in // 10} sweeps of "
+                      f"adaptation past the last mass window): the chains may accept nothing. "
+                      f"Use burn_in >= {MIN_NUTS_BURN_IN} (default 200)", UserWarning,
+                      stacklevel=4)
 
 
 def resolve_likelihood(likelihood, n_trials=None) -> AbstractLikelihood:

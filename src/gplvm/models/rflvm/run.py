@@ -23,10 +23,10 @@ from gplvm.inference.run import CheckpointTimer
 from gplvm.io.legacy.rflvm import current_layouts
 from gplvm.likelihoods import likelihood_class
 from gplvm.models._checkpoint import holding_checkpoint
+from gplvm.models.rflvm.checks import warn_short_adaptation
 from gplvm.models.rflvm.columns import widen
 from gplvm.models.rflvm.convergence import (RHAT_TARGET, convergence_figures, describe,
-                                             describe_modes, describe_transit,
-                                             has_converged)
+                                             describe_modes, describe_transit, has_converged)
 from gplvm.models.rflvm.fitted import (aligned_draws, last_states, record_heavy, record_light,
                                        trace)
 from gplvm.models.rflvm.map_fit import SCALED_TOLERANCE, map_result
@@ -108,9 +108,9 @@ class RFLVMRun:
         return self
 
     def _start_nuts(self, states, key_init):
-        """``sampler='nuts'``: the chains' states with the NUTS block's adaptation over the
-        burn-in, started from over-dispersed draws around the block's mode, Laplace-scaled
-        (:func:`.map_start.start_chains`); sets ``mode_start_``."""
+        """``sampler='nuts'``: the chains' states with the block's adaptation over the burn-in,
+        from over-dispersed draws around its mode (:func:`.start_chains`); sets ``mode_start_``."""
+        warn_short_adaptation(int(self.burn_in))
         states = states._replace(tuning=states.tuning._replace(
             burn_in=np.full(self.n_chains, int(self.burn_in), np.int32)))
         keys_start = jax.random.split(jax.random.fold_in(key_init, 1), self.n_chains)
