@@ -70,7 +70,7 @@ class RFLVM(RFLVMFiles, SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseE
             ``max_iter`` sweeps or ``max_time`` seconds have run (then a
             ``ConvergenceWarning`` gives the figures); the progress bar shows them after each
             round.  Or a number of sweeps per chain, burn-in included (paper: 2000).
-        burn_in: sweeps discarded: NUTS's adaptation (default 200, 20 at least; paper's Gibbs: 1000).
+        burn_in: sweeps discarded: NUTS's adaptation (default 200, 20 at least; paper, Gibbs: 1000).
         n_chains: chains run together (``vmap``).
         thin: keep every ``thin``-th latent draw after burn-in.
         max_stored: at most this many draws of the big arrays (β, W) are kept in all.
