@@ -23,6 +23,13 @@ the kernel's length-scale against the latents' spread does.
     .venv/bin/python benchmarks/rflvm_cross_check.py --nuts 500,200 --gibbs 8000,1000 \
         --cross-gibbs 4000 --cross-nuts 200 --seed 0
     .venv/bin/python benchmarks/rflvm_cross_check.py --more-nuts 400 --cross-gibbs 8000
+    .venv/bin/python benchmarks/rflvm_cross_check.py --fixed-w --more-nuts 400
+
+``--fixed-w`` runs the same check on the model with W fixed at chain 0's draw
+(``RFLVM(frequencies='fixed', learn_kernel=False)``), on which the NUTS chains converge by
+the library's rule in minutes and the Gibbs chains were seen 130 nats below them after 20,000
+sweeps: a sharper test of the Gibbs sweep than the default model, whose NUTS chains mix
+slowly themselves.
 
 ``--more-nuts K`` continues the NUTS chains from their own final states as well: Gibbs and
 NUTS then both sample from the same (stationary) states, and the second table's ESS per
@@ -58,14 +65,16 @@ N_WINDOWS = 5
 
 
 def fit(Y, sampler: str, n_iter: int, burn_in: int, args) -> tuple:
-    """One fit of the default model (DP kernel) with ``sampler``; (model, CPU s)."""
+    """One fit of the default model (DP kernel) with ``sampler``, or with ``--fixed-w`` of the
+    model with W fixed at chain 0's draw from the fixed RBF; (model, CPU s)."""
     t0 = time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = gplvm.RFLVM(likelihood="poisson", sampler=sampler, n_iter=n_iter,
                             burn_in=burn_in, n_chains=args.chains, n_features=args.features,
-                            learn_kernel=True, random_state=args.seed, progress=False,
-                            block_size=50).fit(Y)
+                            learn_kernel=not args.fixed_w, random_state=args.seed,
+                            frequencies="fixed" if args.fixed_w else "sampled",
+                            progress=False, block_size=50).fit(Y)
     return model, time.process_time() - t0
 
 
@@ -138,6 +147,9 @@ def main(argv=None) -> None:
                         help="NUTS sweeps from the NUTS fit's own final states (0: none): "
                         "with the Gibbs sweeps from the same states, both samplers from "
                         "one stationary start, for ESS per CPU-second")
+    parser.add_argument("--fixed-w", action="store_true",
+                        help="the model with W fixed (RFLVM(frequencies='fixed', "
+                        "learn_kernel=False)), on which NUTS converges in minutes")
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--features", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
@@ -157,6 +169,8 @@ def main(argv=None) -> None:
 
     nuts_end = nuts._result_.state[0]
     gibbs_end = gibbs._result_.state[0]
+    if args.fixed_w:        # one model: both samplers hold the same W
+        np.testing.assert_array_equal(np.asarray(nuts_end.W), np.asarray(gibbs_end.W))
     # Gibbs from the NUTS states: the same fields, no NUTS adaptation; its MAP warm-up over
     sweeps = np.maximum(nuts_end.n_sweeps, gibbs_end.n_sweeps)          # (n_sweeps below)
     from_nuts = nuts_end._replace(tuning=None, n_sweeps=sweeps)
@@ -176,7 +190,8 @@ def main(argv=None) -> None:
         lines += rows("NUTS from its own final states", trace, dist, cpu)
         ess_lines.append(ess_row("NUTS from its own final states", trace, dist, cpu))
 
-    print(f"\nPoisson S-curve, N = 300, J = 50, M = {args.features}, DP kernel, seed {args.seed}, "
+    model = "W fixed (chain 0's draw from the RBF)" if args.fixed_w else "DP kernel"
+    print(f"\nPoisson S-curve, N = 300, J = 50, M = {args.features}, {model}, seed {args.seed}, "
           f"{args.chains} chains")
     print(f"| run | statistic | sweeps × chains | CPU s | mean over chains, {N_WINDOWS} windows "
           f"| per chain (last half) | split R-hat (last half) |")
