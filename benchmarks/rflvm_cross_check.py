@@ -162,7 +162,8 @@ def main(argv=None) -> None:
     n_gibbs, burn_gibbs = (int(v) for v in args.gibbs.split(","))
     nuts, cpu_nuts = fit(Y, "nuts", n_nuts, burn_nuts, args)
     gibbs, cpu_gibbs = fit(Y, "gibbs", n_gibbs, burn_gibbs, args)
-    lines = (rows("NUTS (default), after burn-in", nuts.history_[:, burn_nuts:],
+    nuts_name = "NUTS, W fixed" if args.fixed_w else "NUTS (default)"
+    lines = (rows(f"{nuts_name}, after burn-in", nuts.history_[:, burn_nuts:],
                   distances(nuts.X_samples_), cpu_nuts)
              + rows("Gibbs, after burn-in", gibbs.history_[:, burn_gibbs:],
                     distances(gibbs.X_samples_), cpu_gibbs))
