@@ -193,7 +193,7 @@ def test_a_burn_in_too_short_to_adapt_in_warns_naming_the_fix():
     """Stan estimates no mass matrix from fewer than 20 warm-up iterations; with B sweeps the
     library fixes the step size after B − ⌊8B/10⌋ sweeps of dual averaging past the last mass
     window (:mod:`gplvm.inference.mcmc.nuts`), 2 at B = 10.  B = 0 (no adaptation) and B ≥ 20
-    are silent; a fit with B = 10 warns before it samples."""
+    are silent; a fit with B = 5 warns before it samples."""
     with pytest.warns(UserWarning, match=r"burn_in=10\).*after 2 sweeps.*burn_in >= 20"):
         warn_short_adaptation(10)
     for burn_in in (0, 20, 200):

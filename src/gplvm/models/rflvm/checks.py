@@ -20,9 +20,10 @@ MIN_NUTS_BURN_IN = 20
 
 def warn_short_adaptation(burn_in: int) -> None:
     """Warn when ``sampler='nuts'`` is given a burn-in too short to adapt in: with B sweeps
-    the step size is fixed after the last B/5 of them (:mod:`gplvm.inference.mcmc.nuts`), two
-    at B = 10, and may be far too large, so that no proposal is accepted.  B = 0 (no
-    adaptation: NUTS at its initial step size and unit mass) is a choice, not a mistake."""
+    the mass matrix comes from B/2 draws and the step size is fixed after the last B/5 sweeps
+    (:mod:`gplvm.inference.mcmc.nuts`), 5 and 2 at B = 10, and the chains may then accept no
+    proposal (``benchmarks/rflvm_short_burn_in.py``).  B = 0 (no adaptation: NUTS at its
+    initial step size and unit mass) is a choice, not a mistake."""
     if 0 < burn_in < MIN_NUTS_BURN_IN:
         warnings.warn(f"RFLVM(sampler='nuts', burn_in={burn_in}): NUTS adapts its step size "
                       f"and mass matrix over the burn-in, and {burn_in} sweeps are too few "
