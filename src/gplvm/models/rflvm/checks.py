@@ -25,9 +25,10 @@ def warn_short_adaptation(burn_in: int) -> None:
     proposal (``benchmarks/rflvm_short_burn_in.py``).  B = 0 (no adaptation: NUTS at its
     initial step size and unit mass) is a choice, not a mistake."""
     if 0 < burn_in < MIN_NUTS_BURN_IN:
+        last = burn_in - 8 * burn_in // 10
         warnings.warn(f"RFLVM(sampler='nuts', burn_in={burn_in}): NUTS adapts its step size "
                       f"and mass matrix over the burn-in, and {burn_in} sweeps are too few "
-                      f"(the step size is fixed after {burn_in - 8 * burn_in // 10} sweeps of "
+                      f"(the step size is fixed after {last} sweep{'s' * (last != 1)} of "
                       f"adaptation past the last mass window): the chains may accept nothing. "
                       f"Use burn_in >= {MIN_NUTS_BURN_IN} (default 200)", UserWarning,
                       stacklevel=4)
