@@ -87,7 +87,7 @@ def test_the_fit_s_warning_says_the_chains_sit_in_separate_modes():
     model.history_ = np.concatenate([np.zeros((4, 20)), _ar1([-100.0, -300.0, -100.0,
                                                                -300.0], n=600)], axis=1)
     model.n_iter, model.max_iter, model.n_iter_ = "auto", 620, 620
-    message = model._not_converged(1.0)
+    message = model._not_converged(1.0, 0.5)
     assert "2 separate modes" in message and "not the posterior" in message
     model.history_[:, 20:] += np.linspace(0.0, 400.0, 600)       # now each chain climbs
-    assert "still in transit" in model._not_converged(1.0)
+    assert "still in transit" in model._not_converged(1.0, 0.5)

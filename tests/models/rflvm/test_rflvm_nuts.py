@@ -135,15 +135,40 @@ def test_convergence_rule_needs_every_rhat_and_every_ess():
         assert not has_converged({**good, key: bad}, 400), key
 
 
+def test_the_projection_scales_the_kept_sweeps_by_the_missing_ess():
+    """ESS of stationary chains grows in proportion to the kept sweeps: ESS 100 after 250 kept
+    sweeps needs 1,000 for ESS 400, 750 more, 1,500 s at 2 s a sweep; the smaller of the two
+    ESS decides; no figure once ESS is reached (R-hat alone is short), without an ESS, or with
+    the chains in separate modes."""
+    from gplvm.models.rflvm.convergence import describe_pace, duration, sweeps_to_target
+
+    figures = {"rhat_log_lik": 1.05, "ess_log_lik": 100.0, "rhat_distances": 1.2,
+               "ess_distances": 250.0, "n_draws": 250, "n_modes": 1.0}
+    assert sweeps_to_target(figures, 400) == 1000
+    assert describe_pace(figures, 400, 2.0) == "ESS 400 in ~750 more sweeps (~25 min)"
+    assert sweeps_to_target({**figures, "ess_distances": 50.0}, 400) == 2000
+    for changed in ({"ess_log_lik": 400.0, "ess_distances": 500.0},
+                    {"ess_log_lik": float("nan")}, {"ess_distances": 0.0}, {"n_modes": 2.0}):
+        assert sweeps_to_target({**figures, **changed}, 400) is None, changed
+        assert describe_pace({**figures, **changed}, 400, 2.0) == ""
+    assert [duration(s) for s in (40.0, 720.0, 3.1 * 3600)] == ["40 s", "12 min", "3.1 h"]
+
+
 def test_auto_stops_at_max_iter_with_a_warning_that_gives_the_figures():
     """The default inference (NUTS from the mode, ``n_iter='auto'``; issue 30) with an ESS
     target no run of this length can reach: the run ends at max_iter with a
     ConvergenceWarning that names the figures and the setting to raise; resume() of the
     finished run returns it unchanged."""
-    with pytest.warns(ConvergenceWarning, match=r"max_iter=130 .*R-hat .* ESS .*raise max_iter"):
+    with pytest.warns(ConvergenceWarning, match=r"max_iter=130 .*R-hat .* ESS .*raise max_iter"
+                      ) as caught:
         model = gplvm.RFLVM(n_components=1, n_features=10, burn_in=20, ess_target=10**6,
                             max_iter=130, n_chains=2, progress=False, learn_kernel=False,
                             block_size=50).fit(_small_counts(1))
+    # the projection: ESS grows in proportion to the 110 kept sweeps
+    ess = min(model.convergence_["ess_log_lik"], model.convergence_["ess_distances"])
+    more = int(np.ceil(110 * 10**6 / ess)) - 110
+    assert f"at the current rate, ESS 1,000,000 in ~{more:,} more sweeps" in str(
+        caught[-1].message)
     assert "log_density" in model.mode_start_         # NUTS started from the block's mode
     assert model.n_iter_ == 130 and not model.converged_
     assert model.history_.shape == (2, 130)

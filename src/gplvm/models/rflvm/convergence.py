@@ -162,3 +162,37 @@ def describe(figures: dict) -> str:
     return (f"R-hat {figures['rhat_log_lik']:.3f} / {figures['rhat_distances']:.3f}, "
             f"ESS {figures['ess_log_lik']:.0f} / {figures['ess_distances']:.0f}"
             + (f", {modes} modes" if modes > 1 else ""))
+
+
+def sweeps_to_target(figures: dict, ess_target: int) -> int | None:
+    """The sweeps per chain after burn-in that would bring the smaller bulk ESS (log-likelihood
+    or worst distance) to ``ess_target`` at its current rate, or None when it is there already
+    (then only R-hat is short, which no rate predicts), undefined, or the chains sit in
+    separate modes (more sweeps do not help: :func:`describe_modes`).
+
+    For stationary chains ESS = chains · n / τ grows in proportion to the kept sweeps n (τ the
+    integrated autocorrelation time; Vehtari et al. 2021, eq. 10), so the target is reached at
+    n · ``ess_target`` / ESS.  Chains still in transit make the figure a guess."""
+    ess = min(figures["ess_log_lik"], figures["ess_distances"])
+    n_kept = figures["n_draws"]
+    if int(figures.get("n_modes", 1.0)) > 1 or not (0 < ess < ess_target) or not n_kept > 0:
+        return None
+    return int(np.ceil(n_kept * ess_target / ess))
+
+
+def describe_pace(figures: dict, ess_target: int, seconds_per_sweep: float) -> str:
+    """'ESS 400 in ~1,900 more sweeps (~1.2 h)': the sweeps of :func:`sweeps_to_target` beyond
+    those kept, and their wall time at ``seconds_per_sweep`` (the run's pace, every chain); ''
+    when there is no such figure."""
+    needed = sweeps_to_target(figures, ess_target)
+    if needed is None:
+        return ""
+    more = needed - int(figures["n_draws"])
+    return f"ESS {ess_target:,} in ~{more:,} more sweeps (~{duration(more * seconds_per_sweep)})"
+
+
+def duration(seconds: float) -> str:
+    """'40 s', '12 min' or '3.1 h'."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"

@@ -69,7 +69,8 @@ class RFLVM(RFLVMFiles, SaveMixin, RFLVMVerbs, RFLVMRun, TransformerMixin, BaseE
             between 20 fixed row pairs of X (:mod:`gplvm.models.rflvm.convergence`) — or
             ``max_iter`` sweeps or ``max_time`` seconds have run (then a
             ``ConvergenceWarning`` gives the figures); the progress bar shows them after each
-            round.  Or a number of sweeps per chain, burn-in included (paper: 2000).
+            round, with the sweeps and time that ESS would need at its rate so far.  Or a
+            number of sweeps per chain, burn-in included (paper: 2000).
         burn_in: sweeps discarded: NUTS's adaptation (default 200, 20 at least; paper, Gibbs: 1000).
         n_chains: chains run together (``vmap``).
         thin: keep every ``thin``-th latent draw after burn-in.

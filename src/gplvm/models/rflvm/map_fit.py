@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jax.scipy.linalg import solve_triangular
+from sklearn.exceptions import ConvergenceWarning
 
 from gplvm._pytree import to_device
 from gplvm.inference.mcmc._block import Block
@@ -213,5 +215,19 @@ def map_result(spec: RFLVMSpec, data: RFLVMData, init) -> tuple:
     return result, {**report, "max_scaled_gradient": np.asarray(scaled)}
 
 
+def modes_converged(mode_start: dict, quiet: bool) -> bool:
+    """``converged_`` of ``inference='map'``: every mode search within
+    :data:`SCALED_TOLERANCE` Laplace standard deviations of a stationary point along every
+    coordinate (``mode_start``: :func:`map_result`'s report); a ``ConvergenceWarning`` when not,
+    unless ``quiet``."""
+    worst = float(np.max(mode_start["max_scaled_gradient"]))
+    if worst > SCALED_TOLERANCE and not quiet:
+        warnings.warn(f"RFLVM(inference='map'): L-BFGS stopped {worst:.3g} Laplace standard "
+                      f"deviations from a stationary point along some coordinate (tolerance "
+                      f"{SCALED_TOLERANCE}); converged_ is False: the modes are approximate",
+                      ConvergenceWarning, stacklevel=6)
+    return bool(worst <= SCALED_TOLERANCE)
+
+
 __all__ = ["GAUSSIAN_ROUNDS", "SCALED_TOLERANCE", "ModeSearch", "map_result", "mode_state",
-           "mode_states"]
+           "mode_states", "modes_converged"]

@@ -26,10 +26,11 @@ from gplvm.models._checkpoint import holding_checkpoint
 from gplvm.models.rflvm.checks import warn_short_adaptation
 from gplvm.models.rflvm.columns import widen
 from gplvm.models.rflvm.convergence import (RHAT_TARGET, convergence_figures, describe,
-                                             describe_modes, describe_transit, has_converged)
+                                             describe_modes, describe_pace, describe_transit,
+                                             has_converged)
 from gplvm.models.rflvm.fitted import (aligned_draws, last_states, record_heavy, record_light,
                                        trace)
-from gplvm.models.rflvm.map_fit import SCALED_TOLERANCE, map_result
+from gplvm.models.rflvm.map_fit import map_result, modes_converged
 from gplvm.models.rflvm.map_start import start_chains
 from gplvm.models.rflvm.spec import RFLVMSpec
 from gplvm.models.rflvm.sweep import sweep as rflvm_sweep
@@ -140,10 +141,11 @@ class RFLVMRun:
         # rounds end at burn_in + k·round whatever the start, so a resumed run checks (and
         # stops) where an uninterrupted one does
         target = burn_in + round_length * (max(start - burn_in, 0) // round_length + 1)
-        desc = None
+        desc, pace = None, np.inf     # pace: the fastest round's (compiling slows the first)
         while True:
-            target = min(target, max_iter)
+            target, round_started = min(target, max_iter), time.perf_counter()
             self._run(init, start, earlier, target, quiet=True, desc=desc, deadline=deadline)
+            pace = min(pace, (time.perf_counter() - round_started) / max(self.n_iter_ - start, 1))
             if self.interrupted_ or self.converged_ or self.n_iter_ >= max_iter:
                 break
             if self.n_iter_ < target or (deadline is not None
@@ -151,15 +153,17 @@ class RFLVMRun:
                 break                # the driver stopped within this round, or it ended late
             earlier = self._result_
             init, start = earlier.state, int(earlier.n_done)
-            desc = describe(self.convergence_)
+            desc = ", ".join(filter(None, (describe(self.convergence_), describe_pace(
+                self.convergence_, int(self.ess_target), pace))))
             target += round_length
         if not self.converged_ and not self.interrupted_:
-            warnings.warn(self._not_converged(time.perf_counter() - started),
+            warnings.warn(self._not_converged(time.perf_counter() - started, pace),
                           ConvergenceWarning, stacklevel=3)
         return self
 
-    def _not_converged(self, elapsed: float) -> str:
-        """The warning of an ``n_iter='auto'`` run that ran out of sweeps or of time."""
+    def _not_converged(self, elapsed: float, pace: float) -> str:
+        """The warning of an ``n_iter='auto'`` run that ran out of sweeps or of time; ``pace``:
+        wall seconds per sweep (every chain) of its fastest round (:func:`.describe_pace`)."""
         figures = (f"{describe(self.convergence_)} for the log-likelihood / the worst latent "
                    f"distance; the targets are R-hat <= {RHAT_TARGET} and ESS >= "
                    f"{self.ess_target}")
@@ -168,6 +172,8 @@ class RFLVMRun:
                         "posterior draws")
         kept = self.history_[:, int(self.burn_in):]
         figures += describe_modes(kept) or describe_transit(kept)
+        projected = describe_pace(self.convergence_, int(self.ess_target), pace)
+        figures += f"; at the current rate, {projected}" if projected else ""
         if self.n_iter_ >= int(self.max_iter):
             return (f"RFLVM: not converged after max_iter={int(self.max_iter)} sweeps per "
                     f"chain ({figures}); converged_ is False: raise max_iter, or resume() "
@@ -263,13 +269,7 @@ class RFLVMRun:
         log-likelihood after burn-in below 1.1; a ``ConvergenceWarning`` when it is not."""
         if self.inference == "map":    # no chains to diagnose: the mode searches' own test
             self.convergence_ = convergence_figures(self.history_[:, :0], self.X_samples_[:, :0])
-            worst = float(np.max(self.mode_start_["max_scaled_gradient"]))
-            self.converged_ = bool(worst <= SCALED_TOLERANCE)
-            if not self.converged_ and not quiet:
-                warnings.warn(f"RFLVM(inference='map'): L-BFGS stopped {worst:.3g} Laplace "
-                              f"standard deviations from a stationary point along some "
-                              f"coordinate (tolerance {SCALED_TOLERANCE}); converged_ is False: "
-                              f"the modes are approximate", ConvergenceWarning, stacklevel=5)
+            self.converged_ = modes_converged(self.mode_start_, quiet)
             return
         kept_trace = self.history_[:, self.burn_in:]
         self.convergence_ = convergence_figures(kept_trace, self.X_samples_)
