@@ -171,7 +171,7 @@ def sweeps_to_target(figures: dict, ess_target: int) -> int | None:
     separate modes (more sweeps do not help: :func:`describe_modes`).
 
     For stationary chains ESS = chains · n / τ grows in proportion to the kept sweeps n (τ the
-    integrated autocorrelation time; Vehtari et al. 2021, eq. 10), so the target is reached at
+    integrated autocorrelation time; Gelman et al. 2013, §11.5), so the target is reached at
     n · ``ess_target`` / ESS.  Chains still in transit make the figure a guess."""
     ess = min(figures["ess_log_lik"], figures["ess_distances"])
     n_kept = figures["n_draws"]
