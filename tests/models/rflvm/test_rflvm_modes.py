@@ -67,6 +67,20 @@ def test_chains_still_drifting_are_not_called_modes():
     assert describe_transit(_ar1([0.0, -40.0])) == ""               # stationary, apart
 
 
+def test_the_warning_projects_sweeps_for_chains_in_transit_not_for_separate_modes():
+    """More sweeps are the remedy for chains in transit, so the warning says how many ESS would
+    need at its rate; not for chains stuck in separate modes, where they do not help."""
+    from gplvm.models.rflvm.convergence import describe_shortfall
+
+    figures = {"ess_log_lik": 40.0, "ess_distances": 80.0, "n_draws": 600, "n_modes": 1.0}
+    climbing = _ar1([0.0, -20.0, -40.0, -60.0]) + np.linspace(0.0, 30.0, 600)
+    text = describe_shortfall(figures, climbing, 400, 0.5)
+    assert "still in transit" in text and "ESS 400 in ~5,400 more sweeps, ~45 min" in text
+    stuck = _ar1([-100.0, -300.0, -100.0, -300.0], n=600)
+    text = describe_shortfall({**figures, "n_modes": 2.0}, stuck, 400, 0.5)
+    assert "2 separate modes" in text and "current rate" not in text
+
+
 @pytest.mark.parametrize("bad", [np.zeros((4, 600)), np.full((4, 600), np.nan),
                                  _ar1([0.0, -40.0])[:, :5], _ar1([0.0])])
 def test_undefined_cases_claim_no_modes(bad):

@@ -138,17 +138,19 @@ def test_convergence_rule_needs_every_rhat_and_every_ess():
 def test_the_projection_scales_the_kept_sweeps_by_the_missing_ess():
     """ESS of stationary chains grows in proportion to the kept sweeps: ESS 100 after 250 kept
     sweeps needs 1,000 for ESS 400, 750 more, 1,500 s at 2 s a sweep; the smaller of the two
-    ESS decides; no figure once ESS is reached (R-hat alone is short), without an ESS, or with
-    the chains in separate modes."""
+    ESS decides; no figure once ESS is reached (R-hat alone is short), without either ESS
+    (too few draws), or with the chains in separate modes; no time before a pace is known."""
     from gplvm.models.rflvm.convergence import describe_pace, duration, sweeps_to_target
 
     figures = {"rhat_log_lik": 1.05, "ess_log_lik": 100.0, "rhat_distances": 1.2,
                "ess_distances": 250.0, "n_draws": 250, "n_modes": 1.0}
     assert sweeps_to_target(figures, 400) == 1000
-    assert describe_pace(figures, 400, 2.0) == "ESS 400 in ~750 more sweeps (~25 min)"
+    assert describe_pace(figures, 400, 2.0) == "ESS 400 in ~750 more sweeps, ~25 min"
+    assert describe_pace(figures, 400, None) == "ESS 400 in ~750 more sweeps"   # no pace yet
     assert sweeps_to_target({**figures, "ess_distances": 50.0}, 400) == 2000
     for changed in ({"ess_log_lik": 400.0, "ess_distances": 500.0},
-                    {"ess_log_lik": float("nan")}, {"ess_distances": 0.0}, {"n_modes": 2.0}):
+                    {"ess_log_lik": float("nan")}, {"ess_distances": float("nan")},
+                    {"ess_distances": 0.0}, {"n_modes": 2.0}):
         assert sweeps_to_target({**figures, **changed}, 400) is None, changed
         assert describe_pace({**figures, **changed}, 400, 2.0) == ""
     assert [duration(s) for s in (40.0, 720.0, 3.1 * 3600)] == ["40 s", "12 min", "3.1 h"]

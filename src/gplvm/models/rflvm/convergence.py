@@ -45,7 +45,7 @@ def convergence_figures(log_lik, X_draws) -> dict:
 
     Returns:
         dict of floats: ``rhat_log_lik``, ``ess_log_lik``, ``rhat_distances`` (the largest over
-        the pairs), ``ess_distances`` (the smallest), ``n_draws`` (kept draws per chain),
+        the pairs), ``ess_distances`` (the smallest), ``n_draws`` (sweeps per chain after burn-in),
         ``n_modes`` (:func:`separate_modes`); NaN where too few draws define a figure.
     """
     X_draws = np.asarray(X_draws)
@@ -173,22 +173,34 @@ def sweeps_to_target(figures: dict, ess_target: int) -> int | None:
     For stationary chains ESS = chains · n / τ grows in proportion to the kept sweeps n (τ the
     integrated autocorrelation time; Gelman et al. 2013, §11.5), so the target is reached at
     n · ``ess_target`` / ESS.  Chains still in transit make the figure a guess."""
-    ess = min(figures["ess_log_lik"], figures["ess_distances"])
-    n_kept = figures["n_draws"]
+    both = np.array([figures["ess_log_lik"], figures["ess_distances"]], dtype=float)
+    ess, n_kept = (float(np.min(both)) if np.all(np.isfinite(both)) else np.nan,
+                   figures["n_draws"])
     if int(figures.get("n_modes", 1.0)) > 1 or not (0 < ess < ess_target) or not n_kept > 0:
         return None
     return int(np.ceil(n_kept * ess_target / ess))
 
 
-def describe_pace(figures: dict, ess_target: int, seconds_per_sweep: float) -> str:
-    """'ESS 400 in ~1,900 more sweeps (~1.2 h)': the sweeps of :func:`sweeps_to_target` beyond
-    those kept, and their wall time at ``seconds_per_sweep`` (the run's pace, every chain); ''
-    when there is no such figure."""
+def describe_pace(figures: dict, ess_target: int, seconds_per_sweep: float | None) -> str:
+    """'ESS 400 in ~1,900 more sweeps, ~1.2 h': the sweeps of :func:`sweeps_to_target` beyond
+    those run after burn-in, and their wall time at ``seconds_per_sweep`` (the run's pace,
+    every chain; None: no time given); '' when there is no such figure."""
     needed = sweeps_to_target(figures, ess_target)
     if needed is None:
         return ""
     more = needed - int(figures["n_draws"])
-    return f"ESS {ess_target:,} in ~{more:,} more sweeps (~{duration(more * seconds_per_sweep)})"
+    text = f"ESS {ess_target:,} in ~{more:,} more sweeps"
+    return text if seconds_per_sweep is None else f"{text}, ~{duration(more * seconds_per_sweep)}"
+
+
+def describe_shortfall(figures: dict, log_lik, ess_target: int,
+                       seconds_per_sweep: float | None) -> str:
+    """What a not-converged warning adds to the figures: the chains' separate modes
+    (:func:`describe_modes`) or their transit (:func:`describe_transit`) in the kept
+    log-likelihood (chains, S), then the sweeps ESS still needs (:func:`describe_pace`)."""
+    projected = describe_pace(figures, ess_target, seconds_per_sweep)
+    return ((describe_modes(log_lik) or describe_transit(log_lik))
+            + (f"; at the current rate, {projected}" if projected else ""))
 
 
 def duration(seconds: float) -> str:

@@ -26,8 +26,8 @@ from gplvm.models._checkpoint import holding_checkpoint
 from gplvm.models.rflvm.checks import warn_short_adaptation
 from gplvm.models.rflvm.columns import widen
 from gplvm.models.rflvm.convergence import (RHAT_TARGET, convergence_figures, describe,
-                                             describe_modes, describe_pace, describe_transit,
-                                             has_converged)
+                                             describe_modes, describe_pace, describe_shortfall,
+                                             describe_transit, has_converged)
 from gplvm.models.rflvm.fitted import (aligned_draws, last_states, record_heavy, record_light,
                                        trace)
 from gplvm.models.rflvm.map_fit import map_result, modes_converged
@@ -141,11 +141,12 @@ class RFLVMRun:
         # rounds end at burn_in + k·round whatever the start, so a resumed run checks (and
         # stops) where an uninterrupted one does
         target = burn_in + round_length * (max(start - burn_in, 0) // round_length + 1)
-        desc, pace = None, np.inf     # pace: the fastest round's (compiling slows the first)
+        desc, paces = None, []    # seconds per sweep, each round (the first compiles)
         while True:
             target, round_started = min(target, max_iter), time.perf_counter()
             self._run(init, start, earlier, target, quiet=True, desc=desc, deadline=deadline)
-            pace = min(pace, (time.perf_counter() - round_started) / max(self.n_iter_ - start, 1))
+            paces.append((time.perf_counter() - round_started) / max(self.n_iter_ - start, 1))
+            pace = min(paces[1:], default=None)      # the fastest round's after the first
             if self.interrupted_ or self.converged_ or self.n_iter_ >= max_iter:
                 break
             if self.n_iter_ < target or (deadline is not None
@@ -161,9 +162,9 @@ class RFLVMRun:
                           ConvergenceWarning, stacklevel=3)
         return self
 
-    def _not_converged(self, elapsed: float, pace: float) -> str:
-        """The warning of an ``n_iter='auto'`` run that ran out of sweeps or of time; ``pace``:
-        wall seconds per sweep (every chain) of its fastest round (:func:`.describe_pace`)."""
+    def _not_converged(self, elapsed: float, pace: float | None) -> str:
+        """The warning of an ``n_iter='auto'`` run out of sweeps or time; ``pace``: seconds per
+        sweep of its fastest round after the first, or None (:func:`.describe_pace`)."""
         figures = (f"{describe(self.convergence_)} for the log-likelihood / the worst latent "
                    f"distance; the targets are R-hat <= {RHAT_TARGET} and ESS >= "
                    f"{self.ess_target}")
@@ -171,9 +172,7 @@ class RFLVMRun:
             figures += ("; still in burn-in: the model holds each chain's last state, not "
                         "posterior draws")
         kept = self.history_[:, int(self.burn_in):]
-        figures += describe_modes(kept) or describe_transit(kept)
-        projected = describe_pace(self.convergence_, int(self.ess_target), pace)
-        figures += f"; at the current rate, {projected}" if projected else ""
+        figures += describe_shortfall(self.convergence_, kept, int(self.ess_target), pace)
         if self.n_iter_ >= int(self.max_iter):
             return (f"RFLVM: not converged after max_iter={int(self.max_iter)} sweeps per "
                     f"chain ({figures}); converged_ is False: raise max_iter, or resume() "
