@@ -34,6 +34,7 @@ import numpy as np  # noqa: E402
 import gplvm  # noqa: E402
 from gplvm.data import make_s_curve  # noqa: E402
 from gplvm.models.rflvm.convergence import convergence_figures, sweeps_to_target  # noqa: E402
+from gplvm.models.rflvm.run import AUTO_ROUND  # noqa: E402
 
 
 def main(argv=None) -> None:
@@ -60,13 +61,13 @@ def main(argv=None) -> None:
                             frequencies="fixed" if fixed else "sampled",
                             random_state=args.seed, progress=False, block_size=50).fit(Y)
     cpu = time.process_time() - t0
-    round_length = max(args.burn_in, 100)       # run.AUTO_ROUND: the rounds of n_iter='auto'
+    round_length = max(args.burn_in, AUTO_ROUND)        # the rounds of n_iter='auto'
     kept_log_lik = model.history_[:, args.burn_in:]
     rows, reached = [], None
     for k in range(round_length, args.kept + 1, round_length):
         figures = convergence_figures(kept_log_lik[:, :k], model.X_samples_[:, :k])
-        ess = min(figures["ess_log_lik"], figures["ess_distances"])
-        if reached is None and ess >= args.ess_target:
+        if reached is None and all(figures[e] >= args.ess_target      # NaN: not reached
+                                   for e in ("ess_log_lik", "ess_distances")):
             reached = k
         rows.append((k, figures, sweeps_to_target(figures, args.ess_target)))
     print(f"\nPoisson S-curve, N = 300, J = 50, M = 100, {args.model}, {args.sampler}, "

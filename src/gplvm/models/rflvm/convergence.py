@@ -173,9 +173,8 @@ def sweeps_to_target(figures: dict, ess_target: int) -> int | None:
     For stationary chains ESS = chains · n / τ grows in proportion to the kept sweeps n (τ the
     integrated autocorrelation time; Gelman et al. 2013, §11.5), so the target is reached at
     n · ``ess_target`` / ESS.  Chains still in transit make the figure a guess."""
-    both = np.array([figures["ess_log_lik"], figures["ess_distances"]], dtype=float)
-    ess, n_kept = (float(np.min(both)) if np.all(np.isfinite(both)) else np.nan,
-                   figures["n_draws"])
+    ess = np.array([figures["ess_log_lik"], figures["ess_distances"]], dtype=float).min()
+    n_kept = figures["n_draws"]          # numpy's min is NaN when either is (Python's is not)
     if int(figures.get("n_modes", 1.0)) > 1 or not (0 < ess < ess_target) or not n_kept > 0:
         return None
     return int(np.ceil(n_kept * ess_target / ess))
